@@ -1,0 +1,184 @@
+"""The command line: `python -m agentsim SCENARIO.py [options]`.
+
+Exit codes: 0 done; 2 a user error, printed as one line that names the fix; 130 interrupted
+(everything recorded so far is kept; `--resume` continues); 1 an unexpected failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .errors import ScenarioFileError, UserError
+from .runner import Experiment, ExperimentConfig
+from .scenario import Scenario
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+# Subcommands other issues add (`report`, `sweep`): name -> main(argv) returning an exit code.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, naming the fix, and exit 2 (argparse prints usage on two lines)."""
+        self.exit(EXIT_USER_ERROR, f"agentsim: error: {message} (see python -m agentsim --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m agentsim",
+        description="Run a scenario file: a population of LLM agents (or the built-in stand-in) meeting and playing.",
+    )
+    parser.add_argument("scenario", help="a scenario file, e.g. scenarios/critical_mass.py")
+    parser.add_argument("--backend", default="stand-in",
+                        help="the language model every agent uses (default: stand-in, the built-in rule policy)")
+    parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
+    parser.add_argument("--seed", type=int, default=0, help="the first replicate's seed; replicate k uses seed+k (default 0)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a scenario parameter (repeatable)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output directory (default: results/SCENARIO/TIMESTAMP)")
+    parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
+    parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
+    parser.add_argument("--checkpoint-seconds", type=float, default=1.0,
+                        help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[arguments[0]](arguments[1:])
+    options = build_parser().parse_args(arguments)
+    try:
+        experiment = _prepare(options)
+    except UserError as error:
+        return _user_error(error)
+    try:
+        asyncio.run(_run(experiment))
+    except UserError as error:
+        return _user_error(error)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"agentsim: interrupted; everything recorded so far is in {experiment.config.out}; "
+              f"continue with --resume --out {experiment.config.out}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _prepare(options: argparse.Namespace) -> Experiment:
+    if options.runs is not None and options.runs < 1:
+        raise UserError(f"--runs must be at least 1 (got {options.runs})")
+    if options.checkpoint_seconds < 0:
+        raise UserError(f"--checkpoint-seconds must be >= 0 (got {options.checkpoint_seconds})")
+    scenario, module = load_scenario(options.scenario)
+    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    runs = options.runs if options.runs is not None else int(getattr(module, "RUNS", 1))
+    config = ExperimentConfig(
+        scenario=scenario,
+        out=_output_directory(options, scenario),
+        backend=options.backend,
+        runs=runs,
+        seed=options.seed,
+        resume=options.resume,
+        checkpoint_seconds=options.checkpoint_seconds,
+        scenario_file=str(options.scenario),
+    )
+    from .live import LogView, RichView, configure_logging
+
+    live = not options.no_live and sys.stdout.isatty()
+    if not live:
+        configure_logging()
+    experiment = Experiment(config, RichView() if live else LogView())
+    experiment.open()
+    return experiment
+
+
+async def _run(experiment: Experiment) -> None:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+
+    def interrupt() -> None:
+        loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C is not gentle
+        if task is not None:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        await experiment.run()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> Path:
+    if options.out is not None:
+        return options.out
+    base = Path("results") / scenario.name
+    if options.resume:
+        previous = sorted(path for path in base.glob("*") if path.is_dir()) if base.is_dir() else []
+        if not previous:
+            raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
+        return previous[-1]
+    return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise UserError(f"--set takes KEY=VALUE (got '{pair}')")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario[Any], Any]:
+    """The scenario a file defines: its `scenario` variable, else its one Scenario object, else
+    its one Scenario subclass (built with default parameters)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ScenarioFileError(f"scenario file '{path}' not found; give the path to a scenario file such as scenarios/naming_game.py")
+    name = f"agentsim_scenarios.{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # checkpoints may pickle objects of classes the file defines
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise ScenarioFileError(f"scenario file '{path}' has a syntax error at line {error.lineno}: {error.msg}; fix the file") from None
+    except UserError as error:
+        raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    except Exception as error:  # the file's own code failed: report it as the user's to fix
+        raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
+    candidate = getattr(module, "scenario", None)
+    if isinstance(candidate, Scenario):
+        return candidate, module
+    objects = [value for value in vars(module).values() if isinstance(value, Scenario)]
+    if len(objects) == 1:
+        return objects[0], module
+    classes = [value for value in vars(module).values()
+               if isinstance(value, type) and issubclass(value, Scenario) and value.__module__ == name]
+    if not objects and len(classes) == 1:
+        return classes[0](), module
+    raise ScenarioFileError(
+        f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
+        f"assign the one to run to a variable named `scenario`")
+
+
+def _user_error(error: UserError) -> int:
+    print(f"agentsim: error: {error}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Reading a model's answer from its reply alone.
+
+The papers' public code looked for an option in the prompt and the reply together, so with a
+local model it returned the option the prompt listed rather than the one the model chose. Here
+only the reply is read:
+
+1. If the reply has an answer field (`'value': X`, `"action": "X"`, `answer = X`, ...), the
+   field decides: exactly one option named there is the answer; none or several is unusable.
+2. Otherwise a reply that is just an option (`M`, `**M**`, `'M'.`) is that option.
+3. Otherwise free text is scanned for options as whole words, case-sensitively: exactly one
+   distinct option is the answer; none or several is unusable.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..scenario import Parsed
+
+NO_OPTION = "no valid option"
+SEVERAL = "several options"
+
+_FIELD = re.compile(r"""['"]?\b(?:value|action|name|answer|choice)\b['"]?\s*[:=]\s*([^;}\n]*)""", re.IGNORECASE)
+_NEXT_KEY = re.compile(r""",\s*['"]""")
+_WRAPPING = "*`'\"{}[]<>().:;,! \t\n"
+
+
+class AnswerReader:
+    """Reads answers among a fixed set of options, with its patterns compiled once."""
+
+    def __init__(self, options: tuple[str, ...] | list[str]) -> None:
+        self.options = frozenset(options)
+        # Longest first, so that an option that extends another ("AB" beside "A") wins.
+        alternatives = "|".join(re.escape(option) for option in sorted(self.options, key=len, reverse=True))
+        word = rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])"
+        self._exact = re.compile(word)
+        self._loose = re.compile(word, re.IGNORECASE)
+        self._canonical = {option.lower(): option for option in self.options}
+
+    def parse(self, text: str) -> Parsed:
+        """The option `text` answers with, or the problem that makes it unusable."""
+        field = _FIELD.search(text)
+        if field is not None:
+            value = field.group(1)
+            if "," in value:  # a JSON-style next key ends the field: "value": "M", "reason": ...
+                value = _NEXT_KEY.split(value, maxsplit=1)[0]
+            found = set(self._exact.findall(value))
+            if not found:
+                found = {self._canonical[match.lower()] for match in self._loose.findall(value)}
+            return _verdict(found)
+        bare = text.strip(_WRAPPING)
+        if bare in self.options:
+            return Parsed(bare)
+        return _verdict(set(self._exact.findall(text)))
+
+
+def parse_answer(text: str, options: tuple[str, ...] | list[str]) -> Parsed:
+    """`AnswerReader(options).parse(text)`, with readers kept for recent option sets."""
+    return _reader(frozenset(options)).parse(text)
+
+
+@lru_cache(maxsize=256)
+def _reader(options: frozenset[str]) -> AnswerReader:
+    return AnswerReader(sorted(options))
+
+
+def _verdict(found: set[str]) -> Parsed:
+    if len(found) == 1:
+        return Parsed(next(iter(found)))
+    return Parsed(None, SEVERAL if found else NO_OPTION)

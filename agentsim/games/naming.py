@@ -1,0 +1,475 @@
+"""The LLM naming game of Flint Ashery, Aiello and Baronchelli (Sci. Adv. 2025), as a scenario.
+
+N agents; a pool of W names; each agent remembers its own last H interactions (its name, its
+partner's name, the payoff) and sees its score over them. Two agents meet, each answers with a
+name, and both get +100 if the names match, -50 if not. The prompt is the paper's supplementary
+"Example Prompt" (or its narrative and bullet-point variants), with the option list shuffled
+for every prompt and the answer-first reply format.
+
+Subclass `NamingGame` and override a hook (`payoff`, `messages`, `remember`, `new_metrics`) to
+make a new experiment; see examples/.
+"""
+
+from __future__ import annotations
+
+
+import asyncio
+import random
+import string
+from dataclasses import dataclass
+from functools import cached_property
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+from ..agents import PopulationAgent
+from ..llm.base import Message, Sampling
+from ..metrics import ConventionMetrics
+from ..model import PopulationModel
+from ..params import Params, require
+from ..policies import CommittedPolicy, LLMPolicy
+from ..prompts import PromptTemplate
+from ..records import EncounterRecord, Move
+from ..scenario import Parsed, Scenario
+from ..seeding import shuffled
+from ..scheduler import DrawPairing, Encounter, Pairing, RoundPairing
+from ..topology import Topology, TopologyKind
+from .answers import AnswerReader
+from .naming_standin import NamingStandIn
+
+Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamingParams(Params):
+    # population and names
+    agents: int = 24
+    names: tuple[str, ...] = ()  # the name pool; empty: drawn once per experiment
+    pool_size: int = 10  # W, when the pool is drawn
+    name_style: Literal["letters", "random"] = "letters"  # letters A-Z, or six-character strings
+    memory_length: int = 5  # H
+    success_payoff: int = 100
+    failure_payoff: int = -50
+    # prompting and sampling
+    prompt: str = "standard"  # standard, narrative, bullet, or a path to a template file
+    temperature: float = 0.5
+    top_k: int | None = 10
+    top_p: float | None = None
+    max_tokens: int = 6
+    max_reasks: int = 2  # re-asks with a reminder after an unusable reply
+    fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
+    # who meets whom
+    pairing: Literal["rounds", "continuous", "network"] = "continuous"
+    max_in_flight: int = 8
+    topology: TopologyKind = "complete"
+    topology_degree: int = 4
+    topology_probability: float = 0.1
+    topology_attachment: int = 2
+    graph_file: str = ""
+    # committed minority
+    committed: int = 0
+    committed_fraction: float = 0.0
+    committed_mode: Literal["replace", "add"] = "replace"
+    committed_name: str | None = None
+    majority_name: str | None = None  # start in consensus on this name
+    # measuring and stopping
+    stop_at: Literal["consensus", "flip", "none"] = "consensus"
+    max_rounds: int = 50
+    consensus_threshold: float = 0.95
+    consensus_window: float = 3.0  # in units of N interactions
+    success_window: int = 0  # interactions; 0 means N
+    # the stand-in backend's rule
+    standin_bias_name: str | None = None
+    standin_bias: float = 0.0
+    standin_noise: float = 0.0
+    standin_invalid_rate: float = 0.0
+
+    def validate(self) -> None:
+        require(self.agents >= 2, f"agents must be at least 2 (got {self.agents})")
+        require(self.memory_length >= 0, f"memory_length (H) must be >= 0 (got {self.memory_length})")
+        if self.names:
+            require(len(self.names) >= 2, f"names must hold at least 2 names (got {len(self.names)})")
+            require(len(set(self.names)) == len(self.names), "names must be distinct")
+            require(all(name.strip() == name and name for name in self.names), "names must be non-empty with no surrounding spaces")
+        else:
+            require(self.pool_size >= 2, f"pool_size (W) must be at least 2 (got {self.pool_size})")
+            if self.name_style == "letters":
+                require(self.pool_size <= 26, f"pool_size {self.pool_size} is more than 26 letters; use name_style=random")
+        require(self.max_tokens >= 1, f"max_tokens must be >= 1 (got {self.max_tokens})")
+        require(0 <= self.max_reasks <= 100, f"max_reasks must be between 0 and 100 (got {self.max_reasks})")
+        require(self.max_in_flight >= 1, f"max_in_flight must be >= 1 (got {self.max_in_flight})")
+        require(self.max_rounds >= 1, f"max_rounds must be >= 1 (got {self.max_rounds})")
+        require(0 < self.consensus_threshold <= 1, f"consensus_threshold must be in (0, 1] (got {self.consensus_threshold})")
+        require(self.consensus_window > 0, f"consensus_window must be > 0 (got {self.consensus_window})")
+        require(self.success_window >= 0, f"success_window must be >= 0 (got {self.success_window})")
+        require(self.committed >= 0, f"committed must be >= 0 (got {self.committed})")
+        require(0 <= self.committed_fraction < 1, f"committed_fraction must be in [0, 1) (got {self.committed_fraction})")
+        require(not (self.committed and self.committed_fraction),
+                "give the committed minority as a count (committed) or a fraction (committed_fraction), not both")
+        if self.committed_mode == "replace":
+            require(self.committed_count() < self.agents,
+                    f"{self.committed_count()} committed agents leave no uncommitted agent among agents={self.agents}; "
+                    f"lower committed or use committed_mode=add")
+        require(self.stop_at != "flip" or self.committed_count() > 0, "stop_at=flip needs a committed minority (set committed)")
+        require(self.pairing != "continuous" or self.topology == "complete",
+                "pairing=continuous draws partners from the whole population; use pairing=network (or rounds) with a topology")
+        for name, value in (("standin_bias", self.standin_bias), ("standin_noise", self.standin_noise),
+                            ("standin_invalid_rate", self.standin_invalid_rate)):
+            require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
+        self.sampling()
+        size = self.population_size()
+        if self.topology != "complete" or self.pairing == "network":
+            self.graph_topology().check(size)
+
+    def committed_count(self) -> int:
+        """Committed agents as a count: a fraction is a share of the whole population."""
+        if not self.committed_fraction:
+            return self.committed
+        if self.committed_mode == "replace":
+            return round(self.committed_fraction * self.agents)
+        return round(self.committed_fraction * self.agents / (1 - self.committed_fraction))
+
+    def population_size(self) -> int:
+        return self.agents + (self.committed_count() if self.committed_mode == "add" else 0)
+
+    def graph_topology(self) -> Topology:
+        return Topology(kind=self.topology, degree=self.topology_degree, probability=self.topology_probability,
+                        attachment=self.topology_attachment, path=self.graph_file)
+
+    def sampling(self) -> Sampling:
+        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens)
+
+
+class NamingSituation(NamedTuple):
+    """What an agent sees when asked: the options in the order shown, and its memory."""
+
+    options: tuple[str, ...]
+    memory: tuple[Memory, ...]
+
+
+class NamingGame(Scenario[NamingParams]):
+    name = "naming_game"
+    Params = NamingParams
+
+    # --- the experiment ------------------------------------------------------------------
+    def for_experiment(self, seed: int) -> NamingGame:
+        """Draw the name pool once per experiment (all runs share it) and check the names the
+        parameters refer to."""
+        params = self.params
+        names = params.names or generate_names(params.pool_size, params.name_style, seed)
+        game = self if names == params.names else self.with_params(names=names)
+        for key in ("committed_name", "majority_name", "standin_bias_name"):
+            value = getattr(params, key)
+            require(value is None or value in names, f"{key} '{value}' is not in the name pool {', '.join(names)}")
+        require(params.committed_name is None or params.committed_name != params.majority_name,
+                "committed_name and majority_name must differ")
+        return game
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        if not self.params.names:
+            raise RuntimeError("the name pool is drawn by for_experiment(seed); call it before running")
+        return self.params.names
+
+    @cached_property
+    def template(self) -> PromptTemplate:
+        return PromptTemplate.load("naming", self.params.prompt).require("system", "history", "entry", "user", "reminder")
+
+    @cached_property
+    def _answers(self) -> AnswerReader:
+        return AnswerReader(self.names)
+
+    @cached_property
+    def _codes(self) -> tuple[dict[str | None, str], dict[str, str | None]]:
+        encode: dict[str | None, str] = {name: _code(index) for index, name in enumerate(self.names)}
+        encode[None] = "/"
+        return encode, {code: name for name, code in encode.items()}
+
+    def committed_name(self) -> str:
+        params = self.params
+        if params.committed_name is not None:
+            return params.committed_name
+        return next(name for name in self.names if name != params.majority_name)
+
+    def majority_name(self) -> str | None:
+        params = self.params
+        if params.majority_name is not None:
+            return params.majority_name
+        if params.committed_count():
+            committed = self.committed_name()
+            return next(name for name in self.names if name != committed)
+        return None
+
+    # --- hooks: population, pairing, encounters ------------------------------------------
+    def build_population(self, model: PopulationModel) -> None:
+        params = self.params
+        sampling = params.sampling()
+        for index in range(params.agents):
+            policy = LLMPolicy(model.backend_for(index), sampling, max_reasks=params.max_reasks)
+            PopulationAgent(model, policy, memory_length=params.memory_length)
+        count = params.committed_count()
+        if count:
+            committed = CommittedPolicy(self.committed_name())
+            if params.committed_mode == "replace":
+                for index in sorted(model.random.sample(range(params.agents), count)):
+                    model.population[index].policy = committed
+            majority = self.majority_name()
+            if majority is not None:
+                self.fill_consensus(model, majority)
+            if params.committed_mode == "add":
+                for _ in range(count):
+                    PopulationAgent(model, committed, memory_length=params.memory_length)
+        elif self.majority_name() is not None:
+            self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+
+    def fill_consensus(self, model: PopulationModel, name: str) -> None:
+        """Every memory holds H successful plays of `name`: a population in consensus."""
+        entry = (name, name, self.payoff(name, name))
+        for agent in model.population:
+            agent.memory.extend([entry] * self.params.memory_length)
+
+    def pairing(self, model: PopulationModel) -> Pairing:
+        params = self.params
+        size = len(model.population)
+        graph = None
+        if params.topology != "complete" or params.pairing == "network":
+            graph = params.graph_topology().build(size, model.random.getrandbits(32))
+        if params.pairing == "rounds":
+            return RoundPairing(graph)
+        return DrawPairing(params.max_in_flight, graph)
+
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
+        """Each asked agent's view: its memory and the option list in a fresh random order."""
+        names, rng = self.names, model.random
+        return tuple(
+            None if agent.committed else NamingSituation(shuffled(rng, names), tuple(agent.memory))
+            for agent in encounter.agents
+        )
+
+    async def play(self, model: PopulationModel, encounter: Encounter) -> EncounterRecord:
+        first, second = encounter.agents
+        first_view, second_view = encounter.drawn
+        if first.policy.immediate and second.policy.immediate:
+            first_decision = await first.astep(first_view)
+            second_decision = await second.astep(second_view)
+        else:
+            first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
+        first_name, second_name = first_decision.action, second_decision.action
+        first_payoff = self.payoff(first_name, second_name)
+        second_payoff = self.payoff(second_name, first_name)
+        self.remember(first, first_name, second_name, first_payoff)
+        self.remember(second, second_name, first_name, second_payoff)
+        return EncounterRecord(
+            encounter.t,
+            encounter.round,
+            int(first_name is not None and first_name == second_name),
+            [Move(first.index, first_name, first_payoff), Move(second.index, second_name, second_payoff)],
+            first_decision.calls + second_decision.calls,
+        )
+
+    def payoff(self, own: str | None, partner: str | None) -> int:
+        """The payoff for playing `own` against `partner`. Prompts are rebuilt from the store
+        with it, so keep it a function of the two names."""
+        params = self.params
+        return params.success_payoff if own is not None and own == partner else params.failure_payoff
+
+    def remember(self, agent: PopulationAgent, own: str | None, partner: str | None, payoff: int) -> None:
+        agent.memory.append((own, partner, payoff))
+
+    # --- hooks: what an LLM sees and how its answer is read -------------------------------
+    def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
+        memory = situation.memory
+        history = self._memory_view(memory)[0]
+        system = self._render_system(**self._option_fields(situation.options), history=history,
+                                     round=len(memory) + 1, score=sum([entry[2] for entry in memory]))
+        return (Message("system", system), self._user_message)
+
+    def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str]:
+        """A memory's history block and its code for the store, kept by memory: the same
+        memories recur across agents and rounds (all of them, once a convention holds)."""
+        view = self._memory_views.get(memory)
+        if view is None:
+            code = self._codes[0]
+            view = (self._render_history(memory), "".join(code[own] + code[partner] for own, partner, _ in memory))
+            if len(self._memory_views) > 16_384:
+                self._memory_views.clear()
+            self._memory_views[memory] = view
+        return view
+
+    @cached_property
+    def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str]]:
+        return {}
+
+    @cached_property
+    def _render_system(self) -> Callable[..., str]:
+        params = self.params
+        return self.template.bind("system", success_payoff=f"{params.success_payoff:+d}",
+                                  failure_payoff=f"{params.failure_payoff:+d}")
+
+    @cached_property
+    def _user_message(self) -> Message:
+        return Message("user", self.template.sections["user"])
+
+    def _render_history(self, memory: tuple[Memory, ...]) -> str:
+        if not memory:
+            return ""
+        template = self.template
+        entries = self._entry_cache
+        lines = []
+        for number, entry in enumerate(memory, start=1):
+            line = entries.get((number, entry))
+            if line is None:
+                own, partner, payoff = entry
+                line = entries[(number, entry)] = template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+            lines.append(line)
+        return template.render("history", entries="\n".join(lines)) + "\n"
+
+    @cached_property
+    def _entry_cache(self) -> dict[tuple[int, Memory], str]:
+        return {}
+
+    def parse(self, text: str, situation: NamingSituation) -> Parsed:
+        return self._answers.parse(text)
+
+    def reminder(self, situation: NamingSituation, parsed: Parsed) -> str:
+        return self.template.render("reminder", **self._option_fields(situation.options))
+
+    def fallback(self, situation: NamingSituation, unit: float) -> str | None:
+        mode = self.params.fallback
+        if mode == "none":
+            return None
+        if mode == "previous" and situation.memory and situation.memory[-1][0] is not None:
+            return situation.memory[-1][0]
+        ordered = sorted(situation.options)
+        return ordered[int(unit * len(ordered))]
+
+    def _option_fields(self, options: tuple[str, ...]) -> dict[str, str]:
+        """The option list as the template words it: `[A, B, C]` and/or `A, B and C`."""
+        fields = {}
+        listed, spoken = self._option_styles
+        if listed:
+            fields["options"] = f"[{', '.join(options)}]"
+        if spoken:
+            fields["options_text"] = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
+        return fields
+
+    @cached_property
+    def _option_styles(self) -> tuple[bool, bool]:
+        text = self.template.text
+        return "{options}" in text, "{options_text}" in text
+
+    # --- the store: a prompt in about twenty bytes ----------------------------------------
+    def encode(self, situation: NamingSituation) -> str:
+        """The option order then (own, partner) per memory entry, one character per name;
+        payoffs follow from `payoff`."""
+        return "".join(map(self._codes[0].__getitem__, situation.options)) + self._memory_view(situation.memory)[1]
+
+    def decode(self, context: str) -> NamingSituation:
+        name = self._codes[1]
+        width = len(self.names)
+        options = tuple(name[char] for char in context[:width])
+        memory = tuple(
+            (own, partner, self.payoff(own, partner))
+            for own, partner in ((name[context[i]], name[context[i + 1]]) for i in range(width, len(context), 2))
+        )
+        return NamingSituation(options, memory)
+
+    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
+        situation = self.decode(context)
+        messages = self.messages(situation)
+        for reply in replies:
+            parsed = self.parse(reply, situation)
+            messages += (Message("assistant", reply), Message("user", self.reminder(situation, parsed)))
+        return messages
+
+    # --- measuring -----------------------------------------------------------------------
+    def new_metrics(self, model: PopulationModel) -> ConventionMetrics:
+        params = self.params
+        size = len(model.population)
+        committed = frozenset(agent.index for agent in model.population if agent.committed)
+        return ConventionMetrics(
+            population=size,
+            committed=committed,
+            alternative=self.committed_name() if committed else None,
+            success_window=params.success_window or size,
+            consensus_window=max(1, round(params.consensus_window * size)),
+            threshold=params.consensus_threshold,
+        )
+
+    def stop_reason(self, model: PopulationModel) -> str | None:
+        metrics: ConventionMetrics = model.metrics
+        stop_at = self.params.stop_at
+        if stop_at == "consensus" and metrics.consensus is not None:
+            return "consensus"
+        if stop_at == "flip" and metrics.flip is not None:
+            return "flip"
+        return None
+
+    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: ConventionMetrics = model.metrics
+        summary: dict[str, Any] = {
+            "consensus": metrics.consensus is not None,
+            "consensus_name": metrics.consensus.name if metrics.consensus else None,
+            "consensus_round": metrics.consensus.round if metrics.consensus else None,
+            "final_success_rate": round(metrics.success_rate, 4),
+            "final_agreement": round(metrics.agreement, 4),
+            "leading_name": metrics.leading_name(),
+        }
+        if metrics.alternative is not None:
+            share = metrics.alternative_share()
+            summary.update(
+                committed=len(metrics.committed),
+                committed_name=metrics.alternative,
+                majority_name=self.majority_name(),
+                flip=metrics.flip is not None,
+                flip_round=metrics.flip.round if metrics.flip else None,
+                final_alternative_share=None if share is None else round(share, 4),
+            )
+        return summary
+
+    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: ConventionMetrics = model.metrics
+        current = max(metrics.rounds, default=None)
+        shares = metrics.round_shares(current) if current is not None else {}
+        lines = [("agreement", f"{metrics.agreement:.0%}")]
+        if metrics.consensus:
+            lines.append(("consensus", f"on {metrics.consensus.name} at round {metrics.consensus.round}"))
+        if metrics.alternative is not None:
+            share = metrics.alternative_share()
+            lines.append(("committed", f"{len(metrics.committed)} of {metrics.population} "
+                                       f"({len(metrics.committed) / metrics.population:.0%}) play {metrics.alternative}"))
+            lines.append(("flip", f"yes, at round {metrics.flip.round}" if metrics.flip else
+                          f"not yet ({metrics.alternative} at {share or 0:.0%} among the others)"))
+        return {
+            "success_rate": metrics.success_rate,
+            "success_history": metrics.success_history[-60:],
+            "shares": {name: shares.get(name, 0.0) for name in self.names},
+            "lines": lines,
+        }
+
+    def standin_rules(self) -> list[NamingStandIn]:
+        params = self.params
+        templates = [self.template] + [
+            PromptTemplate.load("naming", variant) for variant in ("standard", "narrative", "bullet") if variant != self.template.name
+        ]
+        return [NamingStandIn(templates, bias_name=params.standin_bias_name, bias=params.standin_bias,
+                              noise=params.standin_noise, invalid_rate=params.standin_invalid_rate)]
+
+
+def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
+    """A pool drawn from the experiment's seed: distinct capital letters, or distinct
+    six-character strings of letters and digits (the paper's random-string pools)."""
+    rng = random.Random(f"names:{seed}")
+    if style == "letters":
+        return tuple(rng.sample(string.ascii_uppercase, count))
+    alphabet = string.ascii_letters + string.digits
+    pool: list[str] = []
+    while len(pool) < count:
+        name = "".join(rng.choice(alphabet) for _ in range(6))
+        if name not in pool:
+            pool.append(name)
+    return tuple(pool)
+
+
+def _code(index: int) -> str:
+    """One character per pool index: ASCII '0'..'z' for the first 75 names, then beyond."""
+    return chr(48 + index) if index < 75 else chr(256 + index)

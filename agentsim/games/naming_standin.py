@@ -1,0 +1,125 @@
+"""The stand-in's rule for naming-game prompts.
+
+It reads the prompt text (the options and the history of the agent's last interactions, from
+any of the naming templates it is given) and answers in the prompt's answer-first format
+`{'value': NAME; 'reason': ...}`. The rule, in order:
+
+1. with probability `invalid_rate`, an unusable reply: half of the time one that names no
+   option, half of the time one that names two (to exercise re-asks and fallbacks);
+2. with probability `noise`, or with an empty memory, a draw from its prior: the favoured name
+   `bias_name` with probability `bias`, otherwise a name uniformly at random (the order the
+   options were shown in plays no part);
+3. win-stay: if the last interaction succeeded, the same name again;
+4. lose-shift by memory: otherwise the name partners played most often in memory; a tie goes
+   to the favoured name if it is tied, else to the most recently seen of the tied names.
+
+That is the behaviour the paper reports of its LLM agents (Table 1: "agents generally adhere to
+a winning convention but switch to their co-player's convention following failure"), with a
+best response to memory that gives committed minorities a tipping point. Its three dice come
+from the request's seed.
+"""
+
+from __future__ import annotations
+
+
+import re
+from collections.abc import Sequence
+
+from ..llm.base import Request
+from ..prompts import PromptTemplate
+from ..seeding import unit_uniforms
+
+_ANSWER_KEY = re.compile(r"\{'(\w+)': <")
+
+
+class NamingStandIn:
+    def __init__(
+        self,
+        templates: Sequence[PromptTemplate],
+        *,
+        bias_name: str | None = None,
+        bias: float = 0.0,
+        noise: float = 0.0,
+        invalid_rate: float = 0.0,
+    ) -> None:
+        self.templates = [(template, _answer_key(template)) for template in templates]
+        self.bias_name = bias_name
+        self.bias = bias
+        self.noise = noise
+        self.invalid_rate = invalid_rate
+        self._memories: dict[str, list[tuple[str, ...]]] = {}  # history blocks recur; read each once
+
+    def answer(self, request: Request) -> str | None:
+        if not request.messages or request.messages[0].role != "system":
+            return None
+        system = request.messages[0].content
+        for template, key in self.templates:
+            fields = template.read("system", system)
+            if fields is not None:
+                break
+        else:
+            return None
+        options = _read_options(fields)
+        history = fields.get("history") or ""
+        memory = self._memories.get(history)
+        if memory is None:
+            memory = template.findall("entry", history, "own", "partner") if history else []
+            if len(self._memories) > 16_384:
+                self._memories.clear()
+            self._memories[history] = memory
+        seed = request.seed or 0
+        # The dice are a function of the seed alone, so they are rolled only where needed.
+        invalid_die, noise_die, _ = unit_uniforms(seed, 3) if self.invalid_rate or self.noise else (1.0, 1.0, 1.0)
+        if invalid_die < self.invalid_rate:
+            if invalid_die < self.invalid_rate / 2 or len(options) < 2:
+                return f"{{'{key}': <{key.upper()}_OF_PLAYER_1>; 'reason': 'not sure yet'}}"
+            return f"{{'{key}': {options[0]} or {options[1]}; 'reason': 'either works'}}"
+        name, reason = self.choose(options, memory, noise_die, seed)
+        return f"{{'{key}': {name}; 'reason': '{reason}'}}"
+
+    def choose(self, options: Sequence[str], memory: Sequence[tuple[str, str]], noise_die: float,
+               seed: int) -> tuple[str, str]:
+        """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
+        if noise_die < self.noise or not memory:
+            return self.prior(options, seed), "no history yet" if not memory else "trying another name"
+        own, partner = memory[-1]
+        if own == partner and own in options:
+            return own, "it worked last round"
+        counts: dict[str, int] = {}
+        for _, seen in memory:
+            if seen in options:
+                counts[seen] = counts.get(seen, 0) + 1
+        if not counts:
+            return self.prior(options, seed), "nothing in memory to follow"
+        most = max(counts.values())
+        tied = [name for name, count in counts.items() if count == most]
+        if self.bias_name in tied:
+            return self.bias_name, "partners played it most"  # type: ignore[return-value]
+        for _, seen in reversed(memory):
+            if seen in tied:
+                return seen, "partners played it most"
+        return self.prior(options, seed), "no clear favourite"
+
+    def prior(self, options: Sequence[str], seed: int) -> str:
+        """The favoured name with probability `bias`, else a uniform draw."""
+        die = unit_uniforms(seed, 3)[2]
+        if self.bias_name in options and self.bias > 0:
+            if die < self.bias:
+                return self.bias_name  # type: ignore[return-value]
+            die = (die - self.bias) / (1 - self.bias)
+        ordered = sorted(options)
+        return ordered[min(int(die * len(ordered)), len(ordered) - 1)]
+
+
+def _answer_key(template: PromptTemplate) -> str:
+    match = _ANSWER_KEY.search(template.sections["system"].replace("{{", "{"))
+    return match.group(1) if match else "value"
+
+
+def _read_options(fields: dict[str, str]) -> list[str]:
+    listed = fields.get("options")
+    if listed:
+        return listed[1:-1].split(", ")
+    spoken = fields.get("options_text", "")
+    head, _, last = spoken.rpartition(" and ")
+    return [name.strip() for name in head.split(",") if name.strip()] + [last.strip()] if head else [spoken.strip()]

@@ -1,0 +1,94 @@
+"""The language-model protocol: one request in, one completion out.
+
+Every provider module, the stand-in and every wrapper (cache, limiter, retries) implements
+`LanguageModel`, so wrappers compose and each is tested alone. Requests carry everything that
+determines an answer, which is also what the response cache keys on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from ..errors import ParameterError
+
+
+class Message(NamedTuple):
+    role: str  # "system", "user" or "assistant"
+    content: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Sampling:
+    """Sampling parameters, sent explicitly to every provider (servers' own defaults differ)."""
+
+    temperature: float = 0.5
+    top_k: int | None = None
+    top_p: float | None = None
+    max_tokens: int = 6
+    repetition_penalty: float | None = None
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ParameterError(f"temperature must be >= 0 (got {self.temperature})")
+        if self.top_k is not None and self.top_k < 1:
+            raise ParameterError(f"top_k must be >= 1 or None (got {self.top_k})")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ParameterError(f"top_p must be in (0, 1] or None (got {self.top_p})")
+        if self.max_tokens < 1:
+            raise ParameterError(f"max_tokens must be >= 1 (got {self.max_tokens})")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class Request:
+    """What determines an answer. `options` lists the valid answers when the game knows them,
+    so backends that expose token probabilities can report each option's probability.
+
+    Requests and completions are values: nothing changes them after they are made (`with_turns`
+    makes a new one). They are not frozen only because a frozen dataclass costs a microsecond
+    more to build, on a path taken for every decision."""
+
+    messages: tuple[Message, ...]
+    sampling: Sampling
+    seed: int | None = None
+    options: tuple[str, ...] = ()
+    replicate: int = 0
+
+    def with_turns(self, *turns: Message, seed: int | None = None) -> Request:
+        """The same request continued by more turns (a re-ask after an unusable reply)."""
+        return dataclasses.replace(self, messages=self.messages + turns, seed=self.seed if seed is None else seed)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class Completion:
+    """What came back, with what accounting and analysis need."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    option_probabilities: Mapping[str, float] | None = None
+    raw: Any = None
+    cached: bool = False
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A backend. `name` is the spec it was built from (recorded with every run).
+    `immediate` is true for in-process rule policies that answer without suspending, which
+    lets an encounter skip the concurrency it would otherwise need."""
+
+    name: str
+    immediate: bool
+
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Token count for backends that report none (the stand-in): one token per four characters,
+    the usual rule of thumb for English text with BPE vocabularies."""
+    return (len(text) + 3) // 4

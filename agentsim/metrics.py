@@ -1,0 +1,192 @@
+"""What is measured while a convention-forming run goes (naming game and its relatives).
+
+- success rate over a moving window of interactions;
+- each name's production share, per population round (the paper's Fig. 1B);
+- agreement: the share of agents whose current (latest) choice is the most common one;
+- consensus: at least `threshold` success over the last `window` interactions (3N by default);
+- flip, with a committed minority: the alternative's share among the productions of
+  non-committed agents at least `threshold` over the same window.
+
+Metrics consume resolved encounters in the order they resolve and are pickled whole into
+checkpoints, so they hold plain data only.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .records import EncounterRecord
+
+
+class MovingSum:
+    """The sum of the last `size` values pushed (a ring buffer), and of the last `short` of them."""
+
+    __slots__ = ("size", "short", "values", "total", "short_total", "count", "position")
+
+    def __init__(self, size: int, short: int = 0) -> None:
+        self.size = size
+        self.short = min(short, size) or size
+        self.values = [0] * size
+        self.total = self.short_total = self.count = self.position = 0
+
+    def push(self, value: int) -> None:
+        position, values = self.position, self.values
+        self.total += value - values[position]
+        # The value leaving the short window sits `short` places back (empty slots hold 0).
+        self.short_total += value - values[position - self.short]
+        values[position] = value
+        self.position = position + 1 if position + 1 < self.size else 0
+        if self.count < self.size:
+            self.count += 1
+
+    @property
+    def full(self) -> bool:
+        return self.count >= self.size
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    @property
+    def short_mean(self) -> float:
+        seen = min(self.count, self.short)
+        return self.short_total / seen if seen else 0.0
+
+
+@dataclass(slots=True)
+class RoundStats:
+    """One population round's tallies (encounters counted by the round they started in)."""
+
+    interactions: int = 0
+    successes: int = 0
+    productions: dict[str, int] = field(default_factory=dict)
+    uncommitted_productions: int = 0
+    uncommitted_alternative: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "interactions": self.interactions,
+            "successes": self.successes,
+            "success_rate": self.successes / self.interactions if self.interactions else None,
+            "productions": dict(sorted(self.productions.items())),
+            "alternative_share": (self.uncommitted_alternative / self.uncommitted_productions
+                                  if self.uncommitted_productions else None),
+        }
+
+
+@dataclass(frozen=True)
+class Milestone:
+    t: int
+    round: int
+    name: str | None
+
+
+class ConventionMetrics:
+    def __init__(
+        self,
+        *,
+        population: int,
+        committed: frozenset[int] = frozenset(),
+        alternative: str | None = None,
+        success_window: int,
+        consensus_window: int,
+        threshold: float = 0.95,
+    ) -> None:
+        self.population = population
+        self.committed = committed
+        self.alternative = alternative
+        self.threshold = threshold
+        # One ring over the larger window; its `short` sum is the success window.
+        self.success = MovingSum(max(consensus_window, success_window), short=success_window)
+        self.consensus_success = self.success if consensus_window >= success_window else MovingSum(consensus_window)
+        self.window_productions: deque[str | None] = deque()
+        self.window_counts: dict[str | None, int] = {}
+        self.window_size = consensus_window
+        self.uncommitted = MovingSum(consensus_window)
+        self.uncommitted_alternative = MovingSum(consensus_window)
+        self.current: dict[int, str | None] = {}
+        self.current_counts: dict[str | None, int] = {}
+        self.rounds: dict[int, RoundStats] = {}
+        self.success_history: list[float] = []  # one success rate per finished round
+        self.consensus: Milestone | None = None
+        self.flip: Milestone | None = None
+        self.interactions = 0
+
+    def update(self, record: EncounterRecord) -> None:
+        self.interactions += 1
+        success = 1 if record.outcome else 0
+        self.success.push(success)
+        if self.consensus_success is not self.success:
+            self.consensus_success.push(success)
+        stats = self.rounds.get(record.round)
+        if stats is None:
+            stats = self.rounds[record.round] = RoundStats()
+        stats.interactions += 1
+        stats.successes += success
+        productions, window_counts, current, current_counts = (
+            self.window_productions, self.window_counts, self.current, self.current_counts)
+        for move in record.moves:
+            name = move.action
+            stats.productions[name] = stats.productions.get(name, 0) + 1  # type: ignore[index]
+            productions.append(name)
+            window_counts[name] = window_counts.get(name, 0) + 1
+            previous = current.get(move.agent, _NOTHING)
+            if previous is not _NOTHING:
+                current_counts[previous] -= 1  # type: ignore[index]
+            current[move.agent] = name
+            current_counts[name] = current_counts.get(name, 0) + 1
+        while len(productions) > 2 * self.window_size:
+            window_counts[productions.popleft()] -= 1
+        if self.alternative is not None:
+            uncommitted = alternative = 0
+            for move in record.moves:
+                if move.agent not in self.committed:
+                    uncommitted += 1
+                    alternative += move.action == self.alternative
+            self.uncommitted.push(uncommitted)
+            self.uncommitted_alternative.push(alternative)
+            stats.uncommitted_productions += uncommitted
+            stats.uncommitted_alternative += alternative
+            if (self.flip is None and self.uncommitted.full and self.uncommitted.total
+                    and self.uncommitted_alternative.total / self.uncommitted.total >= self.threshold):
+                self.flip = Milestone(record.t, record.round, self.alternative)
+        window = self.consensus_success
+        if self.consensus is None and window.full and window.total >= self.threshold * window.size:
+            self.consensus = Milestone(record.t, record.round, self.leading_name())
+
+    # --- readings ------------------------------------------------------------------------
+    @property
+    def success_rate(self) -> float:
+        """Success over the last `success_window` interactions."""
+        return self.success.short_mean
+
+    @property
+    def agreement(self) -> float:
+        chosen = sum(count for name, count in self.current_counts.items() if name is not None)
+        if not chosen:
+            return 0.0
+        return max(count for name, count in self.current_counts.items() if name is not None) / chosen
+
+    def leading_name(self) -> str | None:
+        counts = [(count, name) for name, count in self.window_counts.items() if name is not None and count]
+        return max(counts)[1] if counts else None
+
+    def alternative_share(self) -> float | None:
+        return self.uncommitted_alternative.total / self.uncommitted.total if self.uncommitted.total else None
+
+    def round_shares(self, round_: int) -> dict[str, float]:
+        stats = self.rounds.get(round_)
+        if not stats:
+            return {}
+        total = sum(stats.productions.values())
+        return {str(name): count / total for name, count in stats.productions.items()}
+
+    def pop_rounds(self, before: int) -> list[tuple[int, RoundStats]]:
+        """Remove and return the tallies of rounds that are over (all rounds < before)."""
+        done = [(round_, self.rounds.pop(round_)) for round_ in sorted(self.rounds) if round_ < before]
+        self.success_history.extend(stats.successes / stats.interactions for _, stats in done if stats.interactions)
+        return done
+
+
+_NOTHING = object()

@@ -1,0 +1,115 @@
+"""Scenario parameters: frozen, keyword-only dataclasses that validate themselves.
+
+A scenario's parameters are one such dataclass. The command line's `--set key=value` goes
+through `with_overrides`, which turns text into the field's declared type, so a typo or an
+impossible value stops the run before anything starts, with a message naming the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
+
+from .errors import ParameterError
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Params:
+    """Base of every scenario's parameters; subclasses add fields and extend `validate`."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ParameterError naming the fix when a value is impossible."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {field.name: _jsonable(getattr(self, field.name)) for field in dataclasses.fields(self)}
+
+    def replace(self, **changes: Any) -> Self:
+        unknown = sorted(set(changes) - self.field_names())
+        if unknown:
+            raise ParameterError(self._unknown_message(unknown[0]))
+        return dataclasses.replace(self, **changes)
+
+    def with_overrides(self, overrides: dict[str, str]) -> Self:
+        """Apply `--set key=value` pairs, converting each text to its field's type."""
+        hints = get_type_hints(type(self))
+        changes: dict[str, Any] = {}
+        for key, text in overrides.items():
+            if key not in hints or key not in self.field_names():
+                raise ParameterError(self._unknown_message(key))
+            changes[key] = convert(text, hints[key], key)
+        return self.replace(**changes)
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {field.name for field in dataclasses.fields(cls)}
+
+    @classmethod
+    def _unknown_message(cls, key: str) -> str:
+        known = ", ".join(sorted(cls.field_names()))
+        return f"unknown parameter '{key}'; known parameters are: {known}"
+
+
+def require(condition: bool, message: str) -> None:
+    """Validation shorthand: raise ParameterError(message) unless condition holds."""
+    if not condition:
+        raise ParameterError(message)
+
+
+def convert(text: str, annotation: Any, key: str) -> Any:
+    """Turn command-line text into a value of `annotation` (int, float, bool, str,
+    Literal, Optional, tuple[str, ...]), or raise ParameterError saying what was expected."""
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if text.lower() in ("none", "null", "") and type(None) in args:
+            return None
+        errors = []
+        for option in (arg for arg in args if arg is not type(None)):
+            try:
+                return convert(text, option, key)
+            except ParameterError as error:
+                errors.append(str(error))
+        raise ParameterError(errors[0] if errors else f"{key}: cannot read '{text}'")
+    if origin is Literal:
+        for choice in args:
+            if str(choice) == text:
+                return choice
+        allowed = ", ".join(str(choice) for choice in args)
+        raise ParameterError(f"{key} must be one of {allowed} (got '{text}')")
+    if origin is tuple:
+        item_type = args[0] if args else str
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        return tuple(convert(item, item_type, key) for item in items)
+    if annotation is bool:
+        lowered = text.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ParameterError(f"{key} must be true or false (got '{text}')")
+    if annotation is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ParameterError(f"{key} must be a whole number (got '{text}')") from None
+    if annotation is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ParameterError(f"{key} must be a number (got '{text}')") from None
+    if annotation is str:
+        return text
+    raise ParameterError(f"{key} cannot be set from the command line; set it in the scenario file")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(item) for item in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    return value

@@ -1,0 +1,226 @@
+"""Prompt templates: text files of named sections, rendered with `str.format` and read back.
+
+A template file holds sections headed by a line `[name]`; a section is `str.format` text
+(`{{` and `}}` for literal braces). Reading is the inverse of rendering: `read` turns a
+rendered section back into its field values, which is how the stand-in policy understands a
+prompt the way an LLM would have to (from the text alone, also over HTTP), and how tests check
+that a prompt rebuilt from the store is the prompt that was sent.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParameterError
+
+_HEADER = re.compile(r"^\[([a-z_]+)\]$")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    name: str
+    text: str
+    sections: dict[str, str]
+    _readers: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
+    _segments: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    _pieces: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    _finders: dict[tuple[str, tuple[str, ...]], tuple[re.Pattern[str], Callable[[Any], tuple[str, ...]]]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> PromptTemplate:
+        sections: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in text.splitlines():
+            header = _HEADER.match(line)
+            if header:
+                current = sections.setdefault(header.group(1), [])
+            elif current is not None:
+                current.append(line)
+        return cls(name=name, text=text, sections={key: "\n".join(lines).rstrip("\n") for key, lines in sections.items()})
+
+    @classmethod
+    def load(cls, game: str, variant: str) -> PromptTemplate:
+        """A built-in variant (`prompts/<game>/<variant>.txt`) or a path to a template file."""
+        path = Path(variant)
+        if path.suffix == ".txt" and path.is_file():
+            return cls.parse(path.stem, path.read_text(encoding="utf-8"))
+        resource = resources.files(__package__).joinpath(game, f"{variant}.txt")
+        if not resource.is_file():
+            built_in = sorted(item.name.removesuffix(".txt") for item in resources.files(__package__).joinpath(game).iterdir())
+            raise ParameterError(
+                f"no prompt template '{variant}' for {game}; use one of {', '.join(built_in)} or a path to a .txt template"
+            )
+        return cls.parse(variant, resource.read_text(encoding="utf-8"))
+
+    def require(self, *names: str) -> PromptTemplate:
+        missing = [name for name in names if name not in self.sections]
+        if missing:
+            raise ParameterError(f"prompt template '{self.name}' lacks section(s) {', '.join(missing)}; add them as [name] blocks")
+        return self
+
+    def render(self, section: str, /, **values: object) -> str:
+        """`str.format` of the section, from pieces split once (prompts are rendered per call)."""
+        pieces = self._pieces.get(section)
+        if pieces is None:
+            pieces = self._pieces[section] = _split_pieces(self.sections[section])
+        if pieces is _NEEDS_FORMAT:
+            return self.sections[section].format(**values)
+        literals, names = pieces  # type: ignore[misc]
+        parts = [literals[0]]
+        for name, literal in zip(names, literals[1:]):
+            parts.append(str(values[name]))
+            parts.append(literal)
+        return "".join(parts)
+
+    def bind(self, section: str, /, **static: object) -> Callable[..., str]:
+        """A renderer for `section` with `static` fields filled in once: what is left to render
+        per call is a join of literals and the remaining fields (passed as keywords)."""
+        pieces = _split_pieces(self.sections[section])
+        if pieces is _NEEDS_FORMAT:
+            text = self.sections[section]
+            return lambda **values: text.format(**static, **values)
+        literals, names = pieces  # type: ignore[misc]
+        merged: list[str] = [literals[0]]
+        dynamic: list[str] = []
+        for name, literal in zip(names, literals[1:]):
+            if name in static:
+                merged[-1] += str(static[name]) + literal
+            else:
+                dynamic.append(name)
+                merged.append(literal)
+        head, tails = merged[0], list(zip(dynamic, merged[1:]))
+
+        def render(**values: object) -> str:
+            parts = [head]
+            for name, literal in tails:
+                parts.append(str(values[name]))
+                parts.append(literal)
+            return "".join(parts)
+
+        return render
+
+    def read(self, section: str, text: str) -> dict[str, str] | None:
+        """The field values that render `section` into `text`, or None if it does not fit.
+
+        Each field ends where the literal text after it next occurs (what a lazy regex group
+        would match, found with `str.find`: a prompt is read on every stand-in call)."""
+        segments = self._segments.get(section)
+        if segments is None:
+            segments = self._segments[section] = _literal_segments(self.sections[section])
+        if segments is _NEEDS_REGEX:
+            match = self.reader(section).fullmatch(text)
+            return match.groupdict() if match else None
+        head, middle, (last_name, tail) = segments  # type: ignore[misc]
+        if not text.startswith(head) or not text.endswith(tail):
+            return None
+        values: dict[str, str] = {}
+        position = len(head)
+        find = text.find
+        for name, literal, prefix, width, repeated in middle:
+            # Find a short prefix (cheap), then check the whole literal there: searching for
+            # a long needle makes `str.find` build its tables anew on every call.
+            end = find(prefix, position)
+            while end >= 0 and not text.startswith(literal, end):
+                end = find(prefix, end + 1)
+            if end < 0:
+                return None
+            value = text[position:end]
+            if repeated and values.setdefault(name, value) != value:
+                return None
+            values[name] = value
+            position = end + width
+        end = len(text) - len(tail)
+        if end < position:
+            return None
+        value = text[position:end]
+        if values.setdefault(last_name, value) != value:
+            return None
+        return values
+
+    def findall(self, section: str, text: str, *names: str) -> list[tuple[str, ...]]:
+        """The values of fields `names` in every non-overlapping rendering of `section` inside
+        `text` (history entries), as tuples in the order asked."""
+        key = (section, names)
+        found = self._finders.get(key)
+        if found is None:
+            pattern = self.reader(section, anchored=False)
+            positions = [pattern.groupindex[name] - 1 for name in names]
+            if pattern.groups == 1:
+                found = (pattern, lambda row: (row,))
+            else:
+                getter = operator.itemgetter(*positions)
+                found = (pattern, getter if len(positions) > 1 else lambda row: (getter(row),))
+            self._finders[key] = found
+        pattern, pick = found
+        return list(map(pick, pattern.findall(text)))
+
+    def reader(self, section: str, *, anchored: bool = True) -> re.Pattern[str]:
+        key = f"{section}:{anchored}"
+        pattern = self._readers.get(key)
+        if pattern is None:
+            pattern = _compile_reader(self.sections[section], anchored)
+            self._readers[key] = pattern
+        return pattern
+
+
+_NEEDS_REGEX = object()
+_NEEDS_FORMAT = object()
+
+
+def _split_pieces(section: str) -> object:
+    """(literals, field names) with len(literals) == len(names) + 1, or _NEEDS_FORMAT when a
+    field uses a format spec, a conversion or an attribute."""
+    literals = [""]
+    names: list[str] = []
+    for literal, name, spec, conversion in string.Formatter().parse(section):
+        literals[-1] += literal
+        if name is not None:
+            if spec or conversion or not name.isidentifier():
+                return _NEEDS_FORMAT
+            names.append(name)
+            literals.append("")
+    return literals, names
+
+
+def _literal_segments(section: str) -> object:
+    """What `read` walks: the leading literal, then (field, literal after it, its length,
+    whether the field appeared before) for all fields but the last, then (last field, trailing
+    literal); or _NEEDS_REGEX when two fields touch and only backtracking could split them."""
+    literals = [""]
+    names: list[str] = []
+    for literal, name, _spec, _conversion in string.Formatter().parse(section):
+        literals[-1] += literal  # escaped braces arrive as extra, nameless pieces
+        if name is not None:
+            names.append(name)
+            literals.append("")
+    fields = list(zip(names, literals[1:]))
+    if not fields or any(not literal for _, literal in fields[:-1]):
+        return _NEEDS_REGEX
+    middle = [(name, literal, literal[:16], len(literal), name in names[:number])
+              for number, (name, literal) in enumerate(fields[:-1])]
+    return literals[0], middle, fields[-1]
+
+
+def _compile_reader(section: str, anchored: bool) -> re.Pattern[str]:
+    parts: list[str] = []
+    seen: set[str] = set()
+    for literal, name, _spec, _conversion in string.Formatter().parse(section):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in seen:
+            parts.append(f"(?P={name})")
+        else:
+            seen.add(name)
+            # Inside a single entry a value never spans lines; the whole-prompt reader must
+            # let a block (the history) span them.
+            parts.append(f"(?P<{name}>.*?)" if anchored else f"(?P<{name}>[^\\n]*?)")
+    return re.compile("".join(parts), re.DOTALL if anchored else 0)

@@ -1,0 +1,49 @@
+"""What an encounter leaves behind: the records the store writes and metrics read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One policy call (one attempt). `context` is the game's compact encoding of what the
+    prompt was rendered from, set on the first attempt; later attempts are rebuilt from it and
+    the replies before them."""
+
+    agent: int
+    attempt: int
+    context: str
+    reply: str
+    action: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_us: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Decision:
+    """An agent's answer in an encounter, with every call it took to get it."""
+
+    action: str | None
+    calls: list[CallRecord] = field(default_factory=list)
+    fallback: bool = False
+
+
+@dataclass(slots=True)
+class Move:
+    agent: int
+    action: str | None
+    payoff: float
+
+
+@dataclass(slots=True)
+class EncounterRecord:
+    """One resolved encounter. `outcome` is the game's code (naming game: 1 success, 0 failure)."""
+
+    t: int
+    round: int
+    outcome: int
+    moves: list[Move]
+    calls: list[CallRecord]

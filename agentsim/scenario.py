@@ -1,0 +1,126 @@
+"""The Scenario base class: an experiment's parameters plus the hooks a run calls.
+
+A scenario is immutable; everything that changes during a run lives in the model. The
+scheduler only knows these hooks, so a new kind of experiment (a group meeting, selection
+between generations) is a new scenario, not a new scheduler:
+
+    build_population(model)   create the agents and their policies
+    pairing(model)            who meets whom: rounds, continuous, network, or a whole group
+    play(model, encounter)    one encounter: ask each participant, resolve, return the record
+    new_metrics(model)        what is measured while the run goes
+    stop_reason(model)        why the run should stop now, or None
+    on_round_end(model)       between population rounds (selection, newcomers, reports)
+
+Prompted games also implement `PromptedGame`, which is what an LLM policy needs from them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
+
+from .llm.base import Message
+from .params import Params
+
+if TYPE_CHECKING:
+    from .llm.standin import StandInRule
+    from .model import PopulationModel
+    from .records import EncounterRecord
+    from .scheduler import Encounter, Pairing
+
+P = TypeVar("P", bound=Params)
+
+
+class Parsed(NamedTuple):
+    """A reply read by the game: an action, or the problem that made it unusable."""
+
+    action: str | None
+    problem: str | None = None
+
+
+class PromptedGame(Protocol):
+    """What an LLM policy asks of the game whose situation it is deciding."""
+
+    def messages(self, situation: Any) -> tuple[Message, ...]: ...
+
+    def parse(self, text: str, situation: Any) -> Parsed: ...
+
+    def reminder(self, situation: Any, parsed: Parsed) -> str: ...
+
+    def fallback(self, situation: Any, unit: float) -> str | None: ...
+
+    def encode(self, situation: Any) -> str: ...
+
+
+class Scenario(Generic[P]):
+    """Base of every experiment. Subclass it, set `name` and `Params`, override hooks."""
+
+    name: ClassVar[str] = "scenario"
+    Params: ClassVar[type[Params]] = Params
+
+    def __init__(self, params: P | None = None, /, **changes: Any) -> None:
+        base = params if params is not None else self.Params()
+        self.params: P = base.replace(**changes) if changes else base  # type: ignore[assignment]
+
+    def with_params(self, **changes: Any) -> Self:
+        return type(self)(self.params.replace(**changes))
+
+    def with_overrides(self, overrides: dict[str, str]) -> Self:
+        return type(self)(self.params.with_overrides(overrides))
+
+    def for_experiment(self, seed: int) -> Self:
+        """Resolve what is drawn once per experiment (a random name pool), shared by all runs."""
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """What the store records about this scenario, beside its parameters."""
+        return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}"}
+
+    # --- hooks a run calls ---------------------------------------------------------------
+    def build_population(self, model: PopulationModel) -> None:
+        raise NotImplementedError
+
+    def pairing(self, model: PopulationModel) -> Pairing:
+        raise NotImplementedError
+
+    async def play(self, model: PopulationModel, encounter: Encounter) -> EncounterRecord:
+        raise NotImplementedError
+
+    def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
+        """Every random draw the encounter needs, made before any await (option orders)."""
+        return None
+
+    def new_metrics(self, model: PopulationModel) -> Any:
+        return None
+
+    def stop_reason(self, model: PopulationModel) -> str | None:
+        return None
+
+    def on_round_end(self, model: PopulationModel) -> None:
+        """Between population rounds; the population may change here (generations)."""
+
+    def model_state(self, model: PopulationModel) -> Any:
+        """Run state this scenario keeps outside agents and metrics, for checkpoints."""
+        return None
+
+    def restore_model_state(self, model: PopulationModel, state: Any) -> None:
+        """Undo `model_state` on a fresh model (before its agents' states are restored)."""
+
+    def max_rounds(self) -> int:
+        return int(getattr(self.params, "max_rounds", 0))
+
+    def standin_rules(self) -> list[StandInRule]:
+        """The rules the built-in stand-in backend answers this scenario's prompts with."""
+        return []
+
+    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
+        """The exact messages of a recorded call, from its stored context and the replies of
+        the attempts before it (a re-ask continues the conversation)."""
+        raise NotImplementedError
+
+    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+        return {}
+
+    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+        """Plain data for the live view. Keys it knows: success_rate, success_history (a list),
+        shares ({name: share}), and lines ([(label, text)]) for anything else."""
+        return {}

@@ -1,0 +1,214 @@
+"""The experiment database: one SQLite file per output directory, written as the run goes.
+
+Tables (every row of a run carries its `run` number):
+
+    experiment   key/value: scenario, parameters, seed, backend, code version, templates
+    runs         one row per replicate: seed, status, stop reason, summary
+    agents       each agent's kind (llm, committed, rule) and model
+    encounters   run, t, round, outcome
+    decisions    one row per policy call (attempt), and one bare row for a decision taken
+                 without a call (a committed agent); the decision's last row carries the move:
+                 `action` played and `payoff` (NULL on earlier attempts). Per call: `parsed`
+                 (what the reply was read as), `context`, `reply`, tokens, latency, `error`
+                 (a backend error kind, or why the reply was unusable)
+    rounds       per population round tallies (JSON)
+    checkpoints  the state a run resumes from
+
+and two views: `moves` (run, t, agent, action, payoff) and `calls` (every policy call).
+
+A call stores the game's compact `context` instead of the prompt text; the scenario rebuilds
+the exact messages from it (`Store.messages`), which keeps a naming-game interaction under 200
+bytes with every prompt recoverable. Rows reach the file only together with the checkpoint of
+the state they lead to, in one transaction: a run killed at any moment resumes from its last
+checkpoint without losing or duplicating a row.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .records import EncounterRecord
+
+if TYPE_CHECKING:
+    from .llm.base import Message
+    from .scenario import Scenario
+
+DATABASE = "agentsim.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS experiment (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+    run INTEGER PRIMARY KEY, replicate INTEGER NOT NULL, seed INTEGER NOT NULL, backend TEXT NOT NULL,
+    status TEXT NOT NULL, stop_reason TEXT, started TEXT, finished TEXT, summary TEXT);
+CREATE TABLE IF NOT EXISTS agents (
+    run INTEGER, agent INTEGER, kind TEXT, model TEXT, PRIMARY KEY (run, agent)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS encounters (
+    run INTEGER, t INTEGER, round INTEGER, outcome INTEGER, PRIMARY KEY (run, t)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS decisions (
+    run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
+    context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
+    PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS moves AS
+    SELECT run, t, agent, action, payoff FROM decisions WHERE payoff IS NOT NULL;
+CREATE VIEW IF NOT EXISTS calls AS
+    SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
+    FROM decisions WHERE reply IS NOT NULL;
+CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
+"""
+
+
+@dataclass
+class Recorder:
+    """Buffers one run's rows until the next checkpoint commits them."""
+
+    run: int
+    encounters: list[tuple[Any, ...]] = field(default_factory=list)
+    decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    rounds: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def add(self, record: EncounterRecord) -> None:
+        run, t = self.run, record.t
+        self.encounters.append((run, t, record.round, record.outcome))
+        rows = self.decisions
+        calls = record.calls
+        for move in record.moves:
+            own = [call for call in calls if call.agent == move.agent] if calls else calls
+            if not own:
+                rows.append((run, t, move.agent, 0, move.action, move.payoff, None, None, None, None, None, None, None))
+                continue
+            last = len(own) - 1
+            for number, call in enumerate(own):
+                final = number == last
+                rows.append((run, t, move.agent, call.attempt, move.action if final else None, move.payoff if final else None,
+                             call.action, call.context, call.reply, call.prompt_tokens, call.completion_tokens,
+                             call.latency_us, call.error))
+
+    def add_round(self, round_: int, stats: dict[str, Any]) -> None:
+        self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
+
+    def clear(self) -> None:
+        self.encounters.clear()
+        self.decisions.clear()
+        self.rounds.clear()
+
+
+class Store:
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DATABASE
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.connection = sqlite3.connect(self.path, isolation_level=None)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=NORMAL")
+        self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
+        self.connection.executescript(_SCHEMA)
+
+    @classmethod
+    def exists(cls, directory: Path | str) -> bool:
+        return (Path(directory) / DATABASE).is_file()
+
+    def close(self) -> None:
+        self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.connection.close()
+
+    # --- the experiment ------------------------------------------------------------------
+    def experiment(self) -> dict[str, Any]:
+        return {key: json.loads(value) for key, value in self.connection.execute("SELECT key, value FROM experiment")}
+
+    def set_experiment(self, values: dict[str, Any]) -> None:
+        with self._transaction():
+            self.connection.executemany(
+                "INSERT OR REPLACE INTO experiment VALUES (?, ?)",
+                [(key, json.dumps(value, sort_keys=True)) for key, value in values.items()],
+            )
+
+    # --- runs ------------------------------------------------------------------------------
+    def runs(self) -> list[dict[str, Any]]:
+        cursor = self.connection.execute("SELECT * FROM runs ORDER BY run")
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, row)) for row in cursor]
+        for row in rows:
+            row["summary"] = json.loads(row["summary"]) if row["summary"] else {}
+        return rows
+
+    def begin_run(self, run: int, *, replicate: int, seed: int, backend: str,
+                  agents: list[tuple[int, str, str]]) -> None:
+        with self._transaction():
+            self.connection.execute(
+                "INSERT INTO runs (run, replicate, seed, backend, status, started) VALUES (?, ?, ?, ?, 'running', ?)",
+                (run, replicate, seed, backend, _now()),
+            )
+            self.connection.executemany("INSERT INTO agents VALUES (?, ?, ?, ?)",
+                                        [(run, index, kind, model) for index, kind, model in agents])
+
+    def set_status(self, run: int, status: str, *, stop_reason: str | None = None,
+                   summary: dict[str, Any] | None = None) -> None:
+        finished = _now() if status in ("done", "failed") else None
+        with self._transaction():
+            self.connection.execute(
+                "UPDATE runs SET status = ?, stop_reason = ?, finished = ?, summary = ? WHERE run = ?",
+                (status, stop_reason, finished, json.dumps(summary, sort_keys=True) if summary is not None else None, run),
+            )
+
+    def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
+        """Write a run's buffered rows together with the checkpoint they lead to."""
+        with self._transaction():
+            connection = self.connection
+            connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
+            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
+            connection.executemany("INSERT INTO rounds VALUES (?, ?, ?)", recorder.rounds)
+            connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
+        recorder.clear()
+
+    def checkpoint(self, run: int) -> bytes | None:
+        row = self.connection.execute("SELECT state FROM checkpoints WHERE run = ?", (run,)).fetchone()
+        return row[0] if row else None
+
+    def discard_run(self, run: int) -> None:
+        """Forget a run that never reached its first checkpoint, so it can start afresh."""
+        with self._transaction():
+            for table in ("runs", "agents", "encounters", "decisions", "rounds", "checkpoints"):
+                self.connection.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
+
+    # --- reading back ------------------------------------------------------------------------
+    def rows(self, sql: str, parameters: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        return self.connection.execute(sql, parameters)
+
+    def messages(self, scenario: Scenario[Any], run: int, t: int, agent: int, attempt: int = 0) -> tuple[Message, ...]:
+        """The exact messages of a recorded call, rebuilt from its context and earlier replies."""
+        rows = list(self.rows(
+            "SELECT attempt, context, reply FROM calls WHERE run = ? AND t = ? AND agent = ? AND attempt <= ? ORDER BY attempt",
+            (run, t, agent, attempt),
+        ))
+        if not rows or rows[-1][0] != attempt:
+            raise KeyError(f"no call recorded for run {run}, t {t}, agent {agent}, attempt {attempt}")
+        return scenario.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
+
+    def bytes_on_disk(self) -> int:
+        self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sum(path.stat().st_size for path in self.directory.glob(DATABASE + "*"))
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.connection)
+
+
+class _Transaction:
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,117 @@
+"""Per-run accounting of policy calls, split by backend: what the live view and summaries show.
+
+Latency percentiles come from a log-bucketed histogram (eight buckets per doubling, so within
+about 9%), which keeps a checkpoint small however long the run; exact per-call latencies are
+in the store.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LatencyHistogram:
+    counts: dict[int, int] = field(default_factory=dict)
+    total: int = 0
+
+    def add(self, latency_us: int) -> None:
+        bits = latency_us.bit_length()
+        # The power of two, then the three bits below the leading one: 8 buckets per doubling.
+        bucket = (bits << 3) | ((latency_us >> (bits - 4)) & 7 if bits > 3 else latency_us & 7)
+        self.counts[bucket] = self.counts.get(bucket, 0) + 1
+        self.total += 1
+
+    def percentile(self, fraction: float) -> float:
+        """Latency in seconds below which `fraction` of calls fall (bucket midpoint)."""
+        if not self.total:
+            return 0.0
+        rank = fraction * self.total
+        seen = 0
+        for bucket in sorted(self.counts):
+            seen += self.counts[bucket]
+            if seen >= rank:
+                return _bucket_middle(bucket) / 1e6
+        return 0.0
+
+
+def _bucket_middle(bucket: int) -> float:
+    bits, eighth = bucket >> 3, bucket & 7
+    if bits <= 3:
+        return float(eighth)
+    return ((8 + eighth + 0.5) / 16) * (1 << bits)
+
+
+@dataclass
+class BackendUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    invalid_replies: int = 0
+    reasks: int = 0
+    fallbacks: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    in_flight: int = 0
+
+    def count(self, prompt_tokens: int, completion_tokens: int, latency_us: int) -> None:
+        """One answered call."""
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.latency.add(latency_us)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "invalid_replies": self.invalid_replies,
+            "reasks": self.reasks,
+            "fallbacks": self.fallbacks,
+            "errors": dict(self.errors),
+            "latency_p50_s": round(self.latency.percentile(0.50), 6),
+            "latency_p95_s": round(self.latency.percentile(0.95), 6),
+            "latency_p99_s": round(self.latency.percentile(0.99), 6),
+        }
+
+
+@dataclass
+class RunUsage:
+    by_backend: dict[str, BackendUsage] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def backend(self, label: str) -> BackendUsage:
+        usage = self.by_backend.get(label)
+        if usage is None:
+            usage = self.by_backend[label] = BackendUsage()
+        return usage
+
+    def total(self) -> BackendUsage:
+        total = BackendUsage()
+        for usage in self.by_backend.values():
+            total.calls += usage.calls
+            total.prompt_tokens += usage.prompt_tokens
+            total.completion_tokens += usage.completion_tokens
+            total.invalid_replies += usage.invalid_replies
+            total.reasks += usage.reasks
+            total.fallbacks += usage.fallbacks
+            total.in_flight += usage.in_flight
+            for kind, count in usage.errors.items():
+                total.errors[kind] = total.errors.get(kind, 0) + count
+            for bucket, count in usage.latency.counts.items():
+                total.latency.counts[bucket] = total.latency.counts.get(bucket, 0) + count
+            total.latency.total += usage.latency.total
+        return total
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state.pop("started", None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.started = time.monotonic()
+        for usage in self.by_backend.values():
+            usage.in_flight = 0

@@ -1,0 +1,11 @@
+"""Collective bias from unbiased individuals (Flint Ashery et al. 2025, Fig. 2B).
+
+W = 2 names {Q, M}, N = 24, H = 5, many runs from empty memory: the distribution of the names
+the population settles on, to set against each agent's choice with an empty memory.
+"""
+
+from agentsim.games.naming import NamingGame
+
+RUNS = 20
+
+scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=50, stop_at="consensus")
