@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 class PopulationAgent(mesa.Agent):
-    """An agent: a policy, a bounded memory the game fills, and a count of decisions taken
-    (which, with the run's seed, fixes the seed of each of its policy calls: `call_seed`)."""
+    """An agent: a policy, a bounded memory the game fills, and a count of the encounters it
+    has been through, which with the run's seed fixes the seed of each of its policy calls."""
 
     model: PopulationModel
 
@@ -28,7 +28,8 @@ class PopulationAgent(mesa.Agent):
         model.population.append(self)
         self.policy = policy
         self.memory: deque[Any] = deque(maxlen=memory_length)
-        self.decisions = 0
+        self.encounters = 0  # resolved encounters
+        self.calls = 0  # policy calls in the open encounter; restarts when it resolves
         self.seed_base = derive_seed(model.seed, self.index)
 
     @property
@@ -38,19 +39,25 @@ class PopulationAgent(mesa.Agent):
     async def astep(self, situation: Any) -> Decision:
         """Ask the policy for an action in `situation` (Mesa's `step` is synchronous and
         discards results, so an encounter awaits this instead)."""
-        decision = await self.policy.decide(self, situation)
-        self.decisions += 1
-        return decision
+        return await self.policy.decide(self, situation)
 
-    def call_seed(self, attempt: int) -> int:
-        """The seed of attempt `attempt` (0 first, -1 for a fallback's die) of the current
-        decision: a function of the run's seed, this agent and its decision count only."""
-        return derive_seed(self.seed_base, (self.decisions << 8) | (attempt + 1))
+    def next_call_seed(self) -> int:
+        """The seed of this agent's next policy call: a function of the run's seed, the agent,
+        its resolved encounters and the call's place in the open encounter only, so that an
+        encounter asked again after an interruption gets the same seeds."""
+        seed = derive_seed(self.seed_base, self.encounters, self.calls)
+        self.calls += 1
+        return seed
+
+    def encounter_resolved(self) -> None:
+        self.encounters += 1
+        self.calls = 0
 
     def state(self) -> dict[str, Any]:
-        return {"memory": list(self.memory), "decisions": self.decisions}
+        return {"memory": list(self.memory), "encounters": self.encounters}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.memory.clear()
         self.memory.extend(state["memory"])
-        self.decisions = state["decisions"]
+        self.encounters = state["encounters"]
+        self.calls = 0

@@ -29,6 +29,14 @@ def sparkline(values: list[float]) -> str:
     return "".join(_BLOCKS[min(int(value * (len(_BLOCKS) - 1) + 0.5), len(_BLOCKS) - 1)] for value in values)
 
 
+def duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
+
+
 def render(experiment: dict[str, Any], runs: list[RunView]) -> RenderableType:
     backend = experiment.get("backend", "?")
     title = Text.assemble(
@@ -62,9 +70,11 @@ def _run_panel(view: RunView) -> RenderableType:
     rows.add_column(style="bold", justify="right")
     rows.add_column()
     total = max(view.max_rounds, 1)
-    rows.add_row("progress", Group(ProgressBar(total=total, completed=min(view.rounds_done, total), width=40),
-                                   Text(f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions"
-                                        f"{', stopped: ' + view.stop_reason if view.stop_reason else ''}")))
+    progress = Table.grid(padding=(0, 1))
+    progress.add_row(ProgressBar(total=total, completed=min(view.rounds_done, total), width=30),
+                     f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions"
+                     f"{', stopped: ' + view.stop_reason if view.stop_reason else ''}")
+    rows.add_row("progress", progress)
     if "success_rate" in metrics:
         history = metrics.get("success_history") or []
         rows.add_row("success", f"{metrics['success_rate']:.0%}  {sparkline(history)}")
@@ -78,7 +88,7 @@ def _run_panel(view: RunView) -> RenderableType:
         rows.add_row(label, text)
     rows.add_row("calls", f"{usage.get('calls', 0)} ({view.calls_per_second:.0f}/s), in flight {usage.get('in_flight', 0)}, "
                           f"tokens {usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)}")
-    rows.add_row("latency", f"p50 {usage.get('latency_p50_s', 0) * 1000:.1f} ms, p95 {usage.get('latency_p95_s', 0) * 1000:.1f} ms")
+    rows.add_row("latency", f"p50 {duration(usage.get('latency_p50_s', 0))}, p95 {duration(usage.get('latency_p95_s', 0))}")
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
     return Panel(rows, title=f"run {view.run} (seed {view.seed}) — {view.status}")

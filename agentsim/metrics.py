@@ -175,6 +175,11 @@ class ConventionMetrics:
     def alternative_share(self) -> float | None:
         return self.uncommitted_alternative.total / self.uncommitted.total if self.uncommitted.total else None
 
+    def window_shares(self) -> dict[str, float]:
+        """Each name's share of the productions over the last `window` interactions."""
+        total = sum(count for name, count in self.window_counts.items() if name is not None)
+        return {str(name): count / total for name, count in self.window_counts.items() if name is not None and total}
+
     def round_shares(self, round_: int) -> dict[str, float]:
         stats = self.rounds.get(round_)
         if not stats:

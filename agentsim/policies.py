@@ -50,7 +50,7 @@ class LLMPolicy:
         model = agent.model
         game = model.scenario
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
-        request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.call_seed(0),
+        request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
                           options=situation.options, replicate=model.replicate)
         context = game.encode(situation)
         calls: list[CallRecord] = []
@@ -80,10 +80,10 @@ class LLMPolicy:
                 request = request.with_turns(
                     Message("assistant", completion.text),
                     Message("user", game.reminder(situation, parsed)),
-                    seed=agent.call_seed(attempt + 1),
+                    seed=agent.next_call_seed(),
                 )
         usage.fallbacks += 1
-        unit = unit_uniforms(agent.call_seed(-1), 1)[0]
+        unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(game.fallback(situation, unit), calls, fallback=True)
 
 
@@ -113,5 +113,5 @@ class RulePolicy:
         self.rule = rule
 
     async def decide(self, agent: PopulationAgent, situation: Any) -> Decision:
-        unit = unit_uniforms(agent.call_seed(0), 1)[0]
+        unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(self.rule(situation, unit))

@@ -171,9 +171,7 @@ class Experiment:
         except BaseException as error:
             # Keep what resolved and what was in flight (it resumes), whatever stopped us.
             blob = model.checkpoint()
-            in_flight = list(model.scheduler.in_flight)
-            model.scheduler.cancel()
-            await asyncio.gather(*in_flight, return_exceptions=True)
+            await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             store.commit(recorder, blob, model.time)
             status = "interrupted" if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)) else "failed"
             summary = self._summary(model) | {"status": status}

@@ -6,7 +6,10 @@ between generations) is a new scenario, not a new scheduler:
 
     build_population(model)   create the agents and their policies
     pairing(model)            who meets whom: rounds, continuous, network, or a whole group
-    play(model, encounter)    one encounter: ask each participant, resolve, return the record
+    draw(model, encounter)    every random draw an encounter needs, before any await
+    play(model, encounter)    ask the participants (async); returns their answers
+    resolve(model, encounter, answers)
+                              apply the outcome (memories, payoffs) and return its record
     new_metrics(model)        what is measured while the run goes
     stop_reason(model)        why the run should stop now, or None
     on_round_end(model)       between population rounds (selection, newcomers, reports)
@@ -82,7 +85,12 @@ class Scenario(Generic[P]):
     def pairing(self, model: PopulationModel) -> Pairing:
         raise NotImplementedError
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> EncounterRecord:
+    async def play(self, model: PopulationModel, encounter: Encounter) -> Any:
+        """Ask the participants; change no state here (an interrupted encounter is asked again)."""
+        raise NotImplementedError
+
+    def resolve(self, model: PopulationModel, encounter: Encounter, answers: Any) -> EncounterRecord:
+        """Apply the answers' outcome to the participants and return the record of it."""
         raise NotImplementedError
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> Any:

@@ -128,64 +128,83 @@ Pairing = RoundPairing | GroupPairing | DrawPairing
 
 
 class Scheduler:
-    """Runs a model's encounters round by round under its pairing."""
+    """Runs a model's encounters round by round under its pairing.
+
+    An encounter is open from the moment it is drawn until it is resolved. Under a draw
+    pairing it resolves as soon as its answers are in; under a round pairing every encounter
+    of the round resolves in the order it was drawn once all answers are in, so the round's
+    outcome does not depend on which answer came back first. What is open when a checkpoint is
+    taken is kept with what was drawn for it, and relaunched on resume."""
 
     def __init__(self, model: PopulationModel, pairing: Pairing) -> None:
         self.model = model
         self.pairing = pairing
+        self.open: dict[int, Encounter] = {}  # by t: drawn, not yet resolved
         self.in_flight: dict[asyncio.Task[None], Encounter] = {}
         self.idle = IdlePool(list(range(len(model.population))))
-        # Rounds are disjoint by construction; only draws need to know who is idle.
-        self._tracks_idle = isinstance(pairing, DrawPairing)
+        self._draws = isinstance(pairing, DrawPairing)  # rounds are disjoint by construction
 
     def population_changed(self) -> None:
         """Call after agents were added or replaced between rounds."""
-        busy = {agent.index for encounter in self.in_flight.values() for agent in encounter.agents}
+        busy = {agent.index for encounter in self.open.values() for agent in encounter.agents}
         self.idle = IdlePool([index for index in range(len(self.model.population)) if index not in busy])
 
     def pending(self) -> list[Encounter]:
-        return sorted(self.in_flight.values(), key=lambda encounter: encounter.t)
+        return [self.open[t] for t in sorted(self.open)]
 
     async def run_round(self) -> None:
         """Advance one population round (or until the model is asked to stop)."""
-        if isinstance(self.pairing, DrawPairing):
-            await self._run_draws(self.pairing)
+        if self._draws:
+            await self._run_draws(self.pairing)  # type: ignore[arg-type]
+        elif self.open:  # a round interrupted and resumed: finish it rather than draw anew
+            await self._finish_round(self.pending())
         else:
-            await self._run_groups(self.pairing.groups(self.model))
+            await self._run_groups(self.pairing.groups(self.model))  # type: ignore[union-attr]
 
     async def resume(self, pending: list[tuple[int, int, tuple[int, ...], Any]]) -> None:
-        """Relaunch encounters that were in flight when the checkpoint was taken."""
+        """Reopen the encounters a checkpoint kept; draws relaunch them at once, a round
+        relaunches them when `run_round` finishes it."""
         for t, round_, members, drawn in pending:
-            if self._tracks_idle:
+            if self._draws:
                 for index in members:
                     self.idle.take(index)
             encounter = Encounter(t, round_, tuple(self.model.population[i] for i in members), drawn)
-            self._launch(encounter)
+            self.open[t] = encounter
+            if self._draws:
+                self._launch(encounter)
 
     async def drain(self) -> None:
         """Let every encounter in flight finish (their calls are already paid for)."""
         while self.in_flight:
             await self._wait_one()
 
-    def cancel(self) -> list[Encounter]:
-        """Stop now; returns what was in flight, for the checkpoint to keep."""
-        pending = self.pending()
-        for task in self.in_flight:
+    def cancel(self) -> list[asyncio.Task[None]]:
+        """Stop now. Open encounters stay open (a checkpoint keeps them); returns the
+        cancelled tasks, to be awaited."""
+        tasks = list(self.in_flight)
+        for task in tasks:
             task.cancel()
         self.in_flight.clear()
-        return pending
+        return tasks
 
     # --- internals -------------------------------------------------------------------
     async def _run_groups(self, groups: list[tuple[int, ...]]) -> None:
         encounters = [self._open(group, self.model.rounds_done) for group in groups]
         if self.model.immediate:
-            # Policies that never suspend: running in order is what tasks would do, minus tasks.
+            # Policies that never suspend: in order, one by one, is what tasks would do.
+            play, resolve = self.model.scenario.play, self._resolve
             for encounter in encounters:
-                await self._play(encounter)
+                resolve(encounter, await play(self.model, encounter))
             return
+        await self._finish_round(encounters)
+
+    async def _finish_round(self, encounters: list[Encounter]) -> None:
+        answers: dict[int, Any] = {}
         for encounter in encounters:
-            self._launch(encounter)
+            self._launch(encounter, answers)
         await self.drain()
+        for encounter in encounters:
+            self._resolve(encounter, answers[encounter.t])
 
     async def _run_draws(self, pairing: DrawPairing) -> None:
         model = self.model
@@ -202,32 +221,45 @@ class Scheduler:
 
     def _open(self, members: tuple[int, ...], round_: int) -> Encounter:
         model = self.model
-        if self._tracks_idle:
+        if self._draws:
             for index in members:
                 self.idle.take(index)
         encounter = Encounter(model.time, round_, tuple(model.population[i] for i in members))
         model.time += 1
         encounter.drawn = model.scenario.draw(model, encounter)
+        self.open[encounter.t] = encounter
         return encounter
 
-    def _launch(self, encounter: Encounter) -> None:
-        task = asyncio.get_running_loop().create_task(self._play(encounter))
+    def _launch(self, encounter: Encounter, answers: dict[int, Any] | None = None) -> None:
+        """Ask the encounter's participants in a task; resolve on completion, or leave the
+        answers in `answers` for the round to resolve in order."""
+        task = asyncio.get_running_loop().create_task(self._play(encounter, answers))
         self.in_flight[task] = encounter
+
+    async def _play(self, encounter: Encounter, answers: dict[int, Any] | None) -> None:
+        outcome = await self.model.scenario.play(self.model, encounter)
+        if answers is None:
+            self._resolve(encounter, outcome)
+        else:
+            answers[encounter.t] = outcome
 
     async def _wait_one(self) -> None:
         done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
         for task in sorted(done, key=lambda task: self.in_flight[task].t):
             if not task.cancelled() and task.exception() is not None:
-                # Left in flight, so that a checkpoint keeps it and a resumed run retries it.
                 raise task.exception()  # type: ignore[misc]
             del self.in_flight[task]
 
-    async def _play(self, encounter: Encounter) -> None:
-        record = await self.model.scenario.play(self.model, encounter)
-        if self._tracks_idle:
-            for agent in encounter.agents:
+    def _resolve(self, encounter: Encounter, outcome: Any) -> None:
+        """Apply an encounter's outcome: the game's state change and its record, at once."""
+        model = self.model
+        record = model.scenario.resolve(model, encounter, outcome)
+        del self.open[encounter.t]
+        for agent in encounter.agents:
+            agent.encounter_resolved()
+            if self._draws:
                 self.idle.release(agent.index)
-        self.model.resolved(record)
+        model.resolved(record)
 
 
 def _neighbour_lists(graph: nx.Graph | None) -> list[list[int]] | None:

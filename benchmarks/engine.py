@@ -82,10 +82,11 @@ def verify_prompts(agents: int, rounds: int, directory: Path) -> int:
     from agentsim.seeding import derive_seed
 
     checked = 0
-    decisions: dict[int, int] = {}
+    encounters: dict[int, int] = {}
     for t, agent, attempt, context in store.rows("SELECT t, agent, attempt, context FROM calls WHERE run = 1 ORDER BY t, agent"):
-        seed = derive_seed(derive_seed(1, agent), (decisions.get(agent, 0) << 8) | (attempt + 1))
-        decisions[agent] = decisions.get(agent, 0) + 1
+        # Every interaction here is one call per agent: the call's seed follows the agent's count.
+        seed = derive_seed(derive_seed(1, agent), encounters.get(agent, 0), attempt)
+        encounters[agent] = encounters.get(agent, 0) + 1
         if _digest(game.rebuild_messages(context)) != backend.digests[seed]:
             raise SystemExit(f"prompt of t={t} agent={agent} does not rebuild exactly")
         checked += 1

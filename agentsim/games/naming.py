@@ -28,7 +28,7 @@ from ..model import PopulationModel
 from ..params import Params, require
 from ..policies import CommittedPolicy, LLMPolicy
 from ..prompts import PromptTemplate
-from ..records import EncounterRecord, Move
+from ..records import Decision, EncounterRecord, Move
 from ..scenario import Parsed, Scenario
 from ..seeding import shuffled
 from ..scheduler import DrawPairing, Encounter, Pairing, RoundPairing
@@ -245,14 +245,17 @@ class NamingGame(Scenario[NamingParams]):
             for agent in encounter.agents
         )
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> EncounterRecord:
+    async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
         first, second = encounter.agents
         first_view, second_view = encounter.drawn
         if first.policy.immediate and second.policy.immediate:
-            first_decision = await first.astep(first_view)
-            second_decision = await second.astep(second_view)
-        else:
-            first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
+            return await first.astep(first_view), await second.astep(second_view)
+        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
+        return first_decision, second_decision
+
+    def resolve(self, model: PopulationModel, encounter: Encounter,
+                decisions: tuple[Decision, Decision]) -> EncounterRecord:
+        (first, second), (first_decision, second_decision) = encounter.agents, decisions
         first_name, second_name = first_decision.action, second_decision.action
         first_payoff = self.payoff(first_name, second_name)
         second_payoff = self.payoff(second_name, first_name)
@@ -299,11 +302,15 @@ class NamingGame(Scenario[NamingParams]):
     def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str]]:
         return {}
 
+    def prompt_fields(self) -> dict[str, object]:
+        """Extra fields a custom template uses, fixed for the whole experiment (rendered once)."""
+        return {}
+
     @cached_property
     def _render_system(self) -> Callable[..., str]:
         params = self.params
         return self.template.bind("system", success_payoff=f"{params.success_payoff:+d}",
-                                  failure_payoff=f"{params.failure_payoff:+d}")
+                                  failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
 
     @cached_property
     def _user_message(self) -> Message:
@@ -428,8 +435,7 @@ class NamingGame(Scenario[NamingParams]):
 
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         metrics: ConventionMetrics = model.metrics
-        current = max(metrics.rounds, default=None)
-        shares = metrics.round_shares(current) if current is not None else {}
+        shares = metrics.window_shares()
         lines = [("agreement", f"{metrics.agreement:.0%}")]
         if metrics.consensus:
             lines.append(("consensus", f"on {metrics.consensus.name} at round {metrics.consensus.round}"))

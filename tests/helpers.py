@@ -1,0 +1,100 @@
+"""Helpers the tests share: backends that make encounters interleave, in-process runs, and a
+dump of a database's recorded content."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentsim.llm.base import Completion, Request
+from agentsim.llm.standin import StandInModel
+from agentsim.model import BackendShare, PopulationModel
+from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.scenario import Scenario
+from agentsim.seeding import unit_uniforms
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Columns that measure the wall clock, not the run: left out when runs are compared.
+TIMING_COLUMNS = {"latency_us", "started", "finished"}
+
+
+class JitteryStandIn(StandInModel):
+    """The stand-in, but each call yields to the event loop a seeded number of times (0-5), so
+    concurrent encounters really interleave and finish out of order; `salt` changes the order
+    without changing any answer."""
+
+    name = "stand-in"
+    immediate = False
+
+    def __init__(self, rules: Any, salt: int = 0) -> None:
+        super().__init__(rules)
+        self.salt = salt
+
+    async def complete(self, request: Request) -> Completion:
+        for _ in range(int(unit_uniforms((request.seed or 0) ^ self.salt, 1)[0] * 6)):
+            await asyncio.sleep(0)
+        return self.answer(request)
+
+
+class Quiet:
+    def start(self, experiment: dict[str, Any]) -> None: ...
+    def update(self, runs: list[Any], *, final: bool = False) -> None: ...
+    def stop(self) -> None: ...
+
+
+def run_model(scenario: Scenario[Any], *, seed: int = 1, backend: Any = None) -> PopulationModel:
+    """One run in process, no store; returns the finished model."""
+    scenario = scenario.for_experiment(seed)
+    backend = backend or StandInModel(scenario.standin_rules())
+    model = PopulationModel(scenario, seed=seed, backends=[BackendShare(backend)])
+    asyncio.run(model.arun())
+    return model
+
+
+def run_experiment(scenario: Scenario[Any], out: Path, *, seed: int = 1, runs: int = 1, backend: Any = None,
+                   checkpoint_seconds: float = 1.0) -> list[dict[str, Any]]:
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, seed=seed, runs=runs,
+                                             checkpoint_seconds=checkpoint_seconds), Quiet())
+    experiment.open()
+    if backend is not None:
+        experiment.backends = {"stand-in": backend(experiment.scenario)}
+    return asyncio.run(experiment.run())
+
+
+def dump(database: Path, *, tables: tuple[str, ...] = ("runs", "agents", "encounters", "decisions", "rounds")) -> dict[str, list[tuple[Any, ...]]]:
+    """Every recorded row of `tables`, in key order, without the wall-clock columns (and
+    without the latency figures inside run summaries)."""
+    connection = sqlite3.connect(database)
+    content = {}
+    for table in tables:
+        cursor = connection.execute(f"SELECT * FROM {table}")
+        names = [column[0] for column in cursor.description]
+        keep = [index for index, name in enumerate(names) if name not in TIMING_COLUMNS]
+        rows = []
+        for row in cursor:
+            values = [row[index] for index in keep]
+            if table == "runs":
+                summary_at = [names[index] for index in keep].index("summary")
+                values[summary_at] = json.dumps(_without_timing(json.loads(values[summary_at] or "{}")), sort_keys=True)
+            rows.append(tuple(values))
+        content[table] = sorted(rows)
+    connection.close()
+    return content
+
+
+def _without_timing(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_timing(item) for key, item in value.items() if "latency" not in key}
+    return value
+
+
+def cli(*arguments: str, timeout: float = 60, **options: Any) -> subprocess.CompletedProcess[str]:
+    """`python -m agentsim ARGUMENTS` in a subprocess, as a user would run it."""
+    return subprocess.run([sys.executable, "-m", "agentsim", *arguments], capture_output=True, text=True,
+                          timeout=timeout, **options)

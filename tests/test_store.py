@@ -1,0 +1,97 @@
+"""The store: every prompt is recoverable exactly from its compact context, re-asks included;
+rows and checkpoints land together."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import run_experiment
+
+from agentsim.games.naming import NamingGame
+from agentsim.llm.base import Completion, Request
+from agentsim.llm.standin import StandInModel
+from agentsim.seeding import derive_seed
+from agentsim.store import Store
+
+
+class Recording(StandInModel):
+    """The stand-in, keeping every request it was sent, by seed."""
+
+    def __init__(self, rules: Any) -> None:
+        super().__init__(rules)
+        self.sent: dict[int, Request] = {}
+
+    async def complete(self, request: Request) -> Completion:
+        assert request.seed not in self.sent
+        self.sent[request.seed] = request  # type: ignore[index]
+        return self.answer(request)
+
+
+@pytest.mark.parametrize("prompt", ["standard", "narrative", "bullet"])
+def test_every_prompt_is_rebuilt_exactly_from_the_store(tmp_path: Path, prompt: str) -> None:
+    backends: list[Recording] = []
+
+    def recording(scenario: Any) -> Recording:
+        backends.append(Recording(scenario.standin_rules()))
+        return backends[-1]
+
+    game = NamingGame(agents=16, pool_size=4, prompt=prompt, stop_at="none", max_rounds=12, standin_invalid_rate=0.3,
+                      max_reasks=2, pairing="continuous", max_in_flight=3)
+    run_experiment(game, tmp_path / "out", seed=9, backend=recording)
+    store = Store(tmp_path / "out")
+    scenario = game.for_experiment(9)
+    rows = list(store.rows("SELECT agent, t, attempt FROM calls WHERE run = 1 ORDER BY agent, t, attempt"))
+    checked = reasks = 0
+    for agent, encounters in groupby(rows, key=lambda row: row[0]):
+        # An agent's n-th encounter asks with seeds (run seed, agent, n, call number).
+        for number, (_, calls) in enumerate(groupby(encounters, key=lambda row: row[1])):
+            for _, t, attempt in calls:
+                sent = backends[0].sent[derive_seed(derive_seed(9, agent), number, attempt)]
+                assert store.messages(scenario, 1, t, agent, attempt) == sent.messages
+                checked += 1
+                reasks += attempt > 0
+    store.close()
+    assert checked == len(backends[0].sent)
+    assert reasks > 10, "the test must exercise re-asks"
+
+
+def test_invalid_replies_are_re_asked_then_fall_back_and_every_attempt_is_recorded(tmp_path: Path) -> None:
+    game = NamingGame(agents=10, names=("Q", "M"), stop_at="none", max_rounds=10, standin_invalid_rate=0.6, max_reasks=1)
+    (summary,) = run_experiment(game, tmp_path / "out", seed=2)
+    store = Store(tmp_path / "out")
+    calls = list(store.rows("SELECT attempt, action, error FROM calls"))
+    moves = list(store.rows("SELECT action FROM moves"))
+    store.close()
+    invalid = [row for row in calls if row[2] is not None]
+    assert summary["invalid_replies"] == len(invalid) > 0
+    assert summary["reasks"] == sum(1 for row in calls if row[0] == 1)
+    assert summary["fallbacks"] > 0
+    assert {row[2] for row in invalid} <= {"no valid option", "several options"}
+    assert all(action in ("Q", "M") for (action,) in moves), "a fallback still plays a name from the pool"
+    assert len(moves) == 2 * summary["interactions"]
+
+
+def test_an_interaction_costs_under_two_hundred_bytes(tmp_path: Path) -> None:
+    sizes = []
+    for rounds in (20, 60):
+        game = NamingGame(agents=200, pool_size=10, stop_at="none", max_rounds=rounds, pairing="rounds")
+        (summary,) = run_experiment(game, tmp_path / str(rounds), seed=1)
+        store = Store(tmp_path / str(rounds))
+        sizes.append((store.bytes_on_disk(), summary["interactions"]))
+        store.close()
+    (small, few), (large, many) = sizes
+    assert (large - small) / (many - few) < 200  # the marginal cost, without the schema and checkpoint
+
+
+def test_committed_agents_have_moves_but_no_calls(tmp_path: Path) -> None:
+    game = NamingGame(agents=12, names=("Q", "M"), committed=3, majority_name="M", stop_at="none", max_rounds=4)
+    run_experiment(game, tmp_path / "out", seed=1)
+    store = Store(tmp_path / "out")
+    committed = {agent for agent, kind in store.rows("SELECT agent, kind FROM agents") if kind == "committed"}
+    moved = {agent for (agent,) in store.rows("SELECT DISTINCT agent FROM moves")}
+    called = {agent for (agent,) in store.rows("SELECT DISTINCT agent FROM calls")}
+    store.close()
+    assert len(committed) == 3 and committed <= moved and not committed & called
