@@ -30,6 +30,7 @@ from ..prompts import PromptTemplate
 from ..seeding import unit_uniforms
 
 _ANSWER_KEY = re.compile(r"\{'(\w+)': <")
+_WANTED = ("options", "options_text", "history")
 
 
 class NamingStandIn:
@@ -54,7 +55,7 @@ class NamingStandIn:
             return None
         system = request.messages[0].content
         for template, key in self.templates:
-            fields = template.read("system", system)
+            fields = template.read("system", system, only=_WANTED)
             if fields is not None:
                 break
         else:

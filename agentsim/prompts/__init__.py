@@ -29,7 +29,7 @@ class PromptTemplate:
     text: str
     sections: dict[str, str]
     _readers: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
-    _segments: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    _plans: dict[tuple[str, tuple[str, ...] | None], object] = field(default_factory=dict, compare=False, repr=False)
     _pieces: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
     _finders: dict[tuple[str, tuple[str, ...]], tuple[re.Pattern[str], Callable[[Any], tuple[str, ...]]]] = field(
         default_factory=dict, compare=False, repr=False)
@@ -107,24 +107,28 @@ class PromptTemplate:
 
         return render
 
-    def read(self, section: str, text: str) -> dict[str, str] | None:
-        """The field values that render `section` into `text`, or None if it does not fit.
+    def read(self, section: str, text: str, only: tuple[str, ...] | None = None) -> dict[str, str] | None:
+        """The field values that render `section` into `text`, or None if it does not fit;
+        with `only`, just those fields (the literals that bound no wanted field are skipped).
 
         Each field ends where the literal text after it next occurs (what a lazy regex group
         would match, found with `str.find`: a prompt is read on every stand-in call)."""
-        segments = self._segments.get(section)
-        if segments is None:
-            segments = self._segments[section] = _literal_segments(self.sections[section])
-        if segments is _NEEDS_REGEX:
+        key = (section, only)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _reading_plan(self.sections[section], only)
+        if plan is _NEEDS_REGEX:
             match = self.reader(section).fullmatch(text)
-            return match.groupdict() if match else None
-        head, middle, (last_name, tail) = segments  # type: ignore[misc]
+            if match is None:
+                return None
+            return {name: value for name, value in match.groupdict().items() if only is None or name in only}
+        head, steps, (last_name, tail) = plan  # type: ignore[misc]
         if not text.startswith(head) or not text.endswith(tail):
             return None
         values: dict[str, str] = {}
         position = len(head)
         find = text.find
-        for name, literal, prefix, width, repeated in middle:
+        for name, literal, prefix, width, repeated in steps:
             # Find a short prefix (cheap), then check the whole literal there: searching for
             # a long needle makes `str.find` build its tables anew on every call.
             end = find(prefix, position)
@@ -132,17 +136,19 @@ class PromptTemplate:
                 end = find(prefix, end + 1)
             if end < 0:
                 return None
-            value = text[position:end]
-            if repeated and values.setdefault(name, value) != value:
-                return None
-            values[name] = value
+            if name is not None:
+                value = text[position:end]
+                if repeated and values.setdefault(name, value) != value:
+                    return None
+                values[name] = value
             position = end + width
         end = len(text) - len(tail)
         if end < position:
             return None
-        value = text[position:end]
-        if values.setdefault(last_name, value) != value:
-            return None
+        if last_name is not None:
+            value = text[position:end]
+            if values.setdefault(last_name, value) != value:
+                return None
         return values
 
     def findall(self, section: str, text: str, *names: str) -> list[tuple[str, ...]]:
@@ -190,10 +196,11 @@ def _split_pieces(section: str) -> object:
     return literals, names
 
 
-def _literal_segments(section: str) -> object:
-    """What `read` walks: the leading literal, then (field, literal after it, its length,
-    whether the field appeared before) for all fields but the last, then (last field, trailing
-    literal); or _NEEDS_REGEX when two fields touch and only backtracking could split them."""
+def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
+    """What `read` walks: the leading literal; then, for each literal it must find, the field it
+    ends (or None when that field is not wanted), the literal, a short prefix of it, its length
+    and whether the field appeared before; then the last field (or None) and the trailing
+    literal. _NEEDS_REGEX when two fields touch and only backtracking could split them."""
     literals = [""]
     names: list[str] = []
     for literal, name, _spec, _conversion in string.Formatter().parse(section):
@@ -201,12 +208,19 @@ def _literal_segments(section: str) -> object:
         if name is not None:
             names.append(name)
             literals.append("")
-    fields = list(zip(names, literals[1:]))
-    if not fields or any(not literal for _, literal in fields[:-1]):
+    if not names or any(not literal for literal in literals[1:-1]):
         return _NEEDS_REGEX
-    middle = [(name, literal, literal[:16], len(literal), name in names[:number])
-              for number, (name, literal) in enumerate(fields[:-1])]
-    return literals[0], middle, fields[-1]
+
+    def wanted(number: int) -> bool:
+        return only is None or names[number] in only
+
+    steps = []
+    for number, literal in enumerate(literals[1:-1]):
+        # The literal after field `number` is needed to end that field or to start the next.
+        if wanted(number) or wanted(number + 1):
+            steps.append((names[number] if wanted(number) else None, literal, literal[:16], len(literal),
+                          names[number] in names[:number]))
+    return literals[0], steps, (names[-1] if wanted(len(names) - 1) else None, literals[-1])
 
 
 def _compile_reader(section: str, anchored: bool) -> re.Pattern[str]:
