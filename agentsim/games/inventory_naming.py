@@ -7,7 +7,8 @@ of words, unbounded). In an encounter the first agent drawn is the speaker: its 
 utters a uniformly random word of its inventory, or invents one when it is empty (from the
 name pool, as in Flint Ashery et al. 2025's theory line, or a brand-new word with
 `invention="new"`). The second agent, the hearer, decides nothing: if it knows the word both
-collapse their inventories to it (success), otherwise it adds the word (failure).
+collapse their inventories to it (success), otherwise it adds the word (failure). The record
+of an encounter holds the speaker's move only; its outcome is the success.
 
 With `names=("A", "B")`, `majority_name` and a committed minority this is the binary naming
 game of Xie et al., PRE 84, 011130 (2011): everyone starts knowing only the majority word, the
@@ -160,14 +161,10 @@ class MinimalNamingGame(NamingGame):
         metrics = model.metrics
         if isinstance(metrics, InventoryMetrics):
             metrics.inventory_changed(encounter.t, removed, added)
+        # Only the speaker acts: the record holds its move alone (the hearer produced nothing).
         heard = word if success else None
-        return EncounterRecord(
-            encounter.t,
-            encounter.round,
-            int(success),
-            [Move(speaker.index, word, self.payoff(word, heard)), Move(hearer.index, heard, self.payoff(heard, word))],
-            decisions[0].calls,
-        )
+        return EncounterRecord(encounter.t, encounter.round, int(success),
+                               [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
 
     def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
         params = self.params
