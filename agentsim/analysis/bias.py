@@ -29,7 +29,18 @@ PAPER_JS_THRESHOLD = 0.005
 
 def pool_key(experiment: RecordedExperiment) -> tuple[str, tuple[str, ...]]:
     """Experiments are compared when they share a backend and a name pool."""
-    return experiment.backend, tuple(sorted(experiment.names))
+    return backend_label(experiment), tuple(sorted(experiment.names))
+
+
+def backend_label(experiment: RecordedExperiment) -> str:
+    """The backend, and for the stand-in the settings of its rule (they change its answers)."""
+    params = experiment.params
+    if experiment.backend != "stand-in" or not params.get("standin_bias_name") and not params.get("standin_noise"):
+        return experiment.backend
+    parts = [f"favours {params['standin_bias_name']}" if params.get("standin_bias_name") else "",
+             f"bias {params['standin_bias']}" if params.get("standin_bias") else "",
+             f"noise {params['standin_noise']}" if params.get("standin_noise") else ""]
+    return f"stand-in ({', '.join(part for part in parts if part)})"
 
 
 def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], Counter[str]]:
