@@ -13,4 +13,4 @@ from agentsim.games.naming_probes import StrategyProbe
 RUNS = 1
 
 scenario = StrategyProbe(agents=24, names=("Q", "M"), memory_length=5, probe_lengths=(0, 1, 2), max_rounds=175,
-                         stop_at="none", max_in_flight=12)
+                         stop_at="none", max_in_flight=12, standin_bias_name="M", standin_noise=0.1)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..games.naming_probes import StrategyProbe
-from .bias import collective_bias, individual_bias, is_free_run
+from .bias import backend_label, collective_bias, individual_bias, is_free_run
 from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
 from .recorded import RecordedExperiment
@@ -28,7 +28,7 @@ def _free(context: ReportContext) -> list[RecordedExperiment]:
 
 def _label(experiment: RecordedExperiment) -> str:
     params = experiment.params
-    return f"{experiment.backend} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
+    return f"{backend_label(experiment)} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
 
 
 def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int = 1000, seed: int = 0) -> np.ndarray | None:
@@ -162,15 +162,20 @@ def bias(context: ReportContext) -> None:
         left.axhline(1 / len(names), color="grey", linestyle=":", linewidth=1)
         star = "" if test.biased else " *"
         left.set(ylim=(0, 1), ylabel="probability", title=f"individual{star} ({test.test} p={test.p_value:.3g}, n={test.samples})")
+        left.annotate(key[0], xy=(0, 1.16), xycoords="axes fraction", fontsize=8, fontweight="bold")
         left.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
         tally = collective.get(key)
         runs = sum(tally.values()) if tally else 0
         collective_shares = [tally.get(name, 0) / runs if runs else 0.0 for name in names]
+        for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
+            rows.append([key[0], name, share, low, high, test.samples, shared if runs else None, runs])
+        if not runs:
+            right.set_axis_off()
+            right.text(0.5, 0.5, "no free runs with this pool", ha="center", va="center", transform=right.transAxes)
+            continue
         right.bar(names, collective_shares, color=COLOURS[1])
         right.set(ylim=(0, 1), ylabel="share of runs", title=f"collective ({runs} runs)" if runs else "collective (no free runs)")
         right.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
-        for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
-            rows.append([key[0], name, share, low, high, test.samples, shared, runs])
     context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
                        ["backend", "name", "individual_share", "ci_low", "ci_high", "samples", "consensus_share", "runs"],
                        rows, "Left: first-choice probabilities with 95% Wilson intervals (* not significantly biased at 5%). "
@@ -350,7 +355,13 @@ def _weighted(context: ReportContext, table: StrategyTable, focus: str, length: 
     real = [experiment for experiment in context.experiments
             if experiment.scenario_name not in (StrategyProbe.name, "individual_bias")
             and tuple(sorted(experiment.names)) == tuple(sorted(table.names))]
-    frequencies: Counter[State] = state_frequencies(real, length=length)
+    frequencies: Counter[State] = Counter()
+    contributing = 0
+    for experiment in real:
+        found = state_frequencies([experiment], length=length)
+        if found:
+            frequencies.update(found)
+            contributing += len(experiment.runs)
     if not frequencies:
         return
     grid, own_sequences, partner_sequences = _grid(table, focus, length)
@@ -370,7 +381,7 @@ def _weighted(context: ReportContext, table: StrategyTable, focus: str, length: 
     axis = axes[0][0]
     scatter = axis.scatter(xs, ys, s=sizes, c=colours, cmap="coolwarm", vmin=0, vmax=1, edgecolors="black", linewidths=0.3)
     axis.set(xlim=(-0.5, len(partner_sequences) - 0.5), ylim=(len(own_sequences) - 0.5, -0.5),
-             title=f"States visited in {sum(len(e.runs) for e in real)} real runs (H={length})",
+             title=f"States visited in {contributing} real runs (memory of {length})",
              xlabel="partner's names (oldest first)", ylabel="own names (oldest first)")
     _ticks(axis, own_sequences, partner_sequences)
     figure.colorbar(scatter, ax=axis, shrink=0.8, label=f"P({focus})")
