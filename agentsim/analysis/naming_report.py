@@ -38,8 +38,8 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
         from ..games.minimal_naming import success_curve  # type: ignore[import-not-found]
     except ImportError:
         return None
-    offered = {"agents": agents, "population": agents, "n": agents, "pool_size": pool_size, "words": pool_size,
-               "w": pool_size, "rounds": rounds, "max_rounds": rounds, "runs": runs, "seed": seed}
+    offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
+               "pool_size": pool_size, "runs": runs, "seed": seed}
     parameters = inspect.signature(success_curve).parameters
     try:
         curve = np.asarray(success_curve(**{key: value for key, value in offered.items() if key in parameters}), dtype=float)
