@@ -22,7 +22,7 @@ class PopulationAgent(mesa.Agent):
 
     model: PopulationModel
 
-    def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int) -> None:
+    def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int | None) -> None:
         super().__init__(model)
         self.index = len(model.population)
         model.population.append(self)

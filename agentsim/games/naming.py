@@ -26,7 +26,7 @@ from ..llm.base import Message, Sampling
 from ..metrics import ConventionMetrics
 from ..model import PopulationModel
 from ..params import Params, require
-from ..policies import CommittedPolicy, LLMPolicy
+from ..policies import CommittedPolicy, LLMPolicy, Policy
 from ..prompts import PromptTemplate
 from ..records import Decision, EncounterRecord, Move
 from ..scenario import Parsed, Scenario
@@ -202,10 +202,8 @@ class NamingGame(Scenario[NamingParams]):
     # --- hooks: population, pairing, encounters ------------------------------------------
     def build_population(self, model: PopulationModel) -> None:
         params = self.params
-        sampling = params.sampling()
         for index in range(params.agents):
-            policy = LLMPolicy(model.backend_for(index), sampling, max_reasks=params.max_reasks)
-            PopulationAgent(model, policy, memory_length=params.memory_length)
+            PopulationAgent(model, self.agent_policy(model, index), memory_length=params.memory_length)
         count = params.committed_count()
         if count:
             committed = CommittedPolicy(self.committed_name())
@@ -220,6 +218,12 @@ class NamingGame(Scenario[NamingParams]):
                     PopulationAgent(model, committed, memory_length=params.memory_length)
         elif self.majority_name() is not None:
             self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+
+    def agent_policy(self, model: PopulationModel, index: int) -> Policy:
+        """How uncommitted agent `index` decides: its backend's model (a theory baseline
+        returns a rule policy here)."""
+        params = self.params
+        return LLMPolicy(model.backend_for(index), params.sampling(), max_reasks=params.max_reasks)
 
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""

@@ -1,0 +1,202 @@
+"""The minimal naming game as a scenario: rule agents with word inventories, in the same
+scheduler and store as LLM agents, so a theory baseline and an LLM population are run,
+recorded and plotted by the same code.
+
+Baronchelli et al., J. Stat. Mech. (2006) P06014. An agent's memory is its inventory (a list
+of words, unbounded). In an encounter the first agent drawn is the speaker: its rule policy
+utters a uniformly random word of its inventory, or invents one when it is empty (from the
+name pool, as in Flint Ashery et al. 2025's theory line, or a brand-new word with
+`invention="new"`). The second agent, the hearer, decides nothing: if it knows the word both
+collapse their inventories to it (success), otherwise it adds the word (failure). The record
+of an encounter holds the speaker's move only; its outcome is the success.
+
+With `names=("A", "B")`, `majority_name` and a committed minority this is the binary naming
+game of Xie et al., PRE 84, 011130 (2011): everyone starts knowing only the majority word, the
+committed agents only the alternative, and committed agents never change.
+
+The numpy fast path with the same dynamics is `agentsim.games.minimal_naming`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..agents import PopulationAgent
+from ..metrics import ConventionMetrics
+from ..model import PopulationModel
+from ..policies import CommittedPolicy, RulePolicy
+from ..records import Decision, EncounterRecord, Move
+from ..scheduler import Encounter
+from .naming import NamingGame, NamingParams, NamingSituation
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinimalNamingParams(NamingParams):
+    """The naming game's parameters, with the theory's defaults: one encounter at a time
+    (the sequential process the theory describes), stop when every inventory is the same
+    single word. `memory_length` is unused: inventories are unbounded."""
+
+    invention: Literal["pool", "new"] = "pool"
+    max_in_flight: int = 1
+    max_rounds: int = 200
+
+
+def speak(situation: NamingSituation, unit: float) -> str:
+    """The speaker's rule: a uniformly random word of the inventory, or, when it is empty, a
+    uniformly random invention among the options."""
+    choices = situation.memory or situation.options
+    return choices[int(unit * len(choices))]  # type: ignore[return-value]
+
+
+class InventoryMetrics(ConventionMetrics):
+    """Convention metrics plus the inventories' observables of Baronchelli et al. 2006: the
+    total number of words N_w(t), its peak and when, the number of different words N_d(t),
+    and the interaction at which every agent holds the same single word (global consensus)."""
+
+    def __init__(self, *, inventories: list[list[str]], **settings: Any) -> None:
+        super().__init__(**settings)
+        self.word_counts: dict[str, int] = {}
+        for inventory in inventories:
+            for word in inventory:
+                self.word_counts[word] = self.word_counts.get(word, 0) + 1
+        self.total_words = sum(self.word_counts.values())
+        self.peak_words = self.total_words
+        self.peak_t = 0
+        self.converged_t: int | None = None
+        self._check_convergence(0)
+
+    def inventory_changed(self, t: int, removed: list[str], added: list[str]) -> None:
+        counts = self.word_counts
+        for word in removed:
+            counts[word] -= 1
+            if not counts[word]:
+                del counts[word]
+        for word in added:
+            counts[word] = counts.get(word, 0) + 1
+        self.total_words += len(added) - len(removed)
+        if self.total_words > self.peak_words:
+            self.peak_words, self.peak_t = self.total_words, t + 1
+        self._check_convergence(t + 1)
+
+    @property
+    def distinct_words(self) -> int:
+        return len(self.word_counts)
+
+    def _check_convergence(self, interactions: int) -> None:
+        if self.converged_t is None and self.total_words == self.population and len(self.word_counts) == 1:
+            self.converged_t = interactions
+
+
+class MinimalNamingGame(NamingGame):
+    """The minimal naming game, run by rule agents in agentsim's scheduler."""
+
+    name = "minimal_naming_game"
+    Params = MinimalNamingParams  # type: ignore[assignment]
+
+    def build_population(self, model: PopulationModel) -> None:
+        params = self.params
+        speaker = RulePolicy("rule:minimal-naming", speak)
+        for _ in range(params.agents):
+            PopulationAgent(model, speaker, memory_length=None)
+        count = params.committed_count()
+        if not count:
+            if self.majority_name() is not None:
+                self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+            return
+        committed = CommittedPolicy(self.committed_name())
+        if params.committed_mode == "replace":
+            for index in sorted(model.random.sample(range(params.agents), count)):
+                model.population[index].policy = committed
+        else:
+            for _ in range(count):
+                PopulationAgent(model, committed, memory_length=None)
+        majority = self.majority_name()
+        if majority is not None:
+            self.fill_consensus(model, majority)
+        for agent in model.population:
+            if agent.committed:
+                agent.memory.clear()
+                agent.memory.append(self.committed_name())
+
+    def fill_consensus(self, model: PopulationModel, name: str) -> None:
+        """Every inventory holds just `name`."""
+        for agent in model.population:
+            agent.memory.clear()
+            agent.memory.append(name)
+
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, None]:
+        """The speaker's view: its inventory, and what it would invent from."""
+        speaker = encounter.agents[0]
+        if speaker.committed:
+            return None, None
+        options = self.names if self.params.invention == "pool" else (f"w{encounter.t}",)
+        return NamingSituation(options, tuple(speaker.memory)), None
+
+    async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
+        speaker = encounter.agents[0]
+        return await speaker.astep(encounter.drawn[0]), Decision(None)
+
+    def resolve(self, model: PopulationModel, encounter: Encounter,
+                decisions: tuple[Decision, Decision]) -> EncounterRecord:
+        speaker, hearer = encounter.agents
+        word = decisions[0].action
+        assert word is not None
+        removed: list[str] = []
+        added: list[str] = []
+        if not speaker.committed and word not in speaker.memory:  # an invention
+            speaker.memory.append(word)
+            added.append(word)
+        success = word in hearer.memory
+        if success:
+            for agent in (speaker, hearer):
+                if not agent.committed:
+                    removed.extend(agent.memory)
+                    added.append(word)
+                    agent.memory.clear()
+                    agent.memory.append(word)
+        elif not hearer.committed:
+            hearer.memory.append(word)
+            added.append(word)
+        metrics = model.metrics
+        if isinstance(metrics, InventoryMetrics):
+            metrics.inventory_changed(encounter.t, removed, added)
+        # Only the speaker acts: the record holds its move alone (the hearer produced nothing).
+        heard = word if success else None
+        return EncounterRecord(encounter.t, encounter.round, int(success),
+                               [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
+
+    def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
+        params = self.params
+        size = len(model.population)
+        committed = frozenset(agent.index for agent in model.population if agent.committed)
+        return InventoryMetrics(
+            inventories=[list(agent.memory) for agent in model.population],
+            population=size,
+            committed=committed,
+            alternative=self.committed_name() if committed else None,
+            success_window=params.success_window or size,
+            consensus_window=max(1, round(params.consensus_window * size)),
+            threshold=params.consensus_threshold,
+        )
+
+    def stop_reason(self, model: PopulationModel) -> str | None:
+        metrics: InventoryMetrics = model.metrics
+        if self.params.stop_at == "consensus" and metrics.converged_t is not None:
+            return "consensus"
+        return super().stop_reason(model) if self.params.stop_at == "flip" else None
+
+    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: InventoryMetrics = model.metrics
+        summary = super().run_summary(model)
+        summary.update(
+            converged_t=metrics.converged_t,
+            peak_words=metrics.peak_words,
+            peak_t=metrics.peak_t,
+            final_total_words=metrics.total_words,
+            final_distinct_words=metrics.distinct_words,
+        )
+        return summary
+
+    def standin_rules(self) -> list[Any]:
+        return []

@@ -1,0 +1,106 @@
+"""The minimal naming game reproduces Baronchelli et al. (2006) at sizes that run in seconds,
+and its scheduler path (rule agents) agrees with its numpy fast path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import run_model
+
+from agentsim.errors import ParameterError
+from agentsim.games.inventory_naming import MinimalNamingGame, speak
+from agentsim.games.minimal_naming import per_round, run_to_consensus, simulate, success_curve
+from agentsim.games.naming import NamingSituation
+
+
+def fitted_exponent(sizes: list[int], values: list[float]) -> float:
+    return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
+
+
+def test_success_curve_rises_from_rare_success_to_agreement() -> None:
+    curve = success_curve(24, 40, runs=400, seed=3, pool_size=10)
+    assert curve.shape == (40,)
+    assert curve[0] < 0.15  # first meetings rarely share a word
+    assert curve[-1] > 0.95  # the population has agreed
+    assert np.all(np.diff(curve) > -0.03)  # rises, up to noise
+
+
+def test_a_small_pool_converges_faster_than_new_words() -> None:
+    pooled = success_curve(24, 20, runs=300, seed=1, pool_size=2)
+    canonical = success_curve(24, 20, runs=300, seed=1)
+    assert pooled[:10].mean() > canonical[:10].mean() + 0.1
+
+
+def test_success_curve_is_a_function_of_its_seed() -> None:
+    assert np.array_equal(success_curve(10, 5, runs=20, seed=9), success_curve(10, 5, runs=20, seed=9))
+    assert not np.array_equal(success_curve(10, 5, runs=20, seed=9), success_curve(10, 5, runs=20, seed=8))
+
+
+def test_mean_field_scaling_exponents_are_one_and_a_half() -> None:
+    """Baronchelli et al. 2006: t_conv, the peak number of words and its time all grow like
+    N^1.5. At N = 64..512 the peak and its time are already on the law (±0.12); t_conv
+    approaches it from below (local exponent ≈ 1.3 here, 1.48 at N = 3000-10000)."""
+    sizes = [64, 128, 256, 512]
+    runs = [[run_to_consensus(size, seed=1000 * size + r, max_interactions=10**7) for r in range(40)] for size in sizes]
+    t_conv = [np.mean([run.t_conv for run in group]) for group in runs]
+    peak = [np.mean([run.peak_words for run in group]) for group in runs]
+    t_peak = [np.mean([run.t_peak for run in group]) for group in runs]
+    assert all(run.t_conv > 0 for group in runs for run in group)
+    assert abs(fitted_exponent(sizes, peak) - 1.5) < 0.12
+    assert abs(fitted_exponent(sizes, t_peak) - 1.5) < 0.12
+    assert 1.15 < fitted_exponent(sizes, t_conv) < 1.6
+
+
+def test_the_scheduler_path_agrees_with_the_fast_path() -> None:
+    """Rule agents in the scheduler and the numpy arrays: same dynamics, so the same mean
+    success per population round, convergence time and peak inventory, within noise."""
+    size, rounds = 20, 80
+    models = [run_model(MinimalNamingGame(agents=size, pool_size=10, stop_at="none", max_rounds=rounds), seed=seed)
+              for seed in range(60)]
+    scheduled_curve = np.mean([[model.metrics.rounds[r].successes / model.metrics.rounds[r].interactions
+                                for r in range(rounds)] for model in models], axis=0)
+    fast = simulate(size, rounds * size // 2, runs=2000, seed=5, pool_size=10)
+    fast_curve = per_round(fast.success.mean(axis=1), size, rounds)
+    assert np.abs(scheduled_curve - fast_curve).max() < 0.1
+    converged = [model.metrics.converged_t for model in models if model.metrics.converged_t is not None]
+    fast_converged = fast.convergence[fast.convergence > 0]
+    assert abs(len(converged) / len(models) - fast_converged.size / fast.convergence.size) < 0.1
+    scheduled_t_conv, fast_t_conv = np.mean(converged), fast_converged.mean()
+    assert abs(scheduled_t_conv / fast_t_conv - 1) < 0.2
+    scheduled_peak = np.mean([model.metrics.peak_words for model in models])
+    assert abs(scheduled_peak / fast.total_words.max(axis=0).mean() - 1) < 0.1
+
+
+def test_the_scheduler_run_stops_at_global_consensus_and_records_rule_agents(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from helpers import run_experiment
+
+    from agentsim.store import Store
+
+    (summary,) = run_experiment(MinimalNamingGame(agents=12, invention="new"), tmp_path / "out", seed=2)
+    assert summary["stop_reason"] == "consensus"
+    assert summary["final_total_words"] == 12 and summary["final_distinct_words"] == 1
+    store = Store(tmp_path / "out")
+    kinds = set(store.rows("SELECT DISTINCT kind, model FROM agents"))
+    assert kinds == {("rule", "rule:minimal-naming")}
+    (count,) = next(iter(store.rows("SELECT COUNT(*) FROM encounters")))
+    assert count == summary["converged_t"] == summary["interactions"]
+    store.close()
+
+
+def test_the_speaker_invents_only_when_its_inventory_is_empty() -> None:
+    assert speak(NamingSituation(("A", "B", "C"), ()), 0.5) == "B"
+    assert speak(NamingSituation(("A", "B", "C"), ("C", "A")), 0.0) == "C"
+    assert speak(NamingSituation(("A", "B", "C"), ("C", "A")), 0.99) == "A"
+
+
+def test_the_fast_path_keeps_its_books() -> None:
+    run = simulate(30, 3000, runs=5, seed=4)
+    final = run.final_inventories
+    assert np.array_equal(run.total_words[-1], final.sum(axis=(1, 2)))
+    assert np.array_equal(run.distinct_words[-1], final.any(axis=1).sum(axis=1))
+
+
+@pytest.mark.parametrize("arguments", [dict(n_agents=1, interactions=10), dict(n_agents=5, interactions=0)])
+def test_impossible_sizes_are_refused(arguments: dict[str, int]) -> None:
+    with pytest.raises(ParameterError):
+        simulate(runs=1, seed=0, **arguments)
