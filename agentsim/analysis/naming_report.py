@@ -31,7 +31,10 @@ def _label(experiment: RecordedExperiment) -> str:
     return f"{backend_label(experiment)} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
 
 
-def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int = 1000, seed: int = 0) -> np.ndarray | None:
+THEORY_RUNS = 1000
+
+
+def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int = THEORY_RUNS, seed: int = 0) -> np.ndarray | None:
     """The minimal naming game's success rate per population round (the dashed line of Fig.
     1A), from the theory module when it is installed; None otherwise."""
     try:
@@ -69,8 +72,9 @@ def emergence(context: ReportContext) -> None:
         params = experiment.params
         theory = theory_success_curve(int(params.get("agents", 24)), len(experiment.names), len(rounds))
         if theory is not None:
-            axis.plot(np.arange(1, theory.size + 1), theory, color="black", linestyle="--", linewidth=1.4,
-                      label=None if theory_drawn else "minimal naming game (theory)")
+            several = len(_free(context)) > 1
+            axis.plot(np.arange(1, theory.size + 1), theory, color=colour if several else "black", linestyle="--",
+                      linewidth=1.4, label=f"minimal naming game, W={len(experiment.names)} (theory, {THEORY_RUNS} runs)")
             theory_drawn = True
         for position, round_ in enumerate(rounds):
             rows.append([experiment.directory.name, experiment.backend, params.get("agents"), len(experiment.names),
