@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import string
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from agentsim.analysis.stats import js_distance_from_uniform, proportion_interva
 from agentsim.analysis.strategies import strategy_table
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.games.naming_probes import FirstChoiceProbe, StrategyProbe
+from agentsim.llm.base import Completion, Request
+from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
 
 
@@ -96,3 +99,37 @@ def test_critical_mass_is_larger_for_the_convention_the_standin_favours(tmp_path
         store = Store(spec.directory(tmp_path, size))
         assert len(store.runs()) == 3
         store.close()
+
+
+class ReportingStandIn(StandInModel):
+    """The stand-in, reporting its rule's option probabilities as a backend with logprobs does."""
+
+    def __init__(self, scenario: NamingGame) -> None:
+        super().__init__(scenario.standin_rules())
+        self.rule = scenario.standin_rules()[0]
+        self.template = scenario.template
+
+    def answer(self, request: Request) -> Completion:
+        completion = super().answer(request)
+        fields = self.template.read("system", request.messages[0].content, only=("options", "history"))
+        assert fields is not None
+        memory = self.template.findall("entry", fields.get("history") or "", "own", "partner")
+        completion.option_probabilities = self.rule.probabilities(NamingSituation(request.options, tuple(memory)))
+        return completion
+
+
+def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Path) -> None:
+    probe = StrategyProbe(agents=12, names=("Q", "M"), probe_lengths=(0, 1), max_rounds=2, stop_at="none",
+                          standin_bias_name="M", standin_bias=0.4, standin_noise=0.3)
+    run_experiment(probe, tmp_path / "out", seed=1, backend=ReportingStandIn)
+    store = Store(tmp_path / "out")
+    stored = [json.loads(text) for (text,) in store.rows("SELECT probabilities FROM decisions WHERE reply IS NOT NULL")]
+    store.close()
+    assert stored and all(set(entry) == {"Q", "M"} and sum(entry.values()) == pytest.approx(1) for entry in stored)
+    table = strategy_table(find_experiments(tmp_path))
+    assert table is not None and len(table.states) == 5
+    for state, strategy in table.states.items():
+        assert strategy.source == "exact (backend probabilities)"
+        memory = tuple((own, partner, 0) for own, partner in state)
+        assert strategy.probability("M") == pytest.approx(
+            probe.for_experiment(1).standin_rules()[0].probabilities(NamingSituation(("Q", "M"), memory))["M"])

@@ -3,7 +3,7 @@ Fig. S8), and how often each configuration occurs in real runs (Fig. S9, S10).
 
 A strategy is measured three ways, best first:
 - exactly, from option probabilities a backend reported for the call (logprobs), stored with
-  the decision;
+  the decision (`decisions.probabilities`), averaged over the calls from that state;
 - exactly, from the stand-in's rule (`NamingStandIn.probabilities`) when the stand-in ran;
 - by sampling: counts of each choice per configuration, with a Wilson interval.
 
@@ -50,10 +50,10 @@ class StateStrategy:
 
     def probability(self, name: str) -> float:
         """The best estimate of P(name | state): exact when known, else the sampled share."""
-        if self.exact is not None:
-            return self.exact.get(name, 0.0)
         if self.probability_calls:
             return self.probability_sums.get(name, 0.0) / self.probability_calls
+        if self.exact is not None:
+            return self.exact.get(name, 0.0)
         return self.counts[name] / self.samples if self.samples else float("nan")
 
     def interval(self, name: str) -> tuple[float, float]:
@@ -61,10 +61,10 @@ class StateStrategy:
 
     @property
     def source(self) -> str:
-        if self.exact is not None:
-            return "exact (stand-in rule)"
         if self.probability_calls:
             return "exact (backend probabilities)"
+        if self.exact is not None:
+            return "exact (stand-in rule)"
         return "sampled"
 
 
