@@ -50,9 +50,7 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
         if not experiment.names:
             continue
         tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
-        for choice in experiment.choices():
-            if not choice.memory and choice.action is not None:
-                tally[choice.action] += 1
+        tally.update(experiment.first_choices())
     return {key: tally for key, tally in counts.items() if sum(tally.values())}
 
 

@@ -176,12 +176,41 @@ class RecordedExperiment:
         return [row["summary"] for row in self.runs]
 
     # --- decisions ---------------------------------------------------------------------------
-    def choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> Iterator[Choice]:
+    def first_choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> dict[str, int]:
+        """How often each name was played from an empty memory (a context that lists the
+        options only), counted in SQL: the individual-bias samples of any run."""
+        width = len(self.names)
+        if not width:
+            return {}
+        done = {row["run"] for row in self.runs}
+        marks = ",".join("?" * len(kinds))
+        counts: dict[str, int] = {}
+        for run, action, count in self.store.rows(
+                "SELECT d.run, m.action, COUNT(*) FROM decisions d "
+                "JOIN decisions m ON m.run = d.run AND m.t = d.t AND m.agent = d.agent AND m.payoff IS NOT NULL "
+                f"JOIN agents a ON a.run = d.run AND a.agent = d.agent AND a.kind IN ({marks}) "
+                "WHERE d.attempt = 0 AND length(d.context) = ? GROUP BY d.run, m.action", (*kinds, width)):
+            if run in done and action is not None:
+                counts[action] = counts.get(action, 0) + count
+        return counts
+
+    def choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> list[Choice]:
         """Every decision of agents of `kinds`, with the memory and options it was made from
-        (decoded from the first attempt's context) and the action finally played."""
+        (decoded from the first attempt's context) and the action finally played (read once)."""
+        cached = self._choices.get(kinds)
+        if cached is None:
+            cached = self._choices[kinds] = list(self._read_choices(kinds))
+        return cached
+
+    @cached_property
+    def _choices(self) -> dict[tuple[str, ...], list[Choice]]:
+        return {}
+
+    def _read_choices(self, kinds: tuple[str, ...]) -> Iterator[Choice]:
         scenario = self.scenario
         if scenario is None or not hasattr(scenario, "decode"):
             return
+        decoded: dict[str, Any] = {}
         agent_kinds = {(run, agent): kind for run, agent, kind in self.store.rows("SELECT run, agent, kind FROM agents")}
         done = {row["run"] for row in self.runs}
         columns = "run, t, agent, attempt, context, action, payoff" + (", probabilities" if self._has_probabilities else "")
@@ -196,7 +225,9 @@ class RecordedExperiment:
                 probabilities = row[7] if len(row) > 7 else None
             if payoff is None or not context:
                 continue
-            situation = scenario.decode(context)
+            situation = decoded.get(context)
+            if situation is None:
+                situation = decoded[context] = scenario.decode(context)
             yield Choice(run, t, agent, situation.memory, situation.options, action,
                          json.loads(probabilities) if probabilities else None)
 
