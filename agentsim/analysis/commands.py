@@ -54,9 +54,15 @@ def report(argv: list[str]) -> int:
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: DIR/report)")
     options = parser.parse_args(argv)
+    directory = _directory(options.directory)
+    from .recorded import find_experiments, read_artifacts
+
+    if not find_experiments(directory) and not read_artifacts(directory):  # before matplotlib loads
+        raise UserError(f"no runs found under '{directory}'; run a scenario first "
+                        f"(python -m agentsim scenarios/naming_game.py --out {directory})")
     from .report import REPORT_HTML, build_report
 
-    index = build_report(_directory(options.directory), options.out)
+    index = build_report(directory, options.out)
     out = options.out or Path(options.directory) / "report"
     print(f"report: {len(index['figures'])} figures, {len(index['tables'])} tables in sections "
           f"{', '.join(index['sections'])}; open {out / REPORT_HTML}")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..games.naming_probes import StrategyProbe
-from .bias import backend_label, collective_bias, individual_bias, is_free_run
+from .bias import backend_label, collective_bias, individual_bias, is_free_run, pool_key
 from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
 from .recorded import RecordedExperiment
@@ -295,6 +295,10 @@ def strategies(context: ReportContext) -> None:
     assert table is not None
     names = table.names
     focus = names[-1]
+    groups = {pool_key(experiment) for experiment in context.experiments if experiment.scenario_name == StrategyProbe.name}
+    context.note(f"Strategies of {table.backend} on the pool {', '.join(names)}."
+                 + (f" {len(groups) - 1} other probe group(s) here are not shown; report their directories separately."
+                    if len(groups) > 1 else ""))
     rows = table.rows(focus)
     early = [row for row in rows if row["interaction"] <= 3]
     if early:

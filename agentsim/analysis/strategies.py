@@ -107,8 +107,12 @@ class StrategyTable:
 
 
 def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bool = True) -> StrategyTable | None:
-    """The strategies recorded in `experiments` (strategy probes by default), pooled."""
+    """The strategies recorded in `experiments` (strategy probes by default), pooled over the
+    experiments that share the first one's backend (and stand-in settings) and name pool."""
+    from .bias import pool_key
+
     table: StrategyTable | None = None
+    key = None
     for experiment in experiments:
         if probes_only and experiment.scenario_name != StrategyProbe.name:
             continue
@@ -116,7 +120,10 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
         if scenario is None:
             continue
         if table is None:
-            table = StrategyTable(tuple(scenario.names), experiment.backend, {})
+            key = pool_key(experiment)
+            table = StrategyTable(tuple(scenario.names), key[0], {})
+        elif pool_key(experiment) != key:
+            continue
         rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
         for choice in experiment.choices():
             state = state_of(choice.memory)
