@@ -180,5 +180,9 @@ def _user_error(error: UserError) -> int:
     return EXIT_USER_ERROR
 
 
+from .analysis import commands as _analysis_commands  # noqa: E402,F401  (registers report, bias, critical-mass, ...)
+
+
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+

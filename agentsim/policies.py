@@ -71,7 +71,7 @@ class LLMPolicy:
             usage.count(completion.prompt_tokens, completion.completion_tokens, latency_us)
             calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", completion.text,
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
-                                    latency_us, parsed.problem))
+                                    latency_us, parsed.problem, completion.option_probabilities))
             if parsed.problem is None:
                 return Decision(parsed.action, calls)
             usage.invalid_replies += 1
