@@ -6,7 +6,8 @@
     tgi:URL                   TGI's native /generate
     local:HF_ID_OR_PATH       transformers + torch in process (the `local` extra)
 
-`--base-url` applies to the openai and anthropic specs that name none. Providers register a
+`--base-url` applies to the openai and anthropic specs that name none. With a base URL (a
+self-hosted server) the key is optional; without one it is required. Providers register a
 factory in `PROVIDERS`; a factory gets the parsed spec, the scenario and the options, and
 returns the bare backend. `build_backend` wraps every backend but the in-process stand-in in
 the same stack (llm/stack.py). Keys come from the usual environment variables; a missing one
@@ -84,8 +85,9 @@ def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptio
     from .anthropic_backend import KEY_VARIABLE, AnthropicModel
 
     base_url = spec.base_url or options.base_url
-    return AnthropicModel(name=spec.text, model=spec.target, api_key=require_key(KEY_VARIABLE, spec),
-                          base_url=base_url, timeout_s=options.timeout_s)
+    key = os.environ.get(KEY_VARIABLE) or ("EMPTY" if base_url else require_key(KEY_VARIABLE, spec))
+    return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
+                          timeout_s=options.timeout_s)
 
 
 def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
