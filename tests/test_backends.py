@@ -16,13 +16,16 @@ import pytest
 from helpers import Quiet
 from servers import standin_server  # noqa: F401  (the fixture)
 
+from agentsim.errors import ReplayMissError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.openai_backend import OpenAIModel
+from agentsim.llm.prices import register_price
 from agentsim.llm.retries import RetryingModel, RetryPolicy
 from agentsim.llm.specs import BackendOptions
 from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.store import Store
 
 QUICK_RETRY = RetryPolicy(max_attempts=12, base_s=0.005, cap_s=0.05, deadline_s=30)
 
@@ -86,8 +89,8 @@ def test_a_whole_naming_game_runs_through_each_backend(tmp_path: Path, standin_s
 def test_over_http_the_game_matches_the_in_process_stand_in(tmp_path: Path, standin_server: Any) -> None:
     """The server answers with the same rule, so the recorded game is the in-process one."""
     server = standin_server(capacity=8)
-    run(tmp_path / "http", specs(server.url)["openai"])
-    run(tmp_path / "local", "stand-in")
+    run(tmp_path / "http", specs(server.url)["openai"], scenario=game(pairing="rounds"))
+    run(tmp_path / "local", "stand-in", scenario=game(pairing="rounds"))
     assert recorded(tmp_path / "http") == recorded(tmp_path / "local")
 
 
@@ -125,15 +128,15 @@ def test_retry_after_is_honoured_by_every_call(standin_server: Any) -> None:
 
     async def scenario() -> None:
         calls = [asyncio.ensure_future(model.complete(_request(situation, seed))) for seed in range(4)]
-        while len(arrivals) < 1:
+        while len(arrivals) < 4:  # the four calls go out at once, and all are refused
             await asyncio.sleep(0.005)
-        refused_at = arrivals[0]
+        refused_at = arrivals[3]
         await asyncio.sleep(0.1)
         server.faults({})
         await asyncio.gather(*calls)
         await model.aclose()
-        later = [arrival for arrival in arrivals if arrival > refused_at + 0.001]
-        assert later and min(later) - refused_at >= 0.45, "a call went out before the Retry-After had passed"
+        later = arrivals[4:]
+        assert len(later) >= 4 and min(later) - refused_at >= 0.45, "a call went out before the Retry-After had passed"
 
     asyncio.run(scenario())
 
@@ -159,15 +162,15 @@ def test_the_adaptive_limiter_shrinks_under_overload_and_recovers(standin_server
 
     async def scenario() -> None:
         server.faults({"529": 0.5})
-        await batch(150, 0)
+        await batch(80, 0)
         shrunk = min(limit for _, limit in limiter.trajectory)
         assert shrunk <= 16 * 0.75 ** 2, f"the cap did not shrink under 529s (lowest {shrunk})"
         server.faults({})
-        await batch(200, 1000)
+        await batch(80, 1000)
         assert limiter.limit == 16, "the cap did not grow back once calls succeeded"
         # Random 429s at 20% (a hosted API's background rate) must not collapse the cap.
         server.faults({"429": 0.2})
-        await batch(300, 5000)
+        await batch(160, 5000)
         assert limiter.limit >= 12 and min(limit for _, limit in limiter.trajectory[-50:]) >= 8
         await model.aclose()
 
@@ -175,17 +178,20 @@ def test_the_adaptive_limiter_shrinks_under_overload_and_recovers(standin_server
 
 
 def test_a_rerun_comes_from_the_cache_with_no_request(tmp_path: Path, standin_server: Any) -> None:
+    """Synchronous rounds resolve in draw order, so a run is a function of its seed and its
+    answers (under continuous draws, which agents are idle depends on the order answers
+    arrive: a rerun may ask questions the first run never asked)."""
     server = standin_server(capacity=8)
     cache = tmp_path / "cache.db"
-    first = run(tmp_path / "first", specs(server.url)["tgi"], cache_path=cache)
+    first = run(tmp_path / "first", specs(server.url)["tgi"], cache_path=cache, scenario=game(pairing="rounds"))
     asked = server.stats.requests
     assert asked > 0
-    second = run(tmp_path / "second", specs(server.url)["tgi"], cache_path=cache)
+    second = run(tmp_path / "second", specs(server.url)["tgi"], cache_path=cache, scenario=game(pairing="rounds"))
     assert server.stats.requests == asked, "a rerun with the same seeds reached the server"
     assert recorded(tmp_path / "first") == recorded(tmp_path / "second")
     assert second["runs"][0]["cache_hits"] == second["runs"][0]["calls"] == first["runs"][0]["calls"]
-    # Another replicate index is another key: it asks the server.
-    run(tmp_path / "third", specs(server.url)["tgi"], cache_path=cache, seed=4)
+    # Another seed is another question: it asks the server.
+    run(tmp_path / "third", specs(server.url)["tgi"], cache_path=cache, seed=4, scenario=game(pairing="rounds"))
     assert server.stats.requests > asked
 
 
@@ -198,3 +204,42 @@ def _request(situation: NamingSituation, seed: int) -> Request:
     scenario = NamingGame().for_experiment(0)
     return Request(messages=scenario.messages(situation), sampling=scenario.params.sampling(), seed=seed,
                    options=situation.options)
+
+
+def test_replay_answers_a_recorded_experiment_from_the_cache_alone(tmp_path: Path, standin_server: Any) -> None:
+    server = standin_server(capacity=8)
+    cache = tmp_path / "cache.db"
+    run(tmp_path / "recorded", specs(server.url)["openai"], cache_path=cache, scenario=game(pairing="rounds"))
+    asked = server.stats.requests
+    run(tmp_path / "replayed", specs(server.url)["openai"], cache_path=cache, scenario=game(pairing="rounds"), replay=True)
+    assert server.stats.requests == asked
+    assert recorded(tmp_path / "recorded") == recorded(tmp_path / "replayed")
+    with pytest.raises(ReplayMissError):
+        run(tmp_path / "other", specs(server.url)["openai"], cache_path=cache, scenario=game(pairing="rounds"),
+            replay=True, seed=99)
+    assert server.stats.requests == asked
+    (failed,) = Store(tmp_path / "other").runs()
+    assert failed["status"] == "failed", "the run stopped by the miss is recorded as such"
+
+
+def test_max_calls_stops_the_run_cleanly_with_everything_recorded(tmp_path: Path, standin_server: Any) -> None:
+    server = standin_server(capacity=8)
+    out = tmp_path / "out"
+    summary = run(out, specs(server.url)["tgi"], scenario=game(max_rounds=50, max_in_flight=2), max_calls=10)
+    (run_summary,) = summary["runs"]
+    assert run_summary["status"] == "done" and run_summary["stop_reason"] == "max_calls"
+    assert summary["budget"]["stopped_by"] == "max_calls"
+    assert 10 <= run_summary["calls"] <= 10 + 2 * 2, "at most the encounters in flight finish after the limit"
+    assert_complete(out, summary)
+    assert server.stats.answered == run_summary["calls"]
+
+
+def test_max_cost_stops_the_run_from_the_price_table(tmp_path: Path, standin_server: Any) -> None:
+    server = standin_server(capacity=8)
+    register_price("priced-model", 1000.0, 1000.0)  # dollars per million tokens: a call costs about 0.28
+    summary = run(tmp_path / "out", f"openai:priced-model@{server.url}/v1", scenario=game(max_rounds=50, max_in_flight=2),
+                  max_cost_usd=2.0)
+    (run_summary,) = summary["runs"]
+    assert run_summary["stop_reason"] == "max_cost"
+    assert 2.0 <= run_summary["cost_usd"] < 2.0 + 5 * 0.3
+    assert summary["usage_by_backend"][f"openai:priced-model@{server.url}/v1"]["cost_usd"] == run_summary["cost_usd"]

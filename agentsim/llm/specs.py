@@ -73,29 +73,29 @@ def _standin(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions
 
 
 def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
-    from .openai_backend import KEY_VARIABLE, OpenAIModel
-
     base_url = spec.base_url or options.base_url
-    key = os.environ.get(KEY_VARIABLE) or ("EMPTY" if base_url else require_key(KEY_VARIABLE, spec))
+    key = os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec))
+    from .openai_backend import OpenAIModel
+
     return OpenAIModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url, timeout_s=options.timeout_s,
                        max_connections=max(options.limits.max_in_flight, 8))
 
 
 def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
-    from .anthropic_backend import KEY_VARIABLE, AnthropicModel
-
     base_url = spec.base_url or options.base_url
-    key = os.environ.get(KEY_VARIABLE) or ("EMPTY" if base_url else require_key(KEY_VARIABLE, spec))
+    key = os.environ.get("ANTHROPIC_API_KEY") or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec))
+    from .anthropic_backend import AnthropicModel
+
     return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
                           timeout_s=options.timeout_s)
 
 
 def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
-    from .tgi import KEY_VARIABLE, TGIModel
-
     if not spec.target.startswith(("http://", "https://")):
         raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
-    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get(KEY_VARIABLE) or None,
+    from .tgi import TGIModel
+
+    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or None,
                     timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
 
 
