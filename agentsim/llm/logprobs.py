@@ -11,6 +11,7 @@ renormalised over the options. Temperature 0 puts all weight on the most probabl
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -22,9 +23,7 @@ def answer_position(text: str, tokens: Sequence[str], options: Sequence[str]) ->
     """Index of the token where the first option named in `text` begins, or None."""
     if not options or not tokens:
         return None
-    pattern = re.compile(r"(?<![\w])(" + "|".join(re.escape(option) for option in sorted(options, key=len, reverse=True))
-                         + r")(?![\w])")
-    match = pattern.search(text)
+    match = _option_pattern(frozenset(options)).search(text)
     if match is None:
         return None
     start, offset = match.start(), 0
@@ -33,6 +32,13 @@ def answer_position(text: str, tokens: Sequence[str], options: Sequence[str]) ->
             return index
         offset += len(token)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _option_pattern(options: frozenset[str]) -> re.Pattern[str]:
+    """One pattern per option set (options come shuffled per prompt; the set recurs)."""
+    ordered = sorted(options, key=lambda option: (-len(option), option))
+    return re.compile(r"(?<![\w])(" + "|".join(re.escape(option) for option in ordered) + r")(?![\w])")
 
 
 def option_probabilities(alternatives: TopTokens, options: Sequence[str], *, temperature: float,

@@ -2,10 +2,14 @@
 base URL, through the official SDK (`AsyncOpenAI`).
 
 The SDK's own retries are off (`max_retries=0`): agentsim's retry wrapper retries, and two
-layers would multiply attempts. The answer is read from the raw response's JSON instead of
-the SDK's typed model, which halves the client's CPU time per call; the SDK still builds,
-authenticates and sends the request. Against a compatible server (a base URL is given),
-top_k and repetition_penalty go in `extra_body` the way vLLM expects, and every sampling
+layers would multiply attempts. Calls go through the SDK's client (`AsyncOpenAI.post`: its
+auth, headers, error classes and HTTP stack) on its aiohttp transport, with the body built
+here (as JSON bytes) and the answer read from the raw JSON: `chat.completions.create` walks every typed
+parameter through its transform layer and builds a typed model of the answer, which with
+httpx's connection pool (a readability check of every pooled connection per request) cost
+several milliseconds of CPU per call, more than the whole engine spends on a decision. Against a compatible server (a base URL is given),
+top_k and repetition_penalty go in the body beside the standard parameters (what the SDK's
+`extra_body` does), the way vLLM expects, and every sampling
 parameter is sent explicitly, since such servers substitute their own defaults for omitted
 ones. A grammar goes as vLLM's `guided_regex` or as a JSON-schema `response_format`.
 """
@@ -21,6 +25,7 @@ from .faults import error_for_status, rate_limit_signals
 from .logprobs import from_token_list
 
 KEY_VARIABLE = "OPENAI_API_KEY"
+_JSON: Any = {"headers": {"Content-Type": "application/json"}}
 TOP_LOGPROBS = 5
 
 
@@ -40,10 +45,13 @@ class OpenAIModel:
         self.model = model
         self.compatible = base_url is not None
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self.client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s),
-        )
+        try:
+            http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
+        except RuntimeError:  # an SDK without its aiohttp transport: its default httpx client
+            http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s)
+        self._response_type = httpx.Response
+        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                         http_client=http_client)
         self.endpoint = str(self.client.base_url)
 
     def arguments(self, request: Request) -> dict[str, Any]:
@@ -78,14 +86,14 @@ class OpenAIModel:
                                                 "json_schema": {"name": "answer", "schema": json.loads(grammar.value)}}
             elif self.compatible:
                 extra["guided_regex"] = grammar.value
-        if extra:
-            arguments["extra_body"] = extra
+        arguments.update(extra)
         return arguments
 
     async def complete(self, request: Request) -> Completion:
         openai = self._openai
         try:
-            response = await self.client.chat.completions.with_raw_response.create(**self.arguments(request))
+            response = await self.client.post("/chat/completions", content=_dumps(self.arguments(request)),
+                                              options=_JSON, cast_to=self._response_type)
         except openai.APIStatusError as error:
             raise error_for_status("openai", error.status_code, error.response.headers, _body(error.response),
                                    key_variable=KEY_VARIABLE) from None
@@ -126,6 +134,12 @@ def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
               for entry in logprobs["content"]]
     sampling = request.sampling
     return from_token_list(text, tokens, request.options, temperature=sampling.temperature, top_k=sampling.top_k)
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """The request body as JSON bytes: the SDK deep-copies a body given as data on every
+    attempt, and not bytes."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _body(response: Any) -> Any:
