@@ -41,6 +41,23 @@ class Sampling:
             raise ParameterError(f"max_tokens must be >= 1 (got {self.max_tokens})")
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Grammar:
+    """A constraint on the reply's text, for schema-constrained decoding: a regular expression
+    (`kind="regex"`) or a JSON schema given as JSON text (`kind="json"`). TGI sends it as its
+    `grammar` parameter, OpenAI-compatible servers (vLLM) as `guided_regex` / `response_format`;
+    providers without constrained decoding ignore it (docs/backends.md)."""
+
+    kind: str
+    value: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("regex", "json"):
+            raise ParameterError(f"grammar kind must be 'regex' or 'json' (got '{self.kind}')")
+        if not self.value:
+            raise ParameterError("grammar value must be a non-empty regex or JSON schema")
+
+
 @dataclasses.dataclass(slots=True, kw_only=True)
 class Request:
     """What determines an answer. `options` lists the valid answers when the game knows them,
@@ -55,6 +72,7 @@ class Request:
     seed: int | None = None
     options: tuple[str, ...] = ()
     replicate: int = 0
+    grammar: Grammar | None = None
 
     def with_turns(self, *turns: Message, seed: int | None = None) -> Request:
         """The same request continued by more turns (a re-ask after an unusable reply)."""
