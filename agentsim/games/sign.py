@@ -340,4 +340,18 @@ class SignGame(NamingGame):
         return self.with_params(condition=condition)
 
 
-__all__ = ["CONDITIONS", "CONDITION_LABELS", "SignAgent", "SignGame", "SignParams", "SignSituation"]
+
+
+
+def sign_grid(*, agents: tuple[int, ...] = (12, 24), memories: tuple[int, ...] = (5, 10),
+              alphas: tuple[float, ...] = (0.5, 0.75, 0.99),
+              conditions: tuple[Condition, ...] = CONDITIONS) -> list[dict[str, Any]]:
+    """The paper's grid as parameter variants (a scenario file's VARIANTS): NL for each N and
+    alpha with no memory (K = 0, as Table 1 lists it), NL-SW and Schema for each N, K and alpha."""
+    grid: list[dict[str, Any]] = []
+    for condition in conditions:
+        for size in agents:
+            for memory in ((0,) if condition == "nl" else memories):
+                for alpha in alphas:
+                    grid.append({"condition": condition, "agents": size, "memory_length": memory, "alpha": alpha})
+    return grid

@@ -86,6 +86,7 @@ class SignMetrics(ConventionMetrics):
         summary: dict[str, Any] = {
             "final_agreement": round(history[-1], 4) if history else 0.0,
             "tail_agreement": round(sum(tail) / len(tail), 4) if tail else 0.0,
+            "mean_agreement": round(sum(history) / len(history), 4) if history else 0.0,
             "max_agreement": round(max(history), 4) if history else 0.0,
             "leading_name": self.modal_name(),
             "rounds_to_threshold": {f"{t:g}": self.reached[t][0] if t in self.reached else None for t in self.thresholds},
