@@ -283,11 +283,11 @@ def models_table(runs: Sequence[dict[str, Any]]) -> SignTable | None:
     for run in runs:
         for label, row in sorted((run.get("by_model") or {}).items()):
             rows.append([LABELS[run["condition"]], run["seed"], label, row["agents"], row["agreement"],
-                         row["first_round_name"], run.get("leading_name"), label in (run.get("winning_model") or [])])
+                         row["early_name"], run.get("leading_name"), label in (run.get("winning_model") or [])])
     if not rows:
         return None
     return SignTable("sign_models", "Mixed population: agreement by model and whose name won",
-                     ["condition", "seed", "model", "agents", "agreement", "first_round_name", "winning_name", "won"], rows)
+                     ["condition", "seed", "model", "agents", "agreement", "early_name", "winning_name", "won"], rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@
   after the retry, decoded from free text, fallback, no name; and the retry rate.
 - With more than one model in the population: agreement split by model (the share of each
   model's agents whose latest name is the population's most common one) and each model's
-  first-round favourite, so a mixed study can say whose name won.
+  early favourite, so a mixed study can say whose name won.
 
 Rounds are closed (their agreement computed) by the scenario's `on_round_end` once none of
 their encounters is open, so the figures do not depend on the order answers came back.
@@ -26,6 +26,7 @@ from ..records import EncounterRecord
 from .sign_schema import ROUTES, decision_route
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.9)
+EARLY = 3  # a model's early favourite: the name its agents said most in their first 3 encounters
 
 
 class SignMetrics(ConventionMetrics):
@@ -43,7 +44,7 @@ class SignMetrics(ConventionMetrics):
         self.routes: Counter[str] = Counter()
         self.retried = 0
         self.decisions = 0
-        self.first_names: dict[int, str | None] = {}
+        self.early: dict[int, list[str | None]] = {}  # each agent's first EARLY names
         self.closed_rounds = 0
 
     def update(self, record: EncounterRecord) -> None:
@@ -60,7 +61,9 @@ class SignMetrics(ConventionMetrics):
             self.routes[decision_route(own, move.action)] += 1
             self.retried += len(own) > 1
             self.decisions += 1
-            self.first_names.setdefault(move.agent, move.action)
+            early = self.early.setdefault(move.agent, [])
+            if len(early) < EARLY:
+                early.append(move.action)
 
     def close_rounds(self, before: int) -> None:
         """Compute agreement and cumulative tokens for every open round < before, in order."""
@@ -104,7 +107,7 @@ class SignMetrics(ConventionMetrics):
             summary["by_model"] = by_model
             winner = summary["leading_name"]
             summary["winning_model"] = sorted(label for label, row in by_model.items()
-                                              if winner is not None and row["first_round_name"] == winner) or None
+                                              if winner is not None and row["early_name"] == winner) or None
         return summary
 
     def modal_name(self) -> str | None:
@@ -114,19 +117,20 @@ class SignMetrics(ConventionMetrics):
 
     def by_model(self) -> dict[str, dict[str, Any]]:
         """Per model label: its agents, the share of them whose latest name is the population's
-        most common one, and the name its agents said most in their first encounter."""
+        most common one, and its early favourite (the name its agents said most in their first
+        EARLY encounters): the model whose early favourite became the convention won."""
         modal = self.modal_name()
         groups: dict[str, list[int]] = {}
         for agent, label in sorted(self.labels.items()):
             groups.setdefault(label, []).append(agent)
         result = {}
         for label, agents in groups.items():
-            firsts = Counter(self.first_names.get(agent) for agent in agents)
+            firsts = Counter(name for agent in agents for name in self.early.get(agent, ()))
             firsts.pop(None, None)
             favourite = min(firsts.items(), key=lambda item: (-item[1], item[0]))[0] if firsts else None
             agreeing = sum(1 for agent in agents if modal is not None and self.current.get(agent) == modal)
             result[label] = {"agents": len(agents), "agreement": round(agreeing / len(agents), 4),
-                             "first_round_name": favourite}
+                             "early_name": favourite}
         return result
 
 
