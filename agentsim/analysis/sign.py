@@ -10,8 +10,8 @@ From the run summaries (`summary.json`, one per experiment under the directory) 
   cell (seeds and alphas); and `sign_cells`, per alpha, with the final (last-round) agreement
   and how many runs reached each threshold;
 - `sign_tokens` (Fig. 2 and 5): tokens (prompt plus completion, every attempt) to reach 50,
-  60, 70 and 90% agreement per condition: the median over the runs that reached it, with how
-  many of how many runs did;
+  60, 70 and 90% agreement per condition, at Fig. 1's N and K over every alpha: the median
+  over the runs that reached it, with how many of how many runs did;
 - `sign_compliance`: per condition, the share of decisions compliant at once, compliant after
   the retry, decoded from free text, fallback and no name, and the retry rate;
 - `sign_models` (mixed populations only): agreement split by model and the winning name.
@@ -222,6 +222,8 @@ def cells_table(runs: Sequence[dict[str, Any]]) -> SignTable:
 
 
 def tokens_figure(runs: Sequence[dict[str, Any]]) -> SignFigure:
+    size, memory = _focus(runs)
+    runs = [run for run in runs if int(run["agents"]) == size and int(run["memory"]) == (0 if run["condition"] == "nl" else memory)]
     figure = Figure(figsize=(3.4 * len(THRESHOLDS), 3.6), layout="constrained")
     axes = figure.subplots(1, len(THRESHOLDS), squeeze=False)[0]
     rows: list[list[Any]] = []
@@ -236,7 +238,7 @@ def tokens_figure(runs: Sequence[dict[str, Any]]) -> SignFigure:
             rounds = [run["rounds_to_threshold"][threshold] for run in members
                       if run["rounds_to_threshold"].get(threshold) is not None]
             median = statistics.median(tokens) if tokens else None
-            rows.append([condition, threshold, len(tokens), len(members), median,
+            rows.append([condition, size, 0 if condition == "nl" else memory, threshold, len(tokens), len(members), median,
                          statistics.median(rounds) if rounds else None])
             positions.append(position)
             heights.append(median or 0)
@@ -246,14 +248,14 @@ def tokens_figure(runs: Sequence[dict[str, Any]]) -> SignFigure:
         for position, height, note in zip(positions, heights, notes):
             axis.annotate(note, (position, height or 1), ha="center", va="bottom", fontsize=8)
         axis.set_xticks(range(len(CONDITIONS)), [LABELS[c] for c in CONDITIONS])
-        if any(heights):
-            axis.set_yscale("log")
+        axis.set_ylim(0, max(heights + [1]) * 1.15)
+        axis.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
         axis.set_title(f"{float(threshold):.0%} agreement")
         axis.grid(alpha=0.3, axis="y")
     axes[0].set_ylabel("tokens to reach it (median)")
-    figure.suptitle("Tokens to reach an agreement threshold (SIGN Fig. 2 and 5)")
+    figure.suptitle(f"Tokens to reach an agreement threshold (SIGN Fig. 2 and 5; N = {size}, K = {memory}, all α)")
     return SignFigure("sign_tokens", "Tokens to agreement thresholds (SIGN Fig. 2 and 5)", figure,
-                      ["condition", "threshold", "runs_reached", "runs", "median_tokens", "median_rounds"], rows,
+                      ["condition", "agents", "memory", "threshold", "runs_reached", "runs", "median_tokens", "median_rounds"], rows,
                       "Prompt plus completion tokens of every attempt, retries and discarded replies included; "
                       "median over the runs that reached the threshold (reached/all above each bar).")
 
