@@ -296,3 +296,33 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
     (resumed,) = asyncio.run(experiment.run())
     for key in ("agreement_by_round", "tokens_to_threshold", "route_rates"):
         assert resumed[key] == whole[key]
+
+
+def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> None:
+    from agentsim.analysis import sign_report  # noqa: F401  (registers where the report exists)
+    from agentsim.analysis.sign import sign_applies, sign_section
+
+    class Context:
+        def __init__(self, root: Path) -> None:
+            self.root, self.items = root, []
+
+        def add_figure(self, name, title, figure, columns, rows, caption=""):  # type: ignore[no-untyped-def]
+            figure.savefig(tmp_path / f"{name}.png")
+            self.items.append((name, len(rows)))
+
+        def add_table(self, name, title, columns, rows, caption=""):  # type: ignore[no-untyped-def]
+            self.items.append((name, len(rows)))
+
+    empty = Context(tmp_path / "nothing")
+    (tmp_path / "nothing").mkdir()
+    assert not sign_applies(empty)
+    game = SignGame(agents=4, max_rounds=5)
+    for condition in ("nl", "schema"):
+        run_experiment(game.with_params(condition=condition), tmp_path / "runs" / condition, seed=1)
+    context = Context(tmp_path / "runs")
+    assert sign_applies(context)
+    sign_section(context)
+    names = dict(context.items)
+    assert set(names) == {"sign_agreement", "sign_agreement_table", "sign_cells", "sign_tokens", "sign_compliance"}
+    assert all(count > 0 for count in names.values())
+    assert (tmp_path / "sign_agreement.png").stat().st_size > 0

@@ -63,7 +63,10 @@ class SignParams(NamingParams):
     """The naming game's parameters with SIGN's defaults (the paper's Phi-3 settings) and its
     own: `condition`, `lexicon_size` (M), `alpha`, `constrained_decoding`. `memory_length` is
     K; the NL condition keeps no memory whatever K says. `max_reasks` is the Schema
-    condition's retries (the paper: one); the NL conditions never re-ask."""
+    condition's retries (the paper: one); the NL conditions never re-ask. Inherited parameters
+    SIGN does not use: `pool_size` and `name_style` (the lexicon is C1..CM), the committed
+    minority's, and `standin_invalid_rate` (see the `standin_free_*` and `standin_schema_*`
+    rates)."""
 
     condition: Condition = "schema"
     lexicon_size: int = 12  # M: names C1..CM (unless `names` gives a lexicon)
@@ -97,7 +100,9 @@ class SignParams(NamingParams):
         require(self.lexicon_size >= 2, f"lexicon_size (M) must be at least 2 (got {self.lexicon_size})")
         require(self.memory_length >= 0, f"memory_length (K) must be >= 0 (got {self.memory_length})")
         require(0 <= self.alpha <= 1, f"alpha (the lose-shift probability) must be in [0, 1] (got {self.alpha})")
-        require(self.committed_count() == 0, "SIGN has no committed agents; leave committed and committed_fraction at 0")
+        require(self.committed_count() == 0 and self.committed_name is None and self.majority_name is None,
+                "SIGN has no committed agents and no initial consensus; leave committed, committed_fraction, "
+                "committed_name and majority_name unset")
         require(self.repetition_penalty is None or self.repetition_penalty > 0,
                 f"repetition_penalty must be > 0 (got {self.repetition_penalty})")
         for name in ("standin_follow_memory", "standin_free_none_rate", "standin_free_several_rate",

@@ -25,7 +25,8 @@ from .answers import AnswerReader
 NOT_COMPLIANT = "not schema-compliant"
 NOT_IN_LEXICON = "name not in the lexicon"
 
-_SCHEMA = re.compile(r"@say[ \t]*\{[ \t]*name[ \t]*:[ \t]*(C[1-9][0-9]*)[ \t]*\}")
+_SCHEMA = re.compile(r"@say[ \t]*\{[ \t]*name[ \t]*:[ \t]*([A-Za-z0-9_]+)[ \t]*\}")
+_LEXICON_SHAPE = re.compile(r"C[1-9][0-9]*")
 
 ROUTES = ("compliant", "compliant_after_retry", "decoded", "fallback", "no_name")
 
@@ -52,7 +53,9 @@ class SchemaParser:
         if match is None:
             return Parsed(None, NOT_COMPLIANT)
         name = match.group(1)
-        return Parsed(name) if name in self.names else Parsed(None, NOT_IN_LEXICON)
+        if name in self.names:
+            return Parsed(name)
+        return Parsed(None, NOT_IN_LEXICON if _LEXICON_SHAPE.fullmatch(name) else NOT_COMPLIANT)
 
 
 class FreeTextDecoder:
