@@ -283,13 +283,19 @@ def compliance_table(runs: Sequence[dict[str, Any]]) -> SignTable:
 def models_table(runs: Sequence[dict[str, Any]]) -> SignTable | None:
     rows = []
     for run in runs:
+        favourites = run.get("standin_favourites") or {}
         for label, row in sorted((run.get("by_model") or {}).items()):
+            favourite = favourites.get(label)
+            won = favourite == run.get("leading_name") if favourite else label in (run.get("winning_model") or [])
             rows.append([LABELS[run["condition"]], run["seed"], label, row["agents"], row["agreement"],
-                         row["early_name"], run.get("leading_name"), label in (run.get("winning_model") or [])])
+                         row["early_name"], favourite, run.get("leading_name"), won])
     if not rows:
         return None
     return SignTable("sign_models", "Mixed population: agreement by model and whose name won",
-                     ["condition", "seed", "model", "agents", "agreement", "early_name", "winning_name", "won"], rows)
+                     ["condition", "seed", "model", "agents", "agreement", "early_name", "standin_favourite", "winning_name",
+                      "won"], rows,
+                     "won: the model's favourite (the stand-in family's bias name where known, else the name its "
+                     "agents said most in their first encounters) is the population's most common name at the end.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -341,8 +341,6 @@ class SignGame(NamingGame):
                             schema_error_rate=params.standin_schema_error_rate,
                             retry_error_rate=params.standin_retry_error_rate)]
 
-    def for_condition(self, condition: Condition) -> SignGame:
-        return self.with_params(condition=condition)
 
 
 
