@@ -20,7 +20,7 @@ from .errors import ScenarioFileError, UserError
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
-from .runner import Experiment, ExperimentConfig
+from .runner import Experiment, ExperimentConfig, pinned_variants
 from .scenario import Scenario
 
 EXIT_USER_ERROR = 2
@@ -103,7 +103,8 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.checkpoint_seconds < 0:
         raise UserError(f"--checkpoint-seconds must be >= 0 (got {options.checkpoint_seconds})")
     scenario, module = load_scenario(options.scenario)
-    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    overrides = parse_overrides(options.overrides)
+    scenario = scenario.with_overrides(overrides)
     runs = options.runs if options.runs is not None else int(getattr(module, "RUNS", 1))
     population = options.population
     if population is None and options.backend is None:
@@ -119,6 +120,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(options.scenario),
+        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
     )
     from .live import LogView, RichView, configure_logging
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import BackendSpecError, OutputDirError
+from .errors import BackendSpecError, OutputDirError, ParameterError
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
@@ -40,6 +40,9 @@ class ExperimentConfig:
     scenario_file: str = ""
     population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
     llm: BackendOptions = field(default_factory=BackendOptions)
+    # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
+    # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
+    variants: tuple[dict[str, Any], ...] = ()
 
     @property
     def backend_label(self) -> str:
@@ -80,6 +83,7 @@ class Experiment:
     backends: dict[str, LanguageModel] = field(init=False, default_factory=dict)
     shares: list[tuple[str, int | None]] = field(init=False, default_factory=list)
     budget: Budget = field(init=False)
+    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
     _last_draw: float = field(init=False, default=0.0)
@@ -91,6 +95,7 @@ class Experiment:
         self.shares = self._shares()
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget) for spec, _ in self.shares}
+        self.variant_scenarios = [_variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
         identity = self._identity()
         if Store.exists(config.out):
             store = Store(config.out)
@@ -108,7 +113,7 @@ class Experiment:
             self.store = Store(config.out)
         self.store.set_experiment({
             **identity,
-            "runs": max(config.runs, self.store.experiment().get("runs", 0)),
+            "runs": max(self.run_count(), self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
@@ -130,16 +135,35 @@ class Experiment:
         return list(shares)
 
     def _identity(self) -> dict[str, Any]:
-        return {
+        identity = {
             "scenario": self.scenario.name,
             "params": self.scenario.params.as_dict(),
             "seed": self.config.seed,
             "backend": self.config.backend_label,
         }
+        if self.config.variants:
+            identity["variants"] = [dict(variant) for variant in self.config.variants]
+        return identity
 
     def _templates(self) -> dict[str, str]:
-        template = getattr(self.scenario, "template", None)
-        return {template.name: template.text} if template is not None else {}
+        templates = {}
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            template = getattr(scenario, "template", None)
+            if template is not None:
+                templates[template.name] = template.text
+        return templates
+
+    def run_count(self) -> int:
+        return self.config.runs * max(1, len(self.config.variants))
+
+    def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
+        """The scenario, seed and variant index of replicate `replicate`. With variants,
+        replicate k is variant k mod V at seed `seed + k // V`: every variant gets the same
+        seeds, and growing --runs appends runs."""
+        variants = len(self.config.variants)
+        if not variants:
+            return self.scenario, self.config.seed + replicate, None
+        return self.variant_scenarios[replicate % variants], self.config.seed + replicate // variants, replicate % variants
 
     async def run(self) -> list[dict[str, Any]]:
         with relaxed_gc():
@@ -147,8 +171,8 @@ class Experiment:
 
     async def _run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
-                         "runs": self.config.runs, "out": str(self.config.out)})
-        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
+                         "runs": self.run_count(), "out": str(self.config.out)})
+        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.run_count())]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -169,13 +193,14 @@ class Experiment:
 
     async def _run_one(self, replicate: int) -> None:
         config, store = self.config, self.store
-        run, seed = replicate + 1, config.seed + replicate
+        run = replicate + 1
+        scenario, seed, _variant = self.run_cell(replicate)
         recorded = {row["run"]: row for row in store.runs()}.get(run)
         if recorded is not None and recorded["status"] == "done":
             self.summaries[run] = recorded["summary"]
             return
         recorder = Recorder(run)
-        model = PopulationModel(self.scenario, seed=seed, replicate=replicate, run_id=run,
+        model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)
         self.budget.on_exhausted(model.request_stop)
@@ -249,15 +274,20 @@ class Experiment:
             "retries": usage.retries,
             "errors": dict(usage.errors),
             "usage_by_backend": {label: backend.as_dict() for label, backend in model.usage.by_backend.items()},
-            **self.scenario.run_summary(model),
+            **self._variant(model),
+            **model.scenario.run_summary(model),
         }
+
+    def _variant(self, model: PopulationModel) -> dict[str, Any]:
+        variant = self.run_cell(model.replicate)[2]
+        return {} if variant is None else {"variant": variant, "variant_params": dict(self.config.variants[variant])}
 
     def _show(self, model: PopulationModel, status: str) -> None:
         usage = model.usage.total()
         elapsed = max(time.monotonic() - model.usage.started, 1e-9)
         self.views[model.run_id] = RunView(
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
-            max_rounds=self.scenario.max_rounds(), interactions=model.completed, stop_reason=model.stop_reason,
+            max_rounds=model.scenario.max_rounds(), interactions=model.completed, stop_reason=model.stop_reason,
             metrics=self.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed,
         )
@@ -334,6 +364,25 @@ def relaxed_gc(young: int = 20_000) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
+
+
+def _variant_scenario(scenario: Scenario[Any], variant: dict[str, Any], seed: int) -> Scenario[Any]:
+    try:
+        return scenario.with_params(**variant).for_experiment(seed)
+    except ParameterError as error:
+        raise ParameterError(f"variant {variant}: {error}") from None
+
+
+def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str, Any], ...]:
+    """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
+    the command line has the last word, so `--set condition=schema` keeps only that part of a
+    grid and `--set agents=4` shrinks every variant."""
+    pinned: list[dict[str, Any]] = []
+    for variant in variants or ():
+        kept = {key: value for key, value in dict(variant).items() if key not in overrides}
+        if kept not in pinned:
+            pinned.append(kept)
+    return tuple(pinned) if any(pinned) else ()
 
 
 def code_version() -> str:
