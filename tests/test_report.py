@@ -25,6 +25,9 @@ SHORT = {"individual_bias.py": {"max_rounds": "20"}, "strategies.py": {"max_roun
          "critical_mass.py": {"max_rounds": "8", "agents": "12"}, "critical_mass_search.py": {"max_rounds": "8", "agents": "12"}}
 # What each scenario file's output must at least show.
 EXPECTED = {
+    "mixed_models.py": {"fig1a_success_rate", "fig1b_name_competition", "usage_by_model"},
+    "network_topology.py": {"network_topology", "usage_by_model"},
+    "sign_schema.py": {"sign_agreement", "sign_tokens", "usage_by_model"},
     "naming_game.py": {"fig1a_success_rate", "fig1b_name_competition", "fig2a_consensus_names", "usage_by_model"},
     "collective_bias.py": {"fig1a_success_rate", "fig2a_consensus_names", "fig2b_individual_vs_collective"},
     "random_string_pool.py": {"fig1a_success_rate", "fig2b_individual_vs_collective"},

@@ -124,7 +124,8 @@ def register_section(name: str, title: str, *, order: int,
 
 
 def _load_sections() -> None:
-    from . import naming_report  # noqa: F401  (registers the naming game's sections)
+    # Importing a section module registers its sections.
+    from . import naming_report, networks, sign_report  # noqa: F401
 
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
