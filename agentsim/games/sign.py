@@ -326,7 +326,8 @@ class SignGame(NamingGame):
             "success_rate": metrics.success_rate,
             "success_history": metrics.success_history[-60:],
             # The five most produced names: twelve rows per run would crowd a grid of runs.
-            "shares": dict(sorted(((name, share) for name, share in shares.items() if share > 0), key=lambda item: -item[1])[:5]),
+            "shares": dict(sorted(((name, share) for name, share in shares.items() if share > 0),
+                                  key=lambda item: -item[1])[:5]),
             "lines": lines,
         }
 
