@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import ScenarioFileError, UserError
-from .runner import Experiment, ExperimentConfig, pinned_variants
+from .runner import Experiment, ExperimentConfig
 from .scenario import Scenario
+from .variants import pinned_variants
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -85,6 +86,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     runs = options.runs if options.runs is not None else int(getattr(module, "RUNS", 1))
     config = ExperimentConfig(
         scenario=scenario,
+        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
         out=_output_directory(options, scenario),
         backend=options.backend,
         runs=runs,
@@ -92,7 +94,6 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(options.scenario),
-        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
     )
     from .live import LogView, RichView, configure_logging
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import subprocess
@@ -15,12 +16,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import OutputDirError, ParameterError
+from .errors import OutputDirError
 from .llm.base import LanguageModel
 from .llm.specs import build_backend
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .store import Recorder, Store
+from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
 
@@ -31,13 +33,13 @@ class ExperimentConfig:
     out: Path
     backend: str = "stand-in"
     runs: int = 1
+    # A grid of conditions (a scenario file's VARIANTS, agentsim/variants.py): each a dict of
+    # parameter changes that runs `runs` replicates. Empty: the scenario as it is.
+    variants: tuple[dict[str, Any], ...] = ()
     seed: int = 0
     resume: bool = False
     checkpoint_seconds: float = 1.0
     scenario_file: str = ""
-    # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
-    # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
-    variants: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,18 +73,21 @@ class Experiment:
     scenario: Scenario[Any] = field(init=False)
     store: Store = field(init=False)
     backends: dict[str, LanguageModel] = field(init=False, default_factory=dict)
-    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
+    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     _last_draw: float = field(init=False, default=0.0)
 
     def open(self) -> None:
         """Check everything the user could get wrong, before any run starts."""
         config = self.config
+        self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
+        if config.variants:  # from here on, `runs` counts every variant's replicates
+            self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
         self.scenario = config.scenario.for_experiment(config.seed)
-        self.variant_scenarios = [_variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
         self.backends = {config.backend: build_backend(config.backend, self.scenario)}
         identity = self._identity()
+        identity |= {"variants": [dict(variant) for variant in config.variants]} if config.variants else {}
         if Store.exists(config.out):
             store = Store(config.out)
             recorded = store.experiment()
@@ -99,7 +104,7 @@ class Experiment:
             self.store = Store(config.out)
         self.store.set_experiment({
             **identity,
-            "runs": max(self.run_count(), self.store.experiment().get("runs", 0)),
+            "runs": max(config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
@@ -107,15 +112,12 @@ class Experiment:
         })
 
     def _identity(self) -> dict[str, Any]:
-        identity = {
+        return {
             "scenario": self.scenario.name,
             "params": self.scenario.params.as_dict(),
             "seed": self.config.seed,
             "backend": self.config.backend,
         }
-        if self.config.variants:
-            identity["variants"] = [dict(variant) for variant in self.config.variants]
-        return identity
 
     def _templates(self) -> dict[str, str]:
         templates = {}
@@ -125,17 +127,12 @@ class Experiment:
                 templates[template.name] = template.text
         return templates
 
-    def run_count(self) -> int:
-        return self.config.runs * max(1, len(self.config.variants))
-
     def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
-        """The scenario, seed and variant index of replicate `replicate`. With variants,
-        replicate k is variant k mod V at seed `seed + k // V`: every variant gets the same
-        seeds, and growing --runs appends runs."""
-        variants = len(self.config.variants)
-        if not variants:
+        """The scenario, seed and variant index (None without variants) of a replicate."""
+        if not self.variant_scenarios:
             return self.scenario, self.config.seed + replicate, None
-        return self.variant_scenarios[replicate % variants], self.config.seed + replicate // variants, replicate % variants
+        variant, seed = variant_cell(replicate, len(self.variant_scenarios), self.config.seed)
+        return self.variant_scenarios[variant], seed, variant
 
     async def run(self) -> list[dict[str, Any]]:
         with relaxed_gc():
@@ -143,9 +140,9 @@ class Experiment:
 
     async def _run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend, "seed": self.config.seed,
-                         "runs": self.run_count(), "out": str(self.config.out)})
+                         "runs": self.config.runs, "out": str(self.config.out)})
         try:
-            await asyncio.gather(*(self._run_one(replicate) for replicate in range(self.run_count())))
+            await asyncio.gather(*(self._run_one(replicate) for replicate in range(self.config.runs)))
         finally:
             self.view.update(list(self.views.values()), final=True)
             self.view.stop()
@@ -282,25 +279,6 @@ def relaxed_gc(young: int = 20_000) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
-
-
-def _variant_scenario(scenario: Scenario[Any], variant: dict[str, Any], seed: int) -> Scenario[Any]:
-    try:
-        return scenario.with_params(**variant).for_experiment(seed)
-    except ParameterError as error:
-        raise ParameterError(f"variant {variant}: {error}") from None
-
-
-def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str, Any], ...]:
-    """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
-    the command line has the last word, so `--set condition=schema` keeps only that part of a
-    grid and `--set agents=4` shrinks every variant."""
-    pinned: list[dict[str, Any]] = []
-    for variant in variants or ():
-        kept = {key: value for key, value in dict(variant).items() if key not in overrides}
-        if kept not in pinned:
-            pinned.append(kept)
-    return tuple(pinned) if any(pinned) else ()
 
 
 def code_version() -> str:

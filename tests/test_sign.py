@@ -19,7 +19,7 @@ from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 from agentsim.records import Decision
-from agentsim.runner import pinned_variants
+from agentsim.variants import pinned_variants
 from agentsim.scheduler import Encounter
 from agentsim.store import Store
 
