@@ -20,8 +20,9 @@ from .errors import ScenarioFileError, UserError
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
-from .runner import Experiment, ExperimentConfig, pinned_variants
+from .runner import Experiment, ExperimentConfig
 from .scenario import Scenario
+from .variants import pinned_variants
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -111,6 +112,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         population = getattr(module, "POPULATION", None)
     config = ExperimentConfig(
         scenario=scenario,
+        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
         out=_output_directory(options, scenario),
         backend=options.backend or "stand-in",
         population=population or "",
@@ -120,7 +122,6 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(options.scenario),
-        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
     )
     from .live import LogView, RichView, configure_logging
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import BackendSpecError, OutputDirError, ParameterError
+from .errors import BackendSpecError, OutputDirError
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
@@ -24,6 +25,7 @@ from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .store import Recorder, Store
+from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
 
@@ -91,11 +93,13 @@ class Experiment:
     def open(self) -> None:
         """Check everything the user could get wrong, before any run starts."""
         config = self.config
+        self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
+        if config.variants:  # from here on, `runs` counts every variant's replicates
+            self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
         self.scenario = config.scenario.for_experiment(config.seed)
         self.shares = self._shares()
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget) for spec, _ in self.shares}
-        self.variant_scenarios = [_variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
         identity = self._identity()
         if Store.exists(config.out):
             store = Store(config.out)
@@ -113,7 +117,7 @@ class Experiment:
             self.store = Store(config.out)
         self.store.set_experiment({
             **identity,
-            "runs": max(self.run_count(), self.store.experiment().get("runs", 0)),
+            "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
@@ -153,17 +157,12 @@ class Experiment:
                 templates[template.name] = template.text
         return templates
 
-    def run_count(self) -> int:
-        return self.config.runs * max(1, len(self.config.variants))
-
     def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
-        """The scenario, seed and variant index of replicate `replicate`. With variants,
-        replicate k is variant k mod V at seed `seed + k // V`: every variant gets the same
-        seeds, and growing --runs appends runs."""
-        variants = len(self.config.variants)
-        if not variants:
+        """The scenario, seed and variant index (None without variants) of a replicate."""
+        if not self.variant_scenarios:
             return self.scenario, self.config.seed + replicate, None
-        return self.variant_scenarios[replicate % variants], self.config.seed + replicate // variants, replicate % variants
+        variant, seed = variant_cell(replicate, len(self.variant_scenarios), self.config.seed)
+        return self.variant_scenarios[variant], seed, variant
 
     async def run(self) -> list[dict[str, Any]]:
         with relaxed_gc():
@@ -171,8 +170,8 @@ class Experiment:
 
     async def _run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
-                         "runs": self.run_count(), "out": str(self.config.out)})
-        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.run_count())]
+                         "runs": self.config.runs, "out": str(self.config.out)})
+        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -354,35 +353,16 @@ def _describe_options(options: BackendOptions) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def relaxed_gc(young: int = 20_000) -> Iterator[None]:
+def relaxed_gc(young: int = 10_000) -> Iterator[None]:
     """Collect cycles less often while runs go: every decision allocates a handful of small
     tuples and none of them form cycles, and at the default threshold (700) the collector
     walking them and the prompt caches took a fifth of the engine's time."""
     thresholds = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip((10000,50,50), thresholds)))
+    gc.set_threshold(*(max(a, b) for a, b in zip((young, 50, 50), thresholds)))
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-
-
-def _variant_scenario(scenario: Scenario[Any], variant: dict[str, Any], seed: int) -> Scenario[Any]:
-    try:
-        return scenario.with_params(**variant).for_experiment(seed)
-    except ParameterError as error:
-        raise ParameterError(f"variant {variant}: {error}") from None
-
-
-def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str, Any], ...]:
-    """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
-    the command line has the last word, so `--set condition=schema` keeps only that part of a
-    grid and `--set agents=4` shrinks every variant."""
-    pinned: list[dict[str, Any]] = []
-    for variant in variants or ():
-        kept = {key: value for key, value in dict(variant).items() if key not in overrides}
-        if kept not in pinned:
-            pinned.append(kept)
-    return tuple(pinned) if any(pinned) else ()
 
 
 def code_version() -> str:

@@ -19,7 +19,7 @@ from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 from agentsim.records import Decision
-from agentsim.runner import pinned_variants
+from agentsim.variants import pinned_variants
 from agentsim.scheduler import Encounter
 from agentsim.store import Store
 
@@ -326,3 +326,14 @@ def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> 
     assert set(names) == {"sign_agreement", "sign_agreement_table", "sign_cells", "sign_tokens", "sign_compliance"}
     assert all(count > 0 for count in names.values())
     assert (tmp_path / "sign_agreement.png").stat().st_size > 0
+
+
+def test_an_impossible_variant_is_refused_before_the_output_directory_exists(tmp_path: Path) -> None:
+    from agentsim.runner import Experiment, ExperimentConfig
+    from helpers import Quiet
+
+    config = ExperimentConfig(scenario=SignGame(max_rounds=2), out=tmp_path / "out",
+                              variants=({"condition": "nl"}, {"alpha": 3.0}))
+    with pytest.raises(ParameterError, match=r"variant \{'alpha': 3.0\}: alpha \(the lose-shift probability\)"):
+        Experiment(config, Quiet()).open()
+    assert not (tmp_path / "out").exists()

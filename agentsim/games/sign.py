@@ -325,7 +325,9 @@ class SignGame(NamingGame):
         return {
             "success_rate": metrics.success_rate,
             "success_history": metrics.success_history[-60:],
-            "shares": {name: shares.get(name, 0.0) for name in self.names},
+            # The five most produced names: twelve rows per run would crowd a grid of runs.
+            "shares": dict(sorted(((name, share) for name, share in shares.items() if share > 0),
+                                  key=lambda item: -item[1])[:5]),
             "lines": lines,
         }
 
