@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .errors import BackendError
-from .llm.base import LanguageModel, Message, Request, Sampling
+from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
 from .records import CallRecord, Decision
 from .seeding import unit_uniforms
 
@@ -35,14 +35,17 @@ class InvalidReplyPolicy:
 
 
 class LLMPolicy:
-    """Ask a backend; parse with the game; re-ask with a reminder; fall back, recorded."""
+    """Ask a backend; parse with the game; re-ask with a reminder; salvage what the game can
+    read from the unusable replies; else fall back. Every attempt is recorded."""
 
     kind = "llm"
 
-    def __init__(self, backend: LanguageModel, sampling: Sampling, *, max_reasks: int) -> None:
+    def __init__(self, backend: LanguageModel, sampling: Sampling, *, max_reasks: int,
+                 grammar: Grammar | None = None) -> None:
         self.backend = backend
         self.sampling = sampling
         self.max_reasks = max_reasks
+        self.grammar = grammar  # server-side constrained decoding, where the backend offers it
         self.label = backend.name
         self.immediate = backend.immediate
 
@@ -51,7 +54,7 @@ class LLMPolicy:
         game = model.scenario
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
         request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
-                          options=situation.options, replicate=model.replicate)
+                          options=situation.options, replicate=model.replicate, grammar=self.grammar)
         context = game.encode(situation)
         calls: list[CallRecord] = []
         for attempt in range(self.max_reasks + 1):
@@ -88,6 +91,13 @@ class LLMPolicy:
                     seed=agent.next_call_seed(),
                 )
         usage.fallbacks += 1
+        for call in reversed(calls):
+            # The game may still read an action from an unusable reply (SIGN decodes free
+            # text); the call that gave it keeps its error and carries the action.
+            salvaged = game.salvage(call.reply, situation) if call.reply else None
+            if salvaged is not None:
+                call.action = salvaged
+                return Decision(salvaged, calls, fallback=True)
         unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(game.fallback(situation, unit), calls, fallback=True)
 

@@ -51,6 +51,10 @@ class PromptedGame(Protocol):
 
     def fallback(self, situation: Any, unit: float) -> str | None: ...
 
+    def salvage(self, reply: str, situation: Any) -> str | None:
+        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
+        ...
+
     def encode(self, situation: Any) -> str: ...
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentsim.games.sign import CONDITIONS, SignGame
-from agentsim.games.sign_policy import SignPolicy
+from agentsim.policies import LLMPolicy
 from agentsim.games.sign_standin import SignStandIn
 from agentsim.llm.standin import NAME as STAND_IN
 from agentsim.llm.standin import StandInModel
@@ -45,12 +45,12 @@ class FamilyStandIn(StandInModel):
 class MixedSignModels(SignGame):
     name = "mixed_sign_models"
 
-    def agent_policy(self, model: PopulationModel, index: int) -> SignPolicy:
+    def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
         backend = model.backend_for(index)
         if backend.name == STAND_IN:  # no population given: two stand-in families, half each
             families = list(FAMILIES)
             backend = FamilyStandIn(families[index * len(families) // self.params.agents])
-        return SignPolicy(backend, self.params.sampling(), max_reasks=self.retries(), grammar=self.grammar())
+        return LLMPolicy(backend, self.params.sampling(), max_reasks=self.retries(), grammar=self.grammar())
 
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         summary = super().run_summary(model)

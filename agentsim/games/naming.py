@@ -344,6 +344,10 @@ class NamingGame(Scenario[NamingParams]):
     def reminder(self, situation: NamingSituation, parsed: Parsed) -> str:
         return self.template.render("reminder", **self._option_fields(situation.options))
 
+    def salvage(self, reply: str, situation: NamingSituation) -> str | None:
+        """Nothing: the paper's agents get the recorded fallback (SIGN decodes free text)."""
+        return None
+
     def fallback(self, situation: NamingSituation, unit: float) -> str | None:
         mode = self.params.fallback
         if mode == "none":

@@ -39,13 +39,13 @@ from ..agents import PopulationAgent
 from ..llm.base import Grammar, Message, Sampling
 from ..model import PopulationModel
 from ..params import require
+from ..policies import LLMPolicy
 from ..prompts import PromptTemplate
 from ..records import Decision, EncounterRecord, Move
 from ..scenario import Parsed
 from ..scheduler import Encounter
 from .naming import NamingGame, NamingParams
 from .sign_metrics import THRESHOLDS, SignMetrics
-from .sign_policy import SignPolicy
 from .sign_schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
 from .sign_standin import SignStandIn
 
@@ -206,7 +206,7 @@ class SignGame(NamingGame):
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """Agent `index`'s policy: override it for a mixed population (examples/mixed_sign_models.py)."""
-        return SignPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.retries(),
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.retries(),
                           grammar=self.grammar())
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
@@ -262,7 +262,7 @@ class SignGame(NamingGame):
             return self._schema.parse(text)
         return self._decoder.parse(text)
 
-    def salvage(self, text: str) -> str | None:
+    def salvage(self, text: str, situation: SignSituation) -> str | None:  # type: ignore[override]
         """Step 3 of the Schema ladder: a name decoded from a non-compliant reply's free text.
         Free-text conditions have nothing to salvage (their parser is the decoder)."""
         return self._decoder.decode(text) if self.condition == "schema" else None
