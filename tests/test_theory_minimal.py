@@ -71,6 +71,16 @@ def test_the_scheduler_path_agrees_with_the_fast_path() -> None:
     assert abs(scheduled_peak / fast.total_words.max(axis=0).mean() - 1) < 0.1
 
 
+def test_the_sequential_kernel_agrees_with_the_array_path() -> None:
+    """The two fast paths (a loop for one large run, arrays for many small ones) have the
+    same mean convergence time and peak inventory at N = 20."""
+    sequential = [run_to_consensus(20, seed=seed, max_interactions=20_000) for seed in range(400)]
+    arrays = simulate(20, 3000, runs=400, seed=11, stop_at_consensus=True)
+    assert (arrays.convergence > 0).all() and all(run.t_conv > 0 for run in sequential)
+    assert abs(np.mean([run.t_conv for run in sequential]) / arrays.convergence.mean() - 1) < 0.1
+    assert abs(np.mean([run.peak_words for run in sequential]) / arrays.total_words.max(axis=0).mean() - 1) < 0.05
+
+
 def test_the_scheduler_run_stops_at_global_consensus_and_records_rule_agents(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from helpers import run_experiment
 

@@ -243,25 +243,39 @@ def run_to_consensus(
     seed: int,
     max_interactions: int,
     graph: nx.Graph | None = None,
+    initial: np.ndarray | None = None,
+    committed: np.ndarray | None = None,
     block: int = 65_536,
 ) -> Convergence:
-    """One canonical minimal naming game (new words on invention) until global consensus.
+    """One minimal naming game (new words on invention) until global consensus.
 
     A single large population gains nothing from array operations (each interaction touches
     two agents), so this is a plain loop over per-agent word lists, fed by random numbers
     drawn from numpy in blocks: under two microseconds per interaction, which makes the
     published sizes (N in the thousands, N^1.5 interactions; rings with N^3) reachable.
+    `initial` and `committed` as in `simulate` (Xie et al.'s committed minority).
     """
-    _check(n_agents, max_interactions, 1, None, None, None)
+    _check(n_agents, max_interactions, 1, None, initial, committed)
     rng = np.random.default_rng(seed)
-    inventories: list[list[int]] = [[] for _ in range(n_agents)]
+    if initial is None:
+        inventories: list[list[int]] = [[] for _ in range(n_agents)]
+        fresh = 0
+    else:
+        inventories = [np.flatnonzero(row).tolist() for row in initial]
+        fresh = initial.shape[1]
+    frozen = [False] * n_agents if committed is None else [bool(flag) for flag in committed]
     if graph is not None:
         hoods = Neighbourhoods.of(graph)
         starts, degrees, targets = hoods.starts.tolist(), hoods.degrees.tolist(), hoods.targets.tolist()
-    known = [0] * (n_agents + 1)  # agents knowing each word
-    total = distinct = 0
-    peak = t_peak = 0
-    fresh = 0
+    known = [0] * (n_agents + fresh + 1)  # agents knowing each word
+    for inventory in inventories:
+        for word in inventory:
+            known[word] += 1
+    total = sum(known)
+    distinct = sum(count > 0 for count in known)
+    peak, t_peak = total, 0
+    if total == n_agents and distinct == 1:
+        return Convergence(t_conv=0, peak_words=peak, t_peak=0)
     t = 0
     while t < max_interactions:
         count = min(block, max_interactions - t)
@@ -285,7 +299,9 @@ def run_to_consensus(
             word = words[int(pick * len(words))]
             heard = inventories[hearer]
             if word in heard:
-                for inventory in (words, heard):
+                for inventory, agent in ((words, speaker), (heard, hearer)):
+                    if frozen[agent]:
+                        continue
                     for other in inventory:
                         known[other] -= 1
                         distinct -= known[other] == 0
@@ -295,7 +311,7 @@ def run_to_consensus(
                     distinct += known[word] == 1
                 if total == n_agents and distinct == 1:
                     return Convergence(t_conv=t, peak_words=peak, t_peak=t_peak)
-            else:
+            elif not frozen[hearer]:
                 heard.append(word)
                 known[word] += 1
                 total += 1
