@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -20,6 +21,7 @@ class CallRecord:
     completion_tokens: int = 0
     latency_us: int = 0
     error: str | None = None
+    probabilities: Mapping[str, float] | None = None  # each option's probability, where the backend gives them
 
 
 @dataclass(slots=True)

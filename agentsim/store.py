@@ -10,11 +10,14 @@ Tables (every row of a run carries its `run` number):
                  without a call (a committed agent); the decision's last row carries the move:
                  `action` played and `payoff` (NULL on earlier attempts). Per call: `parsed`
                  (what the reply was read as), `context`, `reply`, tokens, latency, `error`
-                 (a backend error kind, or why the reply was unusable)
+                 (a backend error kind, or why the reply was unusable), `probabilities`
+                 (JSON: each option's probability, where the backend reports them)
     rounds       per population round tallies (JSON)
     checkpoints  the state a run resumes from
 
-and two views: `moves` (run, t, agent, action, payoff) and `calls` (every policy call).
+and three views: `moves` (run, t, agent, action, payoff), `calls` (every policy call) and
+`decisions_by_model` (decisions with each agent's model and kind, to split a mixed-model
+population's interactions by model).
 
 A call stores the game's compact `context` instead of the prompt text; the scenario rebuilds
 the exact messages from it (`Store.messages`), which keeps a naming-game interaction under 200
@@ -53,12 +56,14 @@ CREATE TABLE IF NOT EXISTS encounters (
 CREATE TABLE IF NOT EXISTS decisions (
     run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
     context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
-    PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
+    probabilities TEXT, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS moves AS
     SELECT run, t, agent, action, payoff FROM decisions WHERE payoff IS NOT NULL;
 CREATE VIEW IF NOT EXISTS calls AS
     SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
     FROM decisions WHERE reply IS NOT NULL;
+CREATE VIEW IF NOT EXISTS decisions_by_model AS
+    SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
 """
@@ -81,14 +86,15 @@ class Recorder:
         for move in record.moves:
             own = [call for call in calls if call.agent == move.agent] if calls else calls
             if not own:
-                rows.append((run, t, move.agent, 0, move.action, move.payoff, None, None, None, None, None, None, None))
+                rows.append((run, t, move.agent, 0, move.action, move.payoff, None, None, None, None, None, None, None, None))
                 continue
             last = len(own) - 1
             for number, call in enumerate(own):
                 final = number == last
                 rows.append((run, t, move.agent, call.attempt, move.action if final else None, move.payoff if final else None,
                              call.action, call.context, call.reply, call.prompt_tokens, call.completion_tokens,
-                             call.latency_us, call.error))
+                             call.latency_us, call.error,
+                             json.dumps(dict(call.probabilities)) if call.probabilities else None))
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
         self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
@@ -109,6 +115,9 @@ class Store:
         self.connection.execute("PRAGMA synchronous=NORMAL")
         self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
         self.connection.executescript(_SCHEMA)
+        columns = {row[1] for row in self.connection.execute("PRAGMA table_info(decisions)")}
+        if "probabilities" not in columns:  # a database written before option probabilities were kept
+            self.connection.execute("ALTER TABLE decisions ADD COLUMN probabilities TEXT")
 
     @classmethod
     def exists(cls, directory: Path | str) -> bool:
@@ -162,7 +171,7 @@ class Store:
         with self._transaction():
             connection = self.connection
             connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
+            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
             connection.executemany("INSERT INTO rounds VALUES (?, ?, ?)", recorder.rounds)
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
         recorder.clear()

@@ -2,10 +2,12 @@
 
 W = 2 names {Q, M}, N = 24, H = 5, many runs from empty memory: the distribution of the names
 the population settles on, to set against each agent's choice with an empty memory.
+On the stand-in, M wins ties in lose-shift but is not favoured a priori: individually unbiased,
+collectively biased toward M, as the paper found of its LLMs.
 """
 
 from agentsim.games.naming import NamingGame
 
 RUNS = 20
 
-scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=50, stop_at="consensus")
+scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=50, stop_at="consensus", standin_bias_name="M")

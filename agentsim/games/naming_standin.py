@@ -83,23 +83,53 @@ class NamingStandIn:
         """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
         if noise_die < self.noise or not memory:
             return self.prior(options, seed), "no history yet" if not memory else "trying another name"
-        own, partner = memory[-1]
+        name, reason = self.follow(options, memory)
+        if name is None:
+            return self.prior(options, seed), reason
+        return name, reason
+
+    def follow(self, options: Sequence[str], memory: Sequence[Sequence[str | None]]) -> tuple[str | None, str]:
+        """Steps 3-4 of the rule for a non-empty memory: the name it dictates, or None when
+        the memory dictates nothing (then the prior decides)."""
+        own, partner = memory[-1][0], memory[-1][1]
         if own == partner and own in options:
             return own, "it worked last round"
         counts: dict[str, int] = {}
-        for _, seen in memory:
+        for entry in memory:
+            seen = entry[1]
             if seen in options:
-                counts[seen] = counts.get(seen, 0) + 1
+                counts[seen] = counts.get(seen, 0) + 1  # type: ignore[index]
         if not counts:
-            return self.prior(options, seed), "nothing in memory to follow"
+            return None, "nothing in memory to follow"
         most = max(counts.values())
         tied = [name for name, count in counts.items() if count == most]
         if self.bias_name in tied:
-            return self.bias_name, "partners played it most"  # type: ignore[return-value]
-        for _, seen in reversed(memory):
-            if seen in tied:
-                return seen, "partners played it most"
-        return self.prior(options, seed), "no clear favourite"
+            return self.bias_name, "partners played it most"
+        for entry in reversed(memory):
+            if entry[1] in tied:
+                return entry[1], "partners played it most"
+        return None, "no clear favourite"  # pragma: no cover - a tied name is always in memory
+
+    def probabilities(self, situation: object) -> dict[str, float]:
+        """The exact probability of each option under this rule for a valid reply, given a
+        situation with `options` and `memory` (entries (own, partner[, payoff])): what a
+        strategy table measured by sampling the stand-in must recover. Unusable replies
+        (`invalid_rate`) are re-asked and fall back by the game's policy, outside this rule."""
+        options = list(getattr(situation, "options"))
+        memory = list(getattr(situation, "memory"))
+        prior = self.prior_probabilities(options)
+        if not memory:
+            return prior
+        name, _ = self.follow(options, memory)
+        dictated = prior if name is None else {option: float(option == name) for option in options}
+        return {option: self.noise * prior[option] + (1 - self.noise) * dictated[option] for option in options}
+
+    def prior_probabilities(self, options: Sequence[str]) -> dict[str, float]:
+        """The distribution of `prior`: the favoured name gets `bias` on top of its uniform share."""
+        uniform = 1.0 / len(options)
+        if self.bias_name in options and self.bias > 0:
+            return {option: (1 - self.bias) * uniform + (self.bias if option == self.bias_name else 0.0) for option in options}
+        return {option: uniform for option in options}
 
     def prior(self, options: Sequence[str], seed: int) -> str:
         """The favoured name with probability `bias`, else a uniform draw."""

@@ -1,0 +1,156 @@
+"""Individual and collective bias (Flint Ashery et al. 2025, Fig. 2, Fig. S4, S5, S11).
+
+Individual bias is measured on first choices: decisions taken with an empty memory, either in
+a `FirstChoiceProbe` run (every decision is one) or the first decision of every agent of
+ordinary runs. `sample_first_choices` draws them through the normal backend path (the
+scheduler's concurrency, the LLM policy's parsing, re-asks and fallbacks). Collective bias is
+the distribution of the names runs reach consensus on. `find_unbiased_pool` draws random
+six-character pools until one's first choices are within a Jensen-Shannon distance of uniform
+(0.005 in the paper), the test the paper applies before its random-string experiments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..games.naming import NamingGame, generate_names
+from ..games.naming_probes import FirstChoiceProbe
+from ..llm.specs import build_backend
+from ..model import BackendShare, PopulationModel
+from .recorded import RecordedExperiment
+from .stats import BiasTest, bias_test, js_distance_from_uniform
+
+PAPER_JS_THRESHOLD = 0.005
+
+
+def pool_key(experiment: RecordedExperiment) -> tuple[str, tuple[str, ...]]:
+    """Experiments are compared when they share a backend and a name pool."""
+    return backend_label(experiment), tuple(sorted(experiment.names))
+
+
+def backend_label(experiment: RecordedExperiment) -> str:
+    """The backend, and for the stand-in the settings of its rule (they change its answers)."""
+    params = experiment.params
+    if experiment.backend != "stand-in" or not params.get("standin_bias_name") and not params.get("standin_noise"):
+        return experiment.backend
+    parts = [f"favours {params['standin_bias_name']}" if params.get("standin_bias_name") else "",
+             f"bias {params['standin_bias']}" if params.get("standin_bias") else "",
+             f"noise {params['standin_noise']}" if params.get("standin_noise") else ""]
+    return f"stand-in ({', '.join(part for part in parts if part)})"
+
+
+def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], Counter[str]]:
+    """Choices made with an empty memory, by (backend, name pool), every name counted."""
+    counts: dict[tuple[str, tuple[str, ...]], Counter[str]] = {}
+    for experiment in experiments:
+        if not experiment.names:
+            continue
+        tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
+        tally.update(experiment.first_choices())
+    return {key: tally for key, tally in counts.items() if sum(tally.values())}
+
+
+def individual_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], BiasTest]:
+    """The bias test of the first choices recorded for each (backend, name pool)."""
+    return {key: bias_test(tally) for key, tally in first_choice_counts(experiments).items()}
+
+
+def is_free_run(experiment: RecordedExperiment) -> bool:
+    """A run from empty memories with no committed minority: its consensus is collective bias."""
+    params = experiment.params
+    return (experiment.scenario_name == NamingGame.name and not params.get("majority_name")
+            and not params.get("committed") and not params.get("committed_fraction"))
+
+
+def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], Counter[str]]:
+    """How many free runs reached consensus on each name (and how many on none: key '')."""
+    counts: dict[tuple[str, tuple[str, ...]], Counter[str]] = {}
+    for experiment in experiments:
+        if not is_free_run(experiment) or not experiment.runs:
+            continue
+        tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
+        for name in experiment.consensus_names():
+            tally[name or ""] += 1
+    return counts
+
+
+# --- sampling first choices -----------------------------------------------------------------
+def sample_first_choices(scenario: NamingGame, *, backend: str = "stand-in", samples: int = 1000, seed: int = 0,
+                         concurrency: int = 64) -> Counter[str]:
+    """`samples` first choices (empty memory) of `scenario`'s agents on `backend`, asked
+    `concurrency` at a time through the scheduler and the LLM policy, as in a run."""
+    return asyncio.run(_sample(scenario, backend, samples, seed, concurrency))
+
+
+async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: int, concurrency: int) -> Counter[str]:
+    agents = max(2, min(2 * concurrency, samples + samples % 2))
+    rounds = -(-samples // agents)
+    probe = FirstChoiceProbe(scenario.params.replace(agents=agents, max_rounds=rounds, stop_at="none",
+                                                     pairing="continuous", topology="complete",
+                                                     max_in_flight=max(1, concurrency // 2), committed=0,
+                                                     committed_fraction=0.0, majority_name=None,
+                                                     committed_name=None)).for_experiment(seed)
+    model_backend = build_backend(backend_spec, probe)
+    try:
+        model = PopulationModel(probe, seed=seed, backends=[BackendShare(model_backend)])
+        await model.arun()
+    finally:
+        await model_backend.aclose()
+    tally: Counter[str] = Counter({name: 0 for name in probe.names})
+    for stats in model.metrics.rounds.values():
+        for name, count in stats.productions.items():
+            if name is not None:
+                tally[name] += count
+    return tally
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolSearch:
+    """Random-string pools tried until one is unbiased enough."""
+
+    pool_size: int = 2
+    samples: int = 2000
+    threshold: float = PAPER_JS_THRESHOLD
+    max_tries: int = 20
+    seed: int = 0
+    backend: str = "stand-in"
+
+    def __post_init__(self) -> None:
+        from ..params import require
+
+        require(self.pool_size >= 2, f"pool_size must be at least 2 (got {self.pool_size})")
+        require(self.samples >= 10, f"samples must be at least 10 (got {self.samples})")
+        require(0 < self.threshold < 1, f"threshold must be in (0, 1) (got {self.threshold})")
+        require(self.max_tries >= 1, f"max_tries must be at least 1 (got {self.max_tries})")
+
+
+@dataclass
+class PoolSearchResult:
+    pool: tuple[str, ...] | None
+    tries: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pool": list(self.pool) if self.pool else None, "tries": self.tries}
+
+
+def find_unbiased_pool(search: PoolSearch, scenario: NamingGame | None = None) -> PoolSearchResult:
+    """Draw pools of six letters and digits (seeded) and keep the first whose first choices lie
+    within `threshold` (Jensen-Shannon distance, base 2) of uniform."""
+    base = scenario or NamingGame()
+    result = PoolSearchResult(None)
+    for attempt in range(search.max_tries):
+        pool = generate_names(search.pool_size, "random", search.seed * 1_000 + attempt)
+        candidate = base.with_params(names=pool)
+        counts = sample_first_choices(candidate, backend=search.backend, samples=search.samples,
+                                      seed=search.seed * 1_000 + attempt)
+        distance = js_distance_from_uniform([counts[name] for name in pool])
+        result.tries.append({"pool": list(pool), "counts": [counts[name] for name in pool], "js_distance": distance,
+                             "kept": distance < search.threshold})
+        if distance < search.threshold:
+            result.pool = pool
+            break
+    return result

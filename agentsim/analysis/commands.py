@@ -1,0 +1,203 @@
+"""The analysis subcommands of `python -m agentsim`, registered in `cli.SUBCOMMANDS`:
+
+    report DIR              figures, CSVs and the HTML report for DIR's runs
+    bias DIR                individual bias tests of first choices, and consensus counts
+    strategies DIR          the strategy table of strategy-probe runs (Table 1)
+    critical-mass FILE      search the critical mass against both conventions of a pair
+    unbiased-pool           draw random-string pools until one is unbiased
+    comprehension DIR       ask Table S7's questions at a recorded run's states
+
+Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
+starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from ..cli import EXIT_USER_ERROR, SUBCOMMANDS, load_scenario, parse_overrides
+from ..errors import UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
+
+
+def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+    def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
+        def main(argv: list[str]) -> int:
+            try:
+                return function(argv)
+            except UserError as error:
+                print(f"agentsim {name}: error: {error}", file=sys.stderr)
+                return EXIT_USER_ERROR
+        SUBCOMMANDS[name] = main
+        return main
+    return decorate
+
+
+def _directory(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise UserError(f"'{text}' is not a directory; give the output directory of a run")
+    return path
+
+
+@_command("report")
+def report(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+    parser.add_argument("--out", type=Path, default=None, help="where to write (default: DIR/report)")
+    options = parser.parse_args(argv)
+    directory = _directory(options.directory)
+    from .recorded import find_experiments, read_artifacts
+
+    if not find_experiments(directory) and not read_artifacts(directory):  # before matplotlib loads
+        raise UserError(f"no runs found under '{directory}'; run a scenario first "
+                        f"(python -m agentsim scenarios/naming_game.py --out {directory})")
+    from .report import REPORT_HTML, build_report
+
+    index = build_report(directory, options.out)
+    out = options.out or Path(options.directory) / "report"
+    print(f"report: {len(index['figures'])} figures, {len(index['tables'])} tables in sections "
+          f"{', '.join(index['sections'])}; open {out / REPORT_HTML}")
+    return 0
+
+
+@_command("bias")
+def bias(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
+    parser.add_argument("directory")
+    options = parser.parse_args(argv)
+    from .bias import collective_bias, individual_bias
+    from .recorded import find_experiments
+
+    experiments = find_experiments(_directory(options.directory))
+    tests = individual_bias(experiments)
+    if not tests:
+        raise UserError(f"no first choices (decisions from an empty memory) under {options.directory}; "
+                        f"run scenarios/individual_bias.py --out {options.directory}")
+    for (backend, pool), test in tests.items():
+        counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        print(f"individual {backend} [{' '.join(pool)}]: {counts}; {test.test} p={test.p_value:.4g}, "
+              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%")
+    for (backend, pool), tally in collective_bias(experiments).items():
+        print(f"collective {backend} [{' '.join(pool)}]: " + ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common()))
+    return 0
+
+
+@_command("strategies")
+def strategies(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
+    parser.add_argument("directory")
+    parser.add_argument("--name", default=None, help="the name whose probability is shown (default: the pool's last)")
+    options = parser.parse_args(argv)
+    from .recorded import find_experiments
+    from .strategies import strategy_table
+
+    table = strategy_table(find_experiments(_directory(options.directory)))
+    if table is None or not table.states:
+        raise UserError(f"no strategy-probe runs under {options.directory}; run scenarios/strategies.py --out {options.directory}")
+    focus = options.name or table.names[-1]
+    if focus not in table.names:
+        raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
+    for row in table.rows(focus):
+        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} "
+              f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']} {row['source']}")
+    return 0
+
+
+@_command("critical-mass")
+def critical_mass(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim critical-mass",
+                     description="Smallest committed minority that flips each convention of a pair.")
+    parser.add_argument("scenario", help="a naming-game scenario file with two names (e.g. scenarios/critical_mass_search.py)")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the search (finished runs are reused)")
+    parser.add_argument("--majority", default=None, help="the convention to overturn first (default: the file's majority_name)")
+    parser.add_argument("--alternative", default=None)
+    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
+    parser.add_argument("--share", type=float, default=1.0, help="share of runs that must flip (default 1)")
+    parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
+    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    options = parser.parse_args(argv)
+    from ..games.naming import NamingGame
+    from .critical_mass import CriticalMassSearch, search_both
+
+    scenario, module = load_scenario(options.scenario)
+    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    if not isinstance(scenario, NamingGame) or len(scenario.params.names) != 2:
+        raise UserError("critical-mass needs a naming-game scenario with two names (names=(\"Q\", \"M\"))")
+    names = scenario.params.names
+    majority = options.majority or scenario.params.majority_name or names[-1]
+    alternative = options.alternative or next(name for name in names if name != majority)
+    spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
+                              runs=options.runs or int(getattr(module, "RUNS", 10)), required_share=options.share,
+                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed)
+    for result in search_both(spec, options.out):
+        found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
+        tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))
+        print(f"against {result.majority} (committed say {result.alternative}): critical mass {found}; flips by size {tried}")
+    return 0
+
+
+@_command("unbiased-pool")
+def unbiased_pool(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim unbiased-pool",
+                     description="Random six-character pools until one's first choices are within a JS distance of uniform.")
+    parser.add_argument("--scenario", default=None, help="a naming-game scenario file for the prompt and sampling (default: the paper's)")
+    parser.add_argument("--pool-size", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--threshold", type=float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
+    parser.add_argument("--tries", type=int, default=20)
+    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="save the tries here for the report")
+    options = parser.parse_args(argv)
+    from ..games.naming import NamingGame
+    from .bias import PoolSearch, find_unbiased_pool
+    from .recorded import save_artifact
+
+    scenario = load_scenario(options.scenario)[0] if options.scenario else NamingGame()
+    if not isinstance(scenario, NamingGame):
+        raise UserError("--scenario must hold a naming-game scenario")
+    search = PoolSearch(pool_size=options.pool_size, samples=options.samples, threshold=options.threshold,
+                        max_tries=options.tries, seed=options.seed, backend=options.backend)
+    result = find_unbiased_pool(search, scenario)
+    for entry in result.tries:
+        print(f"{' '.join(entry['pool'])}: counts {entry['counts']}, JS distance {entry['js_distance']:.4g}{' kept' if entry['kept'] else ''}")
+    if options.out is not None:
+        save_artifact(options.out, "unbiased_pool", result.as_dict() | {"backend": options.backend, "threshold": options.threshold,
+                                                                        "samples": options.samples})
+    if result.pool is None:
+        print(f"no pool within {options.threshold} in {options.tries} tries; raise --samples or --tries", file=sys.stderr)
+        return 1
+    print(f"pool: {','.join(result.pool)}  (use --set names={','.join(result.pool)})")
+    return 0
+
+
+@_command("comprehension")
+def comprehension(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
+    parser.add_argument("directory", help="the output directory of a naming-game run")
+    parser.add_argument("--agents", type=int, default=8)
+    parser.add_argument("--run", type=int, default=1)
+    parser.add_argument("--max-states", type=int, default=200)
+    parser.add_argument("--backend", default="", help="default: the backend the run used")
+    parser.add_argument("--seed", type=int, default=0)
+    options = parser.parse_args(argv)
+    from .comprehension import ComprehensionCheck, check
+
+    document = check(_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
+                                                                       max_states=options.max_states,
+                                                                       backend=options.backend, seed=options.seed))
+    for entry in document["accuracy"]:
+        print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
+              f"({entry['correct']}/{entry['asked']})")
+    return 0

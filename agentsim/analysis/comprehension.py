@@ -1,0 +1,129 @@
+"""Comprehension checks (Fig. S1): Table S7's questions asked at recorded states of a real run.
+
+Agents are drawn (seeded) from one recorded run; at every decision they took, the prompt they
+saw is rebuilt from the store and each question that state allows is asked of the backend,
+concurrently; replies are scored against the true game state. The result is each question's
+accuracy with a Wilson interval, saved beside the run for the report, and every question and
+reply as CSV.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..games.comprehension import QUESTIONS, ComprehensionStandIn, question_messages, questions_for, score
+from ..games.naming import NamingGame
+from ..llm.base import LanguageModel, Request, Sampling
+from ..llm.specs import build_backend
+from ..llm.standin import StandInModel
+from ..prompts import PromptTemplate
+from ..seeding import derive_seed
+from .recorded import ANALYSIS_DIR, RecordedExperiment, save_artifact
+from .stats import proportion_interval
+
+ARTIFACT = "comprehension"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComprehensionCheck:
+    agents: int = 8  # the paper: 8 agents of one run (5 for Llama-3-70B-Instruct)
+    run: int = 1
+    max_states: int = 200  # at most this many recorded decisions are questioned
+    backend: str = ""  # empty: the backend the run used
+    seed: int = 0
+    concurrency: int = 16
+    max_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        from ..params import require
+
+        require(self.agents >= 1, f"agents must be at least 1 (got {self.agents})")
+        require(self.max_states >= 1, f"max_states must be at least 1 (got {self.max_states})")
+        require(self.concurrency >= 1, f"concurrency must be at least 1 (got {self.concurrency})")
+
+
+def comprehension_backend(spec: str, scenario: NamingGame) -> LanguageModel:
+    """The stand-in answers with the comprehension rule; any other spec is built as usual."""
+    if spec == "stand-in":
+        templates = [scenario.template] + [PromptTemplate.load("naming", variant)
+                                           for variant in ("standard", "narrative", "bullet") if variant != scenario.template.name]
+        return StandInModel([ComprehensionStandIn(templates)])
+    return build_backend(spec, scenario)
+
+
+def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck()) -> dict[str, Any]:
+    """Question agents of a recorded run; save and return per-question accuracy."""
+    experiment = RecordedExperiment(Path(directory))
+    try:
+        scenario = experiment.scenario
+        if not isinstance(scenario, NamingGame):
+            raise UserError(f"{directory} holds no naming-game run to question; give the directory of a naming-game run")
+        choices = [choice for choice in experiment.choices() if choice.run == check.run]
+        if not choices:
+            raise UserError(f"{directory} holds no finished run {check.run} with LLM decisions; pick another --run")
+    finally:
+        experiment.close()
+    rng = random.Random(check.seed)
+    agents = sorted({choice.agent for choice in choices})
+    chosen = set(rng.sample(agents, min(check.agents, len(agents))))
+    states = [choice for choice in choices if choice.agent in chosen][: check.max_states]
+    params = scenario.params
+    asked = []
+    for choice in states:
+        game_messages = scenario.messages(choice)
+        for question in questions_for(choice.options, choice.memory, success_payoff=params.success_payoff,
+                                      failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
+            asked.append((choice, question, question_messages(game_messages, question)))
+    backend_spec = check.backend or experiment.backend or "stand-in"
+    replies = asyncio.run(_ask(comprehension_backend(backend_spec, scenario), asked, check))
+    rows = []
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for (choice, question, _), reply in zip(asked, replies):
+        correct = reply is not None and score(question, reply, choice.options)
+        tally[question.kind][0] += correct
+        tally[question.kind][1] += 1
+        rows.append({"run": choice.run, "t": choice.t, "agent": choice.agent, "kind": question.kind,
+                     "question": question.text, "truth": question.truth, "reply": reply, "correct": int(correct)})
+    accuracy = []
+    for kind in QUESTIONS:
+        if kind in tally:
+            correct, total = tally[kind]
+            low, high = proportion_interval(correct, total)
+            accuracy.append({"question": kind, "group": QUESTIONS[kind][1], "correct": correct, "asked": total,
+                             "accuracy": correct / total, "ci_low": low, "ci_high": high})
+    document = {"backend": backend_spec, "run": check.run, "agents": sorted(chosen), "states": len(states),
+                "questions": len(asked), "accuracy": accuracy}
+    save_artifact(directory, ARTIFACT, document)
+    with (Path(directory) / ANALYSIS_DIR / "comprehension_questions.csv").open("w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]) if rows else ["kind"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return document
+
+
+async def _ask(backend: LanguageModel, asked: list[tuple[Any, Any, Any]], check: ComprehensionCheck) -> list[str | None]:
+    limit = asyncio.Semaphore(check.concurrency)
+    sampling = Sampling(temperature=0.0, max_tokens=check.max_tokens)
+
+    async def one(index: int, messages: Any) -> str | None:
+        async with limit:
+            from ..errors import BackendError
+
+            try:
+                completion = await backend.complete(Request(messages=messages, sampling=sampling,
+                                                            seed=derive_seed(check.seed, index)))
+            except BackendError:
+                return None
+            return completion.text
+
+    try:
+        return list(await asyncio.gather(*(one(index, messages) for index, (_, _, messages) in enumerate(asked))))
+    finally:
+        await backend.aclose()

@@ -1,0 +1,159 @@
+"""Critical mass search (Flint Ashery et al. 2025, Fig. 3, Table S3).
+
+For a population in consensus on `majority` (every memory holds H successful plays of it), the
+critical mass is the smallest committed minority, always saying `alternative`, that flips the
+convention (the alternative reaches 95% of the other agents' productions over the last 3N
+interactions) within `max_rounds` population rounds in at least `required_share` of `runs`.
+
+Flipping is taken to be monotone in the minority's size, so the search is a bisection over
+sizes 1..N-1. Each size tried is an ordinary experiment in its own sub-directory
+(`<majority>_to_<alternative>/committed_NNN`): a search run again, or widened to more runs,
+reuses every finished run and only runs what is missing. `search_both` measures both
+conventions of a pair: a stronger convention needs a larger minority to be overturned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..games.naming import NamingGame
+from ..params import require
+from ..runner import Experiment, ExperimentConfig
+from ..store import Store
+from .recorded import RecordedExperiment, save_artifact
+
+ARTIFACT = "critical_mass"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CriticalMassSearch:
+    """What to search: the scenario (N, H, names, the stand-in's rule...) and the criterion."""
+
+    scenario: NamingGame
+    majority: str
+    alternative: str
+    runs: int = 10
+    required_share: float = 1.0
+    max_rounds: int = 30
+    backend: str = "stand-in"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        names = self.scenario.params.names
+        require(len(names) >= 2, "the critical-mass search needs a scenario with a fixed name pool (names=...)")
+        require(self.majority in names and self.alternative in names and self.majority != self.alternative,
+                f"majority and alternative must be two different names of the pool {', '.join(names)}")
+        require(self.runs >= 1, f"runs must be at least 1 (got {self.runs})")
+        require(0 < self.required_share <= 1, f"required_share must be in (0, 1] (got {self.required_share})")
+        require(self.max_rounds >= 1, f"max_rounds must be at least 1 (got {self.max_rounds})")
+
+    @property
+    def agents(self) -> int:
+        return self.scenario.params.agents
+
+    def scenario_for(self, committed: int) -> NamingGame:
+        return self.scenario.with_params(committed=committed, committed_fraction=0.0, committed_mode="replace",
+                                         majority_name=self.majority, committed_name=self.alternative,
+                                         stop_at="flip", max_rounds=self.max_rounds)
+
+    def directory(self, root: Path, committed: int) -> Path:
+        return root / f"{self.majority}_to_{self.alternative}" / f"committed_{committed:03d}"
+
+
+@dataclass
+class CriticalMass:
+    majority: str
+    alternative: str
+    agents: int
+    runs: int
+    required_share: float
+    max_rounds: int
+    critical_mass: int | None
+    tried: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def fraction(self) -> float | None:
+        return None if self.critical_mass is None else self.critical_mass / self.agents
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"majority": self.majority, "alternative": self.alternative, "agents": self.agents, "runs": self.runs,
+                "required_share": self.required_share, "max_rounds": self.max_rounds,
+                "critical_mass": self.critical_mass, "fraction": self.fraction,
+                "tried": {str(size): value for size, value in sorted(self.tried.items())}}
+
+
+class _Quiet:
+    def start(self, experiment: dict[str, Any]) -> None: ...
+    def update(self, runs: list[Any], *, final: bool = False) -> None: ...
+    def stop(self) -> None: ...
+
+
+def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
+    """Run (or reuse) `search.runs` runs with `committed` agents; how many flipped in time."""
+    directory = search.directory(root, committed)
+    config = ExperimentConfig(scenario=search.scenario_for(committed), out=directory, backend=search.backend,
+                              runs=search.runs, seed=search.seed, resume=Store.exists(directory),
+                              checkpoint_seconds=5.0)
+    experiment = Experiment(config, _Quiet())
+    experiment.open()
+    summaries = asyncio.run(experiment.run())
+    flips = sum(1 for summary in summaries if summary.get("flip"))
+    rounds = [summary["flip_round"] for summary in summaries if summary.get("flip")]
+    return {"runs": len(summaries), "flips": flips, "share": flips / len(summaries) if summaries else 0.0,
+            "flip_rounds": rounds, "directory": str(directory.relative_to(root))}
+
+
+def search(search: CriticalMassSearch, root: Path | str) -> CriticalMass:
+    """Bisect for the smallest committed minority that flips the convention."""
+    root = Path(root)
+    result = CriticalMass(search.majority, search.alternative, search.agents, search.runs, search.required_share,
+                          search.max_rounds, None)
+
+    def enough(size: int) -> bool:
+        if size not in result.tried:
+            result.tried[size] = flips_at(search, root, size)
+        return result.tried[size]["share"] >= search.required_share
+
+    low, high = 1, search.agents - 1
+    if not enough(high):
+        return result
+    while low < high:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle + 1
+    result.critical_mass = high
+    return result
+
+
+def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[CriticalMass]:
+    """The critical mass against each convention of the pair, saved for the report."""
+    root = Path(root)
+    reverse = CriticalMassSearch(scenario=search_spec.scenario, majority=search_spec.alternative,
+                                 alternative=search_spec.majority, runs=search_spec.runs,
+                                 required_share=search_spec.required_share, max_rounds=search_spec.max_rounds,
+                                 backend=search_spec.backend, seed=search_spec.seed)
+    results = [search(search_spec, root), search(reverse, root)]
+    save_artifact(root, ARTIFACT, {"backend": search_spec.backend, "results": [result.as_dict() for result in results]})
+    return results
+
+
+def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[str, str], dict[int, RecordedExperiment]]:
+    """Experiments with a committed minority starting from consensus, by (majority, alternative)
+    and committed count: the lines of Fig. 3A."""
+    grouped: dict[tuple[str, str], dict[int, RecordedExperiment]] = {}
+    for experiment in experiments:
+        scenario = experiment.scenario
+        if not isinstance(scenario, NamingGame) or not experiment.runs:
+            continue
+        params = scenario.params
+        count = params.committed_count()
+        majority = params.majority_name
+        if not count or majority is None:
+            continue
+        grouped.setdefault((majority, scenario.committed_name()), {})[count] = experiment
+    return grouped

@@ -1,0 +1,465 @@
+"""The naming game's report sections (Flint Ashery et al. 2025): each applies when the
+directory holds what it needs, and writes the figure or table the paper shows."""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ..games.naming_probes import StrategyProbe
+from .bias import backend_label, collective_bias, individual_bias, is_free_run, pool_key
+from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
+from .comprehension import ARTIFACT as COMPREHENSION
+from .recorded import RecordedExperiment
+from .report import ReportContext, register_section
+from .stats import proportion_interval
+from .strategies import State, StrategyTable, state_frequencies, state_label, strategy_table
+
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
+MAX_PANELS = 4
+
+
+def _free(context: ReportContext) -> list[RecordedExperiment]:
+    return [experiment for experiment in context.experiments if is_free_run(experiment) and experiment.round_stats]
+
+
+def _label(experiment: RecordedExperiment) -> str:
+    params = experiment.params
+    return f"{backend_label(experiment)} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
+
+
+THEORY_RUNS = 1000
+
+
+def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int = THEORY_RUNS, seed: int = 0) -> np.ndarray | None:
+    """The minimal naming game's success rate per population round (the dashed line of Fig.
+    1A), from the theory module when it is installed; None otherwise."""
+    try:
+        from ..games.minimal_naming import success_curve  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
+               "pool_size": pool_size, "runs": runs, "seed": seed}
+    parameters = inspect.signature(success_curve).parameters
+    try:
+        curve = np.asarray(success_curve(**{key: value for key, value in offered.items() if key in parameters}), dtype=float)
+    except Exception:  # noqa: BLE001 - a theory module with another signature: draw no line
+        return None
+    return curve[:rounds] if curve.ndim == 1 and curve.size else None
+
+
+# --- Fig. 1A ---------------------------------------------------------------------------------------
+@register_section("emergence", "Spontaneous emergence of conventions (Fig. 1A)", order=10,
+                  applies=lambda context: bool(_free(context)))
+def emergence(context: ReportContext) -> None:
+    figure, axes = context.figure()
+    axis = axes[0][0]
+    rows: list[list[Any]] = []
+    theory_drawn = False
+    for index, experiment in enumerate(_free(context)):
+        colour = COLOURS[index % len(COLOURS)]
+        matrix = experiment.success_matrix()
+        rounds = np.arange(1, matrix.shape[1] + 1)
+        counts = np.sum(~np.isnan(matrix), axis=0)
+        mean = np.nanmean(matrix, axis=0)
+        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        for run_rates in matrix[:5]:
+            axis.plot(rounds, run_rates, color=colour, linewidth=0.6, alpha=0.35)
+        axis.plot(rounds, mean, color=colour, linewidth=2.2, label=_label(experiment))
+        params = experiment.params
+        theory = theory_success_curve(int(params.get("agents", 24)), len(experiment.names), len(rounds))
+        if theory is not None:
+            several = len(_free(context)) > 1
+            axis.plot(np.arange(1, theory.size + 1), theory, color=colour if several else "black", linestyle="--",
+                      linewidth=1.4, label=f"minimal naming game, W={len(experiment.names)} (theory, {THEORY_RUNS} runs)")
+            theory_drawn = True
+        for position, round_ in enumerate(rounds):
+            rows.append([experiment.directory.name, experiment.backend, params.get("agents"), len(experiment.names),
+                         int(round_), mean[position], sem[position], int(counts[position]),
+                         None if theory is None or position >= theory.size else theory[position]])
+    if not theory_drawn:
+        context.note("The theory line (minimal naming game) is not drawn: agentsim.games.minimal_naming is not installed.")
+    axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate")
+    axis.legend(fontsize=7, loc="lower right")
+    context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
+                       ["experiment", "backend", "agents", "pool_size", "round", "mean_success", "sem", "runs", "theory_success"],
+                       rows, "Thick: mean over runs (a converged run keeps its last rate); thin: up to five runs; "
+                             "dashed: the minimal naming game.")
+
+
+# --- Fig. 1B ---------------------------------------------------------------------------------------
+@register_section("competition", "Name competition in one run (Fig. 1B)", order=20,
+                  applies=lambda context: bool(_free(context)))
+def competition(context: ReportContext) -> None:
+    experiment = _free(context)[0]
+    run = experiment.runs[0]["run"]
+    productions = experiment.productions(run)
+    names = list(experiment.names)
+    shares = np.array([[round_.get(name, 0) / max(1, sum(round_.values())) for name in names] for round_ in productions])
+    totals = np.array([max(1, sum(round_.values())) for round_ in productions])
+    figure, axes = context.figure()
+    axis = axes[0][0]
+    rounds = np.arange(1, len(productions) + 1)
+    markers = "os^vD<>pxh"
+    for index, name in enumerate(names):
+        if shares.size and shares[:, index].max() >= 0.05:
+            error = np.sqrt(shares[:, index] * (1 - shares[:, index]) / totals)
+            axis.errorbar(rounds, shares[:, index], yerr=error, marker=markers[index % len(markers)], markersize=3,
+                          linewidth=1, capsize=1.5, color=COLOURS[index % len(COLOURS)], label=name)
+    axis.set(xlabel="population round", ylabel="share of productions", ylim=(0, 1.02),
+             title=f"{experiment.backend}, run {run}")
+    axis.legend(fontsize=7, ncol=2)
+    rows = [[int(round_), *[float(value) for value in shares[position]]] for position, round_ in enumerate(rounds)]
+    context.add_figure("fig1b_name_competition", "Name competition in one run", figure, ["round", *names], rows,
+                       "Each name's share of the productions per population round; bars: binomial standard error.")
+
+
+# --- Fig. 2A ---------------------------------------------------------------------------------------
+@register_section("consensus", "Distribution of consensus names (Fig. 2A)", order=30,
+                  applies=lambda context: bool(collective_bias(context.experiments)))
+def consensus(context: ReportContext) -> None:
+    groups = list(collective_bias(context.experiments).items())[:MAX_PANELS]
+    figure, axes = context.figure(width=6.4, height=2.6 * len(groups), nrows=len(groups))
+    rows = []
+    for index, ((backend, _pool), tally) in enumerate(groups):
+        axis = axes[index][0]
+        runs = sum(tally.values())
+        names = sorted(tally, key=lambda name: (-tally[name], name))
+        labels = [name or "(none)" for name in names]
+        axis.bar(labels, [tally[name] / runs for name in names], color=COLOURS[index % len(COLOURS)])
+        axis.set(ylabel="share of runs", ylim=(0, 1), title=f"{backend}: {runs} runs")
+        for name in names:
+            rows.append([backend, name or "(none)", tally[name], runs, tally[name] / runs])
+    context.add_figure("fig2a_consensus_names", "Consensus names over runs", figure,
+                       ["backend", "name", "runs_with_consensus", "runs", "share"], rows,
+                       "The name each run converged on; (none): no consensus within the run's rounds.")
+
+
+# --- Fig. 2B, S4, S5, Table S1, S2 --------------------------------------------------------------------
+@register_section("bias", "Individual against collective bias (Fig. 2B, Tables S1-S2)", order=40,
+                  applies=lambda context: bool(individual_bias(context.experiments)))
+def bias(context: ReportContext) -> None:
+    tests = individual_bias(context.experiments)
+    collective = collective_bias(context.experiments)
+    table = []
+    for (backend, pool), test in tests.items():
+        table.append([backend, " ".join(pool), test.samples, test.test, test.statistic, test.p_value, test.js_distance,
+                      "yes" if test.biased else "no", " ".join(f"{name}:{count}" for name, count in zip(test.names, test.counts))])
+    context.add_table("table_s1_individual_bias", "Individual bias: first choices with an empty memory",
+                      ["backend", "pool", "samples", "test", "statistic", "p_value", "js_distance_base2", "biased_at_5pct", "counts"],
+                      table, "Exact two-sided binomial test against 1/2 for two names, chi-square against uniform for more; "
+                             "Jensen-Shannon distance from uniform in bits (base 2).")
+    groups = list(tests.items())[:MAX_PANELS]
+    figure, axes = context.figure(width=8, height=2.8 * len(groups), ncols=2, nrows=len(groups))
+    rows = []
+    for index, (key, test) in enumerate(groups):
+        names = list(test.names)
+        left, right = axes[index][0], axes[index][1]
+        shares = [test.shares[name] for name in names]
+        intervals = [proportion_interval(count, test.samples) for count in test.counts]
+        errors = np.array([[share - low for share, (low, _) in zip(shares, intervals)],
+                           [high - share for share, (_, high) in zip(shares, intervals)]])
+        left.bar(names, shares, yerr=errors, capsize=3, color=COLOURS[0])
+        left.axhline(1 / len(names), color="grey", linestyle=":", linewidth=1)
+        star = "" if test.biased else " *"
+        left.set(ylim=(0, 1), ylabel="probability", title=f"individual{star} ({test.test} p={test.p_value:.3g}, n={test.samples})")
+        left.annotate(key[0], xy=(0, 1.16), xycoords="axes fraction", fontsize=8, fontweight="bold")
+        left.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
+        tally = collective.get(key)
+        runs = sum(tally.values()) if tally else 0
+        collective_shares = [tally.get(name, 0) / runs if runs else 0.0 for name in names]
+        for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
+            rows.append([key[0], name, share, low, high, test.samples, shared if runs else None, runs])
+        if not runs:
+            right.set_axis_off()
+            right.text(0.5, 0.5, "no free runs with this pool", ha="center", va="center", transform=right.transAxes)
+            continue
+        right.bar(names, collective_shares, color=COLOURS[1])
+        right.set(ylim=(0, 1), ylabel="share of runs", title=f"collective ({runs} runs)" if runs else "collective (no free runs)")
+        right.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
+    context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
+                       ["backend", "name", "individual_share", "ci_low", "ci_high", "samples", "consensus_share", "runs"],
+                       rows, "Left: first-choice probabilities with 95% Wilson intervals (* not significantly biased at 5%). "
+                             "Right: share of runs reaching consensus on each name.")
+
+
+@register_section("unbiased_pool", "Random-string pools (Fig. S11, S12 set-up)", order=45,
+                  applies=lambda context: "unbiased_pool" in context.artifacts)
+def unbiased_pool(context: ReportContext) -> None:
+    rows = []
+    for path, document in context.artifacts["unbiased_pool"]:
+        for attempt, entry in enumerate(document.get("tries", []), start=1):
+            rows.append([document.get("backend", ""), attempt, " ".join(entry["pool"]), " ".join(map(str, entry["counts"])),
+                         entry["js_distance"], document.get("threshold"), "kept" if entry["kept"] else ""])
+    context.add_table("table_unbiased_pools", "Random-string pools tried", ["backend", "try", "pool", "first_choice_counts",
+                      "js_distance_base2", "threshold", "kept"], rows,
+                      "Pools of six letters and digits kept when their first choices lie within the threshold of uniform.")
+
+
+# --- Fig. 3, Table S3 ------------------------------------------------------------------------------
+def _critical_masses(context: ReportContext) -> dict[tuple[str, str], dict[str, Any]]:
+    found = {}
+    for _path, document in context.artifacts.get(CRITICAL_MASS, []):
+        for result in document.get("results", []):
+            found[(result["majority"], result["alternative"])] = result | {"backend": document.get("backend", "")}
+    return found
+
+
+@register_section("critical_mass", "Committed minorities and critical mass (Fig. 3, Table S3)", order=50,
+                  applies=lambda context: bool(committed_experiments(context.experiments)) or CRITICAL_MASS in context.artifacts)
+def critical_mass(context: ReportContext) -> None:
+    grouped = committed_experiments(context.experiments)
+    masses = _critical_masses(context)
+    if grouped:
+        directions = sorted(grouped)[:MAX_PANELS]
+        figure, axes = context.figure(width=6.8, height=3.0 * len(directions), nrows=len(directions))
+        rows = []
+        for index, direction in enumerate(directions):
+            axis = axes[index][0]
+            sizes = sorted(grouped[direction])
+            critical = masses.get(direction, {}).get("critical_mass")
+            colours = matplotlib_colours(len(sizes))
+            for colour, size in zip(colours, sizes):
+                experiment = grouped[direction][size]
+                matrix = experiment.alternative_share_matrix()
+                if not matrix.size:
+                    continue
+                mean = np.nanmean(matrix, axis=0)
+                rounds = np.arange(1, mean.size + 1)
+                flipped = [bool(summary.get("flip")) for summary in experiment.summaries()]
+                bold = critical is not None and size == critical
+                axis.plot(rounds, mean, color=colour, linewidth=2.6 if bold else 1.0, alpha=1.0 if bold or critical is None else 0.6,
+                          marker="o" if flipped and all(flipped) else None, markersize=2.5,
+                          label=f"CM={size}" + (" (critical)" if bold else ""))
+                for position, round_ in enumerate(rounds):
+                    rows.append([direction[0], direction[1], size, int(round_), mean[position], matrix.shape[0],
+                                 sum(flipped), int(bold)])
+            axis.set(xlabel="population round", ylabel=f"P({direction[1]}) among others", ylim=(0, 1.02),
+                     title=f"consensus on {direction[0]}, committed minority says {direction[1]}")
+            axis.legend(fontsize=6, ncol=3)
+        context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
+                           ["majority", "alternative", "committed", "round", "mean_alternative_share", "runs", "runs_flipped",
+                            "is_critical_mass"], rows,
+                           "Mean share of the committed minority's name among the other agents' productions; bold: the "
+                           "critical mass; dots: every run flipped (95% over the last 3N interactions).")
+    if masses:
+        results = list(masses.values())
+        figure, axes = context.figure(width=5.2, height=3.4)
+        axis = axes[0][0]
+        labels = [f"against {result['majority']}" for result in results]
+        values = [result["fraction"] if result["fraction"] is not None else np.nan for result in results]
+        axis.bar(labels, values, color=[COLOURS[index % len(COLOURS)] for index in range(len(results))])
+        for position, result in enumerate(results):
+            text = "none ≤ N-1" if result["critical_mass"] is None else f"{result['critical_mass']} of {result['agents']}"
+            axis.text(position, (values[position] if values[position] == values[position] else 0) + 0.02, text, ha="center", fontsize=8)
+        axis.set(ylabel="critical mass (fraction of N)", ylim=(0, 1), title="Critical mass to overturn each convention")
+        rows = [[result["backend"], result["majority"], result["alternative"], result["agents"], result["critical_mass"],
+                 result["fraction"], result["runs"], result["required_share"], result["max_rounds"]] for result in results]
+        columns = ["backend", "majority", "alternative", "agents", "critical_mass", "fraction", "runs", "required_share", "max_rounds"]
+        context.add_figure("fig3b_critical_mass", "Critical mass for each convention", figure, columns, rows,
+                           "Smallest committed minority flipping the convention within max_rounds population rounds in "
+                           "at least required_share of runs.")
+        context.add_table("table_s3_critical_mass", "Critical mass (Table S3)", columns, rows)
+
+
+def matplotlib_colours(count: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    return [cmap(value) for value in np.linspace(0.05, 0.9, max(count, 1))]
+
+
+# --- Table 1, Fig. S8-S10 ----------------------------------------------------------------------------
+def _table(context: ReportContext) -> StrategyTable | None:
+    cache = getattr(context, "_strategy_table", "unset")
+    if cache == "unset":
+        cache = strategy_table(context.experiments)
+        setattr(context, "_strategy_table", cache)
+    return cache  # type: ignore[return-value]
+
+
+def _sequences(names: tuple[str, ...], length: int) -> list[tuple[str, ...]]:
+    import itertools
+
+    return list(itertools.product(names, repeat=length))
+
+
+@register_section("strategies", "Strategies by memory configuration (Table 1, Fig. S8-S10)", order=60,
+                  applies=lambda context: any(e.scenario_name == StrategyProbe.name for e in context.experiments)
+                  and _table(context) is not None)
+def strategies(context: ReportContext) -> None:
+    table = _table(context)
+    assert table is not None
+    names = table.names
+    focus = names[-1]
+    groups = {pool_key(experiment) for experiment in context.experiments if experiment.scenario_name == StrategyProbe.name}
+    context.note(f"Strategies of {table.backend} on the pool {', '.join(names)}."
+                 + (f" {len(groups) - 1} other probe group(s) here are not shown; report their directories separately."
+                    if len(groups) > 1 else ""))
+    rows = table.rows(focus)
+    early = [row for row in rows if row["interaction"] <= 3]
+    if early:
+        context.add_table("table1_strategies", f"P({focus}) for each memory configuration, interactions 1-3 (Table 1)",
+                          list(early[0]), [list(row.values()) for row in early],
+                          "Memory: own,partner per past interaction, oldest first. p: exact where the backend or the stand-in "
+                          "gives probabilities, else sampled; CI: 95% Wilson interval of the sampled share.")
+        tests = [test for length in sorted({len(state) for state in table.states}) if length <= 2
+                 for test in [table.interaction_bias(focus, length)] if test]
+        if tests:
+            context.add_table("table1_interaction_bias", "Interaction-level bias (Table 1 caption)", list(tests[0]),
+                              [list(test.values()) for test in tests],
+                              "All configurations of an interaction pooled (equally weighted); exact binomial test against 1/2.")
+    lengths = sorted({len(state) for state in table.states if state})
+    if not lengths:
+        return
+    panels = lengths[-MAX_PANELS:]
+    figure, axes = context.figure(width=4.2 * len(panels), height=4.0, ncols=len(panels))
+    heat_rows = []
+    image = None
+    for index, length in enumerate(panels):
+        axis = axes[0][index]
+        grid, own_sequences, partner_sequences = _grid(table, focus, length)
+        image = axis.imshow(grid, vmin=0, vmax=1, cmap="coolwarm", origin="upper", aspect="auto")
+        _ticks(axis, own_sequences, partner_sequences)
+        axis.set(title=f"H={length}: P({focus})", xlabel="partner's names (oldest first)", ylabel="own names (oldest first)")
+        for row_index, own in enumerate(own_sequences):
+            for column_index, partner in enumerate(partner_sequences):
+                heat_rows.append([length, "".join(own), "".join(partner), grid[row_index, column_index]])
+    if image is not None:
+        figure.colorbar(image, ax=[axes[0][index] for index in range(len(panels))], shrink=0.8)
+    context.add_figure("figs8_strategy_heatmaps", "Strategy across memory states (Fig. S8)", figure,
+                       ["memory_length", "own_sequence", "partner_sequence", f"p_{focus}"], heat_rows,
+                       f"Each tile: a memory state (own names down, partner's names across); colour: P({focus}).")
+    _weighted(context, table, focus, lengths[-1])
+
+
+def _grid(table: StrategyTable, focus: str, length: int) -> tuple[np.ndarray, list[tuple[str, ...]], list[tuple[str, ...]]]:
+    own_sequences = _sequences(table.names, length)
+    partner_sequences = _sequences(table.names, length)
+    grid = np.full((len(own_sequences), len(partner_sequences)), np.nan)
+    for row_index, own in enumerate(own_sequences):
+        for column_index, partner in enumerate(partner_sequences):
+            strategy = table.states.get(tuple(zip(own, partner)))
+            if strategy is not None:
+                grid[row_index, column_index] = strategy.probability(focus)
+    return grid, own_sequences, partner_sequences
+
+
+def _ticks(axis: Any, own_sequences: list[tuple[str, ...]], partner_sequences: list[tuple[str, ...]]) -> None:
+    if len(own_sequences) <= 16:
+        axis.set_yticks(range(len(own_sequences)), ["".join(sequence) for sequence in own_sequences], fontsize=6)
+        axis.set_xticks(range(len(partner_sequences)), ["".join(sequence) for sequence in partner_sequences], fontsize=6,
+                        rotation=90)
+    else:
+        axis.set_xticks([])
+        axis.set_yticks([])
+
+
+def _weighted(context: ReportContext, table: StrategyTable, focus: str, length: int) -> None:
+    """Fig. S9 / S10: the same grid, circles sized by how often real runs visited each state."""
+    real = [experiment for experiment in context.experiments
+            if experiment.scenario_name not in (StrategyProbe.name, "individual_bias")
+            and tuple(sorted(experiment.names)) == tuple(sorted(table.names))]
+    frequencies: Counter[State] = Counter()
+    contributing = 0
+    for experiment in real:
+        found = state_frequencies([experiment], length=length)
+        if found:
+            frequencies.update(found)
+            contributing += len(experiment.runs)
+    if not frequencies:
+        return
+    grid, own_sequences, partner_sequences = _grid(table, focus, length)
+    total = sum(frequencies.values())
+    xs, ys, sizes, colours, rows = [], [], [], [], []
+    for row_index, own in enumerate(own_sequences):
+        for column_index, partner in enumerate(partner_sequences):
+            state = tuple(zip(own, partner))
+            count = frequencies.get(state, 0)
+            if count:
+                xs.append(column_index)
+                ys.append(row_index)
+                sizes.append(20 + 600 * count / max(frequencies.values()))
+                colours.append(grid[row_index, column_index])
+                rows.append([length, state_label(state), count, count / total, grid[row_index, column_index]])
+    figure, axes = context.figure(width=5.4, height=4.6)
+    axis = axes[0][0]
+    scatter = axis.scatter(xs, ys, s=sizes, c=colours, cmap="coolwarm", vmin=0, vmax=1, edgecolors="black", linewidths=0.3)
+    axis.set(xlim=(-0.5, len(partner_sequences) - 0.5), ylim=(len(own_sequences) - 0.5, -0.5),
+             title=f"States visited in {contributing} real runs (memory of {length})",
+             xlabel="partner's names (oldest first)", ylabel="own names (oldest first)")
+    _ticks(axis, own_sequences, partner_sequences)
+    figure.colorbar(scatter, ax=axis, shrink=0.8, label=f"P({focus})")
+    context.add_figure("figs9_weighted_strategies", "Strategies weighted by how often runs visit each state (Fig. S9, S10)",
+                       figure, ["memory_length", "memory", "visits", "share_of_visits", f"p_{focus}"], rows,
+                       "Circle size: how often an agent decided from the state in real runs; colour: the strategy.")
+
+
+# --- Fig. S1 ---------------------------------------------------------------------------------------
+@register_section("comprehension", "Prompt comprehension (Fig. S1, Table S7)", order=70,
+                  applies=lambda context: COMPREHENSION in context.artifacts)
+def comprehension(context: ReportContext) -> None:
+    rows = []
+    for path, document in context.artifacts[COMPREHENSION]:
+        for entry in document.get("accuracy", []):
+            rows.append([document.get("backend", ""), str(path.parent.parent.name), entry["question"], entry["group"],
+                         entry["correct"], entry["asked"], entry["accuracy"], entry["ci_low"], entry["ci_high"]])
+    figure, axes = context.figure(width=7, height=3.6)
+    axis = axes[0][0]
+    groups = sorted({(row[0], row[1]) for row in rows})
+    width = 0.8 / max(1, len(groups))
+    questions = list(dict.fromkeys(row[2] for row in rows))
+    for index, group in enumerate(groups):
+        chosen = {row[2]: row for row in rows if (row[0], row[1]) == group}
+        positions = np.arange(len(questions)) + index * width
+        values = [chosen[question][6] if question in chosen else np.nan for question in questions]
+        low = [chosen[question][6] - chosen[question][7] if question in chosen else 0 for question in questions]
+        high = [chosen[question][8] - chosen[question][6] if question in chosen else 0 for question in questions]
+        axis.bar(positions, values, width=width, yerr=[low, high], capsize=2, color=COLOURS[index % len(COLOURS)],
+                 label=f"{group[0]} ({group[1]})")
+    axis.set_xticks(np.arange(len(questions)) + 0.4 - width / 2, questions, rotation=30, ha="right", fontsize=8)
+    axis.set(ylim=(0, 1.05), ylabel="accuracy", title="Comprehension questions at recorded states")
+    axis.axhline(0.8, color="grey", linestyle=":", linewidth=1)
+    axis.legend(fontsize=7)
+    context.add_figure("figs1_comprehension", "Accuracy on the comprehension questions", figure,
+                       ["backend", "experiment", "question", "group", "correct", "asked", "accuracy", "ci_low", "ci_high"],
+                       rows, "Table S7's questions asked at each decision of agents of a recorded run; bars: 95% Wilson intervals.")
+
+
+# --- usage -----------------------------------------------------------------------------------------
+def _usage_rows(context: ReportContext) -> list[list[Any]]:
+    rows = []
+    for experiment in context.experiments:
+        for entry in experiment.usage_by_model():
+            rows.append([experiment.directory.relative_to(context.root).as_posix() if experiment.directory != context.root else ".",
+                         experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
+                         entry["completion_tokens"], entry["errors"], entry["latency_p50_s"], entry["latency_p95_s"],
+                         entry["cost_usd"]])
+    return rows
+
+
+@register_section("usage", "LLM usage by model", order=90, applies=lambda context: bool(_usage_rows(context)))
+def usage(context: ReportContext) -> None:
+    rows = _usage_rows(context)
+    columns = ["experiment", "scenario", "model", "calls", "prompt_tokens", "completion_tokens", "errors",
+               "latency_p50_s", "latency_p95_s", "cost_usd"]
+    context.add_table("table_usage", "Calls, tokens, latency and cost by model", columns, rows,
+                      "From every recorded call; cost where the backend reported one.")
+    totals: dict[str, list[float]] = {}
+    for row in rows:
+        total = totals.setdefault(row[2], [0, 0, 0])
+        total[0] += row[3]
+        total[1] += row[4]
+        total[2] += row[5]
+    figure, axes = context.figure(width=7, height=3.0, ncols=2)
+    models = list(totals)
+    axes[0][0].bar(models, [totals[model][0] for model in models], color=COLOURS[0])
+    axes[0][0].set(title="calls", yscale="log")
+    axes[0][1].bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
+    axes[0][1].set(title="tokens (prompt + completion)", yscale="log")
+    context.add_figure("usage_by_model", "Calls and tokens by model", figure,
+                       ["model", "calls", "prompt_tokens", "completion_tokens"],
+                       [[model, *totals[model]] for model in models], "Summed over every experiment in the directory.")

@@ -1,0 +1,288 @@
+"""Reading finished runs back from an output directory's store, as plain data for analysis.
+
+An output directory holds one experiment (`agentsim.db`); a search (critical mass) holds one
+experiment per sub-directory. `find_experiments(root)` finds them all, and each
+`RecordedExperiment` answers the questions the analysis asks: success per population round,
+productions per round, consensus names, the choices agents made with a given memory, and
+LLM usage by model. Scenarios are rebuilt from the recorded parameters, so a call's compact
+context decodes back into the memory the agent saw.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UserError
+from ..store import DATABASE, Store
+
+ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections read
+
+
+def find_experiments(root: Path | str) -> list[RecordedExperiment]:
+    """Every experiment recorded under `root` (itself or any sub-directory), in path order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"'{root}' is not a directory; give the output directory of a run (e.g. results/naming_game/TIMESTAMP)")
+    paths = sorted({path.parent for path in root.rglob(DATABASE)})
+    return [RecordedExperiment(path) for path in paths]
+
+
+def read_artifacts(root: Path | str) -> dict[str, list[tuple[Path, Any]]]:
+    """Measurement outputs saved under `root` (`analysis/<kind>.json`), by kind."""
+    found: dict[str, list[tuple[Path, Any]]] = defaultdict(list)
+    for path in sorted(Path(root).rglob(f"{ANALYSIS_DIR}/*.json")):
+        found[path.stem].append((path, json.loads(path.read_text(encoding="utf-8"))))
+    return dict(found)
+
+
+def save_artifact(directory: Path | str, kind: str, document: Any) -> Path:
+    """Write a measurement's output where `read_artifacts` and the report find it."""
+    path = Path(directory) / ANALYSIS_DIR / f"{kind}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, default=_jsonable), encoding="utf-8")
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+@dataclass
+class Choice:
+    """One decision of an LLM (or rule) agent: the memory it saw and what it played."""
+
+    run: int
+    t: int
+    agent: int
+    memory: tuple[tuple[str | None, str | None, int], ...]
+    options: tuple[str, ...]
+    action: str | None
+    probabilities: dict[str, float] | None = None
+
+
+@dataclass
+class RecordedExperiment:
+    directory: Path
+    _store: Store | None = field(default=None, init=False, repr=False)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.directory)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @cached_property
+    def experiment(self) -> dict[str, Any]:
+        return self.store.experiment()
+
+    @property
+    def scenario_name(self) -> str:
+        return str(self.experiment.get("scenario", ""))
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.experiment.get("params") or {})
+
+    @property
+    def backend(self) -> str:
+        return str(self.experiment.get("backend", ""))
+
+    @cached_property
+    def runs(self) -> list[dict[str, Any]]:
+        return [row for row in self.store.runs() if row["status"] == "done"]
+
+    @cached_property
+    def scenario(self) -> Any:
+        """The scenario that ran, rebuilt from its recorded class and parameters (its name
+        pool drawn as it was), or None when its class cannot be imported any more."""
+        experiment = self.experiment
+        cls = _import_class(str(experiment.get("scenario_class", "")), str(experiment.get("scenario_file", "")))
+        if cls is None:
+            return None
+        params = {key: tuple(value) if isinstance(value, list) else value for key, value in self.params.items()}
+        known = cls.Params.field_names()
+        scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}))
+        return scenario.for_experiment(int(experiment.get("seed", 0)))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        scenario = self.scenario
+        if scenario is not None and hasattr(scenario, "names"):
+            return tuple(scenario.names)
+        return tuple(self.params.get("names") or ())
+
+    # --- per round -----------------------------------------------------------------------
+    @cached_property
+    def round_stats(self) -> dict[int, list[dict[str, Any]]]:
+        """Each finished run's per-round tallies, in round order."""
+        done = {row["run"] for row in self.runs}
+        stats: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for run, _round, text in self.store.rows("SELECT run, round, stats FROM rounds ORDER BY run, round"):
+            if run in done:
+                stats[run].append(json.loads(text))
+        return dict(stats)
+
+    def success_matrix(self) -> np.ndarray:
+        """Runs x rounds success rates. A run that stopped early (consensus) keeps its last
+        rate afterwards, as the paper's averages do for runs that have converged."""
+        return self._matrix("success_rate")
+
+    def alternative_share_matrix(self) -> np.ndarray:
+        """Runs x rounds share of the committed name among the other agents' productions."""
+        return self._matrix("alternative_share")
+
+    def _matrix(self, key: str) -> np.ndarray:
+        rows = [[entry.get(key) for entry in entries] for entries in self.round_stats.values()]
+        if not rows:
+            return np.zeros((0, 0))
+        width = max(len(row) for row in rows)
+        matrix = np.full((len(rows), width), np.nan)
+        for index, row in enumerate(rows):
+            values = [np.nan if value is None else float(value) for value in row]
+            matrix[index, : len(values)] = values
+            if values:
+                last = next((value for value in reversed(values) if not np.isnan(value)), np.nan)
+                matrix[index, len(values):] = last
+        return matrix
+
+    def productions(self, run: int) -> list[dict[str, int]]:
+        """One run's productions of each name per round."""
+        return [dict(entry.get("productions") or {}) for entry in self.round_stats.get(run, [])]
+
+    def consensus_names(self) -> list[str | None]:
+        return [row["summary"].get("consensus_name") for row in self.runs]
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [row["summary"] for row in self.runs]
+
+    # --- decisions ---------------------------------------------------------------------------
+    def first_choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> dict[str, int]:
+        """How often each name was played from an empty memory (a context that lists the
+        options only), counted in SQL: the individual-bias samples of any run."""
+        width = len(self.names)
+        if not width:
+            return {}
+        done = {row["run"] for row in self.runs}
+        marks = ",".join("?" * len(kinds))
+        counts: dict[str, int] = {}
+        for run, action, count in self.store.rows(
+                "SELECT d.run, m.action, COUNT(*) FROM decisions d "
+                "JOIN decisions m ON m.run = d.run AND m.t = d.t AND m.agent = d.agent AND m.payoff IS NOT NULL "
+                f"JOIN agents a ON a.run = d.run AND a.agent = d.agent AND a.kind IN ({marks}) "
+                "WHERE d.attempt = 0 AND length(d.context) = ? GROUP BY d.run, m.action", (*kinds, width)):
+            if run in done and action is not None:
+                counts[action] = counts.get(action, 0) + count
+        return counts
+
+    def choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> list[Choice]:
+        """Every decision of agents of `kinds`, with the memory and options it was made from
+        (decoded from the first attempt's context) and the action finally played (read once)."""
+        cached = self._choices.get(kinds)
+        if cached is None:
+            cached = self._choices[kinds] = list(self._read_choices(kinds))
+        return cached
+
+    @cached_property
+    def _choices(self) -> dict[tuple[str, ...], list[Choice]]:
+        return {}
+
+    def _read_choices(self, kinds: tuple[str, ...]) -> Iterator[Choice]:
+        scenario = self.scenario
+        if scenario is None or not hasattr(scenario, "decode"):
+            return
+        decoded: dict[str, Any] = {}
+        agent_kinds = {(run, agent): kind for run, agent, kind in self.store.rows("SELECT run, agent, kind FROM agents")}
+        done = {row["run"] for row in self.runs}
+        columns = "run, t, agent, attempt, context, action, payoff" + (", probabilities" if self._has_probabilities else "")
+        context: str | None = None
+        probabilities: str | None = None
+        for row in self.store.rows(f"SELECT {columns} FROM decisions ORDER BY run, t, agent, attempt"):
+            run, t, agent, attempt, row_context, action, payoff = row[:7]
+            if run not in done or agent_kinds.get((run, agent)) not in kinds:
+                continue
+            if attempt == 0:
+                context = row_context
+                probabilities = row[7] if len(row) > 7 else None
+            if payoff is None or not context:
+                continue
+            situation = decoded.get(context)
+            if situation is None:
+                situation = decoded[context] = scenario.decode(context)
+            yield Choice(run, t, agent, situation.memory, situation.options, action,
+                         json.loads(probabilities) if probabilities else None)
+
+    @cached_property
+    def _has_probabilities(self) -> bool:
+        return any(row[1] == "probabilities" for row in self.store.rows("PRAGMA table_info(decisions)"))
+
+    # --- usage -------------------------------------------------------------------------------
+    def usage_by_model(self) -> list[dict[str, Any]]:
+        """Calls, tokens, invalid replies and latency percentiles per model (from every
+        recorded call), with cost where the run summaries carry one."""
+        rows = self.store.rows(
+            "SELECT a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error FROM decisions d "
+            "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.reply IS NOT NULL OR d.error IS NOT NULL")
+        by_model: dict[str, dict[str, Any]] = {}
+        for model, prompt_tokens, completion_tokens, latency_us, error in rows:
+            entry = by_model.setdefault(model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
+                                                "latencies": []})
+            entry["calls"] += 1
+            entry["prompt_tokens"] += prompt_tokens or 0
+            entry["completion_tokens"] += completion_tokens or 0
+            entry["errors"] += error is not None
+            entry["latencies"].append((latency_us or 0) / 1e6)
+        costs: dict[str, float] = defaultdict(float)
+        for summary in self.summaries():
+            for label, usage in (summary.get("usage_by_backend") or {}).items():
+                for key in ("cost_usd", "cost"):
+                    if isinstance(usage.get(key), (int, float)):
+                        costs[label] += usage[key]
+        table = []
+        for model, entry in sorted(by_model.items()):
+            latencies = np.asarray(entry.pop("latencies"))
+            table.append({
+                "model": model, **entry,
+                "latency_p50_s": float(np.percentile(latencies, 50)) if latencies.size else 0.0,
+                "latency_p95_s": float(np.percentile(latencies, 95)) if latencies.size else 0.0,
+                "cost_usd": costs.get(model),
+            })
+        return table
+
+
+def _import_class(path: str, scenario_file: str) -> Any:
+    module_name, _, name = path.rpartition(".")
+    if not module_name:
+        return None
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        pass
+    if scenario_file and Path(scenario_file).is_file():
+        from ..cli import load_scenario
+
+        try:
+            scenario, module = load_scenario(scenario_file)
+        except UserError:
+            return None
+        return getattr(module, name, type(scenario))
+    return None

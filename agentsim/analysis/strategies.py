@@ -1,0 +1,159 @@
+"""Strategy tables: the probability of each choice for each memory configuration (Table 1,
+Fig. S8), and how often each configuration occurs in real runs (Fig. S9, S10).
+
+A strategy is measured three ways, best first:
+- exactly, from option probabilities a backend reported for the call (logprobs), stored with
+  the decision (`decisions.probabilities`), averaged over the calls from that state;
+- exactly, from the stand-in's rule (`NamingStandIn.probabilities`) when the stand-in ran;
+- by sampling: counts of each choice per configuration, with a Wilson interval.
+
+A memory configuration is the sequence of (own, partner) names in the agent's memory, oldest
+first; the payoffs follow from the names. Configurations are written `Q,M;M,M` (own,partner
+per interaction, `;` between interactions), the paper's `{1: Q,M; 2: M,M}`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..games.naming_probes import StrategyProbe
+from .recorded import RecordedExperiment
+from .stats import bias_test, proportion_interval
+
+State = tuple[tuple[str | None, str | None], ...]
+
+
+def state_of(memory: Iterable[tuple[Any, ...]]) -> State:
+    return tuple((entry[0], entry[1]) for entry in memory)
+
+
+def state_label(state: State) -> str:
+    return ";".join(f"{own},{partner}" for own, partner in state) or "(empty)"
+
+
+@dataclass
+class StateStrategy:
+    """What was measured for one memory configuration."""
+
+    state: State
+    counts: Counter[str] = field(default_factory=Counter)
+    probability_sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    probability_calls: int = 0
+    exact: dict[str, float] | None = None  # from the stand-in's rule
+
+    @property
+    def samples(self) -> int:
+        return sum(self.counts.values())
+
+    def probability(self, name: str) -> float:
+        """The best estimate of P(name | state): exact when known, else the sampled share."""
+        if self.probability_calls:
+            return self.probability_sums.get(name, 0.0) / self.probability_calls
+        if self.exact is not None:
+            return self.exact.get(name, 0.0)
+        return self.counts[name] / self.samples if self.samples else float("nan")
+
+    def interval(self, name: str) -> tuple[float, float]:
+        return proportion_interval(self.counts[name], self.samples)
+
+    @property
+    def source(self) -> str:
+        if self.probability_calls:
+            return "exact (backend probabilities)"
+        if self.exact is not None:
+            return "exact (stand-in rule)"
+        return "sampled"
+
+
+@dataclass
+class StrategyTable:
+    names: tuple[str, ...]
+    backend: str
+    states: dict[State, StateStrategy]
+
+    def rows(self, focus: str) -> list[dict[str, Any]]:
+        """One row per configuration: P(focus), its interval and samples, by memory length."""
+        rows = []
+        for state, strategy in sorted(self.states.items(), key=lambda item: (len(item[0]), state_label(item[0]))):
+            low, high = strategy.interval(focus)
+            rows.append({
+                "interaction": len(state) + 1,
+                "memory": state_label(state),
+                f"p_{focus}": round(strategy.probability(focus), 4),
+                f"sampled_p_{focus}": round(strategy.counts[focus] / strategy.samples, 4) if strategy.samples else None,
+                "ci_low": round(low, 4), "ci_high": round(high, 4),
+                "samples": strategy.samples, "source": strategy.source,
+            })
+        return rows
+
+    def interaction_bias(self, focus: str, length: int) -> dict[str, Any] | None:
+        """The paper's interaction-level test (Table 1 caption): choices pooled over every
+        configuration of a memory length, equally weighted, exact binomial test against 1/2."""
+        chosen = [strategy for state, strategy in self.states.items() if len(state) == length]
+        if not chosen or len(self.names) != 2:
+            return None
+        counts = Counter()
+        for strategy in chosen:
+            counts.update(strategy.counts)
+        total = {name: counts.get(name, 0) for name in self.names}
+        if not sum(total.values()):
+            return None
+        test = bias_test(total)
+        return {"interaction": length + 1, "samples": test.samples, f"share_{focus}": test.shares[focus],
+                "p_value": test.p_value, "biased": test.biased}
+
+
+def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bool = True) -> StrategyTable | None:
+    """The strategies recorded in `experiments` (strategy probes by default), pooled over the
+    experiments that share the first one's backend (and stand-in settings) and name pool."""
+    from .bias import pool_key
+
+    table: StrategyTable | None = None
+    key = None
+    for experiment in experiments:
+        if probes_only and experiment.scenario_name != StrategyProbe.name:
+            continue
+        scenario = experiment.scenario
+        if scenario is None:
+            continue
+        if table is None:
+            key = pool_key(experiment)
+            table = StrategyTable(tuple(scenario.names), key[0], {})
+        elif pool_key(experiment) != key:
+            continue
+        rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
+        for choice in experiment.choices():
+            state = state_of(choice.memory)
+            strategy = table.states.get(state)
+            if strategy is None:
+                strategy = table.states[state] = StateStrategy(state)
+                if rule is not None:
+                    strategy.exact = rule.probabilities(choice)
+            if choice.action is not None:
+                strategy.counts[choice.action] += 1
+            if choice.probabilities:
+                strategy.probability_calls += 1
+                for name, value in choice.probabilities.items():
+                    strategy.probability_sums[name] += value
+    return table
+
+
+def state_frequencies(experiments: Iterable[RecordedExperiment], *, length: int | None = None) -> Counter[State]:
+    """How often each memory configuration was the one an LLM agent decided from in real runs
+    (not probes): the circle sizes of Fig. S9 / S10."""
+    frequencies: Counter[State] = Counter()
+    for experiment in experiments:
+        if experiment.scenario_name in (StrategyProbe.name, "individual_bias"):
+            continue
+        for choice in experiment.choices():
+            if length is None or len(choice.memory) == length:
+                frequencies[state_of(choice.memory)] += 1
+    return frequencies
+
+
+def _standin_rule(scenario: Any) -> Any:
+    rules = [rule for rule in scenario.standin_rules() if hasattr(rule, "probabilities")]
+    return rules[0] if rules else None

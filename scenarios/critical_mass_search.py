@@ -1,0 +1,19 @@
+"""The critical-mass search (Flint Ashery et al. 2025, Fig. 3, Table S3).
+
+Run it with the `critical-mass` command, not as a single run:
+
+    python -m agentsim critical-mass scenarios/critical_mass_search.py --out results/cm --runs 10
+
+For each convention of the pair {Q, M}, the population (N = 24, H = 5) starts in consensus on it
+and committed agents always say the other; the search bisects for the smallest minority that
+flips the convention within 30 population rounds in every run, reusing finished runs. On the
+stand-in, M is the favoured name (the "strong" convention): a prior bias toward M and ties
+broken toward it, with 10% exploration.
+"""
+
+from agentsim.games.naming import NamingGame
+
+RUNS = 10
+
+scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, majority_name="M", committed_name="Q", committed=6,
+                      stop_at="flip", max_rounds=30, standin_bias_name="M", standin_bias=0.5, standin_noise=0.1)
