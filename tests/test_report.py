@@ -36,6 +36,9 @@ EXPECTED = {
     "strategies.py": {"figs8_strategy_heatmaps"},
     "critical_mass.py": {"fig3a_alternative_production"},
     "critical_mass_search.py": {"fig3a_alternative_production"},
+    "theory_minimal_naming.py": {"theory_success_rate"},
+    "theory_committed_minority.py": {"fig3a_alternative_production"},
+    "theory_best_response.py": {"fig3a_alternative_production"},
 }
 
 

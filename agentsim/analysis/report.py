@@ -125,7 +125,7 @@ def register_section(name: str, title: str, *, order: int,
 
 def _load_sections() -> None:
     # Importing a section module registers its sections.
-    from . import naming_report, networks, sign_report  # noqa: F401
+    from . import naming_report, networks, sign_report, theory  # noqa: F401
 
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
