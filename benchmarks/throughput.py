@@ -13,7 +13,9 @@ queue never runs dry). Printed:
   counted (target <= 1 ms);
 - a second run with 20% of requests answered 429: the run completes with nothing lost
   (every interaction recorded once, every decision answered, no fallback), with its
-  retries, requests per second and the limiter's trajectory.
+  retries, requests per second and the limiter's trajectory;
+- a reference run through the TGI backend, which is agentsim's own stack on a plain aiohttp
+  session: the difference to the OpenAI run is what the SDK's request path costs.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
 
@@ -86,8 +88,9 @@ def warm_up(url: str) -> None:
     asyncio.run(once())
 
 
-def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None) -> dict[str, Any]:
-    spec = f"openai:stand-in-model@{url}/v1"
+def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
+             provider: str = "openai") -> dict[str, Any]:
+    spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
     scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none", max_in_flight=agents // 2)
     options = BackendOptions(limits=Limits(max_in_flight=cap), cache=cache is not None, cache_path=cache,
                              retry=RetryPolicy(max_attempts=20, base_s=0.05, cap_s=2.0), timeout_s=30)
@@ -129,6 +132,17 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
           f" [{points}]")
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """Another process's CPU time (user + system), from /proc on Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        import os
+
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def server_requests(url: str) -> int:
     import urllib.request
 
@@ -145,15 +159,24 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=40, help="agentsim's in-flight cap (default 40: C plus a queue)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
     options = parser.parse_args()
+    print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
+          f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
+    settings = [("OpenAI backend, clean", "openai", []), ("OpenAI backend, 20% of requests answered 429", "openai", ["429=0.2"]),
+                ("reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
     with tempfile.TemporaryDirectory() as scratch:
-        for label, faults in (("clean", []), ("20% of requests answered 429", ["429=0.2"])):
+        for number, (label, provider, faults) in enumerate(settings):
             server, url = start_server(options.capacity, options.service_time, faults)
             try:
                 warm_up(url)
-                cache = None if options.no_cache else Path(scratch) / f"cache-{len(faults)}.db"
+                before = process_cpu_seconds(server.pid)
+                cache = None if options.no_cache else Path(scratch) / f"cache-{number}.db"
                 result = run_once(url, agents=options.agents, rounds=options.rounds, cap=options.cap,
-                                  out=Path(scratch) / f"out-{len(faults)}", cache=cache)
-                report(label, result, options.capacity, options.service_time, server_requests(url))
+                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider)
+                requests = server_requests(url)
+                report(label, result, options.capacity, options.service_time, requests)
+                after = process_cpu_seconds(server.pid)
+                if before is not None and after is not None:
+                    print(f"  server CPU (its own process): {(after - before) * 1e3 / requests:.2f} ms per request")
             finally:
                 server.terminate()
                 server.wait(10)
