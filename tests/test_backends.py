@@ -77,7 +77,8 @@ def assert_complete(out: Path, summary: dict[str, Any]) -> None:
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
 def test_a_whole_naming_game_runs_through_each_backend(tmp_path: Path, standin_server: Any, provider: str) -> None:
     server = standin_server(capacity=8)
-    summary = run(tmp_path / "out", specs(server.url)[provider], scenario=game(stop_at="consensus", max_rounds=40))
+    summary = run(tmp_path / "out", specs(server.url)[provider],
+                  scenario=game(stop_at="consensus", max_rounds=40, pairing="rounds"))
     assert_complete(tmp_path / "out", summary)
     (run_summary,) = summary["runs"]
     assert run_summary["consensus"] is True, "the stand-in rule over HTTP converges as it does in process"
