@@ -47,6 +47,7 @@ def test_statuses_become_kinds_and_keys_never_appear() -> None:
     assert error_for_status("tgi", 429, {}, {"error_type": "overloaded"}).kind == "overloaded"  # type: ignore[union-attr]
     refused = error_for_status("openai", 401, {"Authorization": "Bearer sk-abc"}, key_variable="OPENAI_API_KEY")
     assert isinstance(refused, BackendAuthError) and "sk-abc" not in str(refused) and "OPENAI_API_KEY" in str(refused)
+    assert isinstance(error_for_status("openai", 404, {}), BackendSpecError)
     assert retry_after({"Retry-After": "2"}) == 2.0 and retry_after({"retry-after-ms": "250"}) == 0.25
     assert retry_after({}) is None
     assert rate_limit_signals({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s",
