@@ -4,8 +4,8 @@ the client, through the OpenAI backend (the real SDK over real HTTP).
 The stand-in server (backends/standin_server.py) runs in its own process as a simulated
 inference server: capacity C 32 requests at once, 100 ms per request, so at most
 C / service time = 320 requests per second. The naming game with N 200 drives it (continuous
-draws, up to 100 encounters in flight, the limiter's cap a little above C so the server's
-queue never runs dry). Printed:
+draws, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue does
+not run dry while the client waits for the CPU). Printed:
 
 - achieved requests per second, as a fraction of C / service time (target >= 0.9);
 - client CPU milliseconds per call: this process's CPU time (engine, store, cache, limiter,
@@ -121,6 +121,9 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
     print(f"  throughput: {requests / wall:.0f} requests/s = {requests / wall / ceiling:.2f} of capacity "
           f"({capacity} / {service_time:g} s = {ceiling:.0f}/s); answered calls {calls / wall:.0f}/s")
     print(f"  client CPU: {cpu * 1e3 / calls:.2f} ms per answered call ({cpu:.2f} s in all)")
+    usage = next(iter(run["usage_by_backend"].values()))
+    print(f"  latency per call (queue at the server included): p50 {usage['latency_p50_s'] * 1e3:.0f} ms, "
+          f"p95 {usage['latency_p95_s'] * 1e3:.0f} ms")
     print(f"  retries {run['retries']}, errors {run['errors']}, fallbacks {run['fallbacks']}, "
           f"interactions recorded once each in order: {result['times_ok']}, unanswered decisions: {result['unanswered']}")
     limiter: LimitedModel = result["limiter"]
@@ -156,8 +159,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--capacity", type=int, default=32)
     parser.add_argument("--service-time", type=float, default=0.1)
-    parser.add_argument("--cap", type=int, default=40, help="agentsim's in-flight cap (default 40: C plus a queue)")
+    parser.add_argument("--cap", type=int, default=64,
+                        help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
+    parser.add_argument("--only", choices=["openai", "429", "tgi"], default=None, help="run one setting only")
     options = parser.parse_args()
     print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
           f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
@@ -165,6 +170,8 @@ def main() -> None:
                 ("reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
     with tempfile.TemporaryDirectory() as scratch:
         for number, (label, provider, faults) in enumerate(settings):
+            if options.only and options.only != ("429" if faults else provider):
+                continue
             server, url = start_server(options.capacity, options.service_time, faults)
             try:
                 warm_up(url)
