@@ -119,7 +119,8 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
     print(f"  {run['interactions']} interactions, {calls} answered calls, {requests} requests reached the server, "
           f"{wall:.2f} s")
     print(f"  throughput: {requests / wall:.0f} requests/s = {requests / wall / ceiling:.2f} of capacity "
-          f"({capacity} / {service_time:g} s = {ceiling:.0f}/s); answered calls {calls / wall:.0f}/s")
+          f"({capacity} / {service_time:g} s = {ceiling:.0f}/s); answered calls {calls / wall:.0f}/s = "
+          f"{calls / wall / ceiling:.2f} of capacity (a 429 takes no service time, answered calls do)")
     print(f"  client CPU: {cpu * 1e3 / calls:.2f} ms per answered call ({cpu:.2f} s in all)")
     usage = next(iter(run["usage_by_backend"].values()))
     print(f"  latency per call (queue at the server included): p50 {usage['latency_p50_s'] * 1e3:.0f} ms, "
