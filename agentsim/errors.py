@@ -4,7 +4,7 @@
     ├── UserError                 the user can fix it: the CLI prints the message as one line, exit 2
     │   ├── ParameterError        an impossible or unknown scenario parameter
     │   ├── ScenarioFileError     a scenario file that is missing, broken or holds no scenario
-    │   ├── BackendSpecError      an unknown or malformed backend spec, a missing API key
+    │   ├── BackendSpecError      an unknown or malformed backend spec, a missing API key, an unknown model (404)
     │   ├── BackendAuthError      a server refused the API key (HTTP 401/403)
     │   ├── ReplayMissError       --replay and a request the cache does not hold
     │   └── OutputDirError        an output directory that cannot be used as asked

@@ -4,8 +4,8 @@ the client, through the OpenAI backend (the real SDK over real HTTP).
 The stand-in server (backends/standin_server.py) runs in its own process as a simulated
 inference server: capacity C 32 requests at once, 100 ms per request, so at most
 C / service time = 320 requests per second. The naming game with N 200 drives it (continuous
-draws, up to 100 encounters in flight, the limiter's cap a little above C so the server's
-queue never runs dry). Printed:
+draws, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue does
+not run dry while the client waits for the CPU). Printed:
 
 - achieved requests per second, as a fraction of C / service time (target >= 0.9);
 - client CPU milliseconds per call: this process's CPU time (engine, store, cache, limiter,
@@ -13,7 +13,9 @@ queue never runs dry). Printed:
   counted (target <= 1 ms);
 - a second run with 20% of requests answered 429: the run completes with nothing lost
   (every interaction recorded once, every decision answered, no fallback), with its
-  retries, requests per second and the limiter's trajectory.
+  retries, requests per second and the limiter's trajectory;
+- a reference run through the TGI backend, which is agentsim's own stack on a plain aiohttp
+  session: the difference to the OpenAI run is what the SDK's request path costs.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
 
@@ -86,8 +88,9 @@ def warm_up(url: str) -> None:
     asyncio.run(once())
 
 
-def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None) -> dict[str, Any]:
-    spec = f"openai:stand-in-model@{url}/v1"
+def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
+             provider: str = "openai") -> dict[str, Any]:
+    spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
     scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none", max_in_flight=agents // 2)
     options = BackendOptions(limits=Limits(max_in_flight=cap), cache=cache is not None, cache_path=cache,
                              retry=RetryPolicy(max_attempts=20, base_s=0.05, cap_s=2.0), timeout_s=30)
@@ -116,8 +119,12 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
     print(f"  {run['interactions']} interactions, {calls} answered calls, {requests} requests reached the server, "
           f"{wall:.2f} s")
     print(f"  throughput: {requests / wall:.0f} requests/s = {requests / wall / ceiling:.2f} of capacity "
-          f"({capacity} / {service_time:g} s = {ceiling:.0f}/s); answered calls {calls / wall:.0f}/s")
+          f"({capacity} / {service_time:g} s = {ceiling:.0f}/s); answered calls {calls / wall:.0f}/s = "
+          f"{calls / wall / ceiling:.2f} of capacity (a 429 takes no service time, answered calls do)")
     print(f"  client CPU: {cpu * 1e3 / calls:.2f} ms per answered call ({cpu:.2f} s in all)")
+    usage = next(iter(run["usage_by_backend"].values()))
+    print(f"  latency per call (queue at the server included): p50 {usage['latency_p50_s'] * 1e3:.0f} ms, "
+          f"p95 {usage['latency_p95_s'] * 1e3:.0f} ms")
     print(f"  retries {run['retries']}, errors {run['errors']}, fallbacks {run['fallbacks']}, "
           f"interactions recorded once each in order: {result['times_ok']}, unanswered decisions: {result['unanswered']}")
     limiter: LimitedModel = result["limiter"]
@@ -127,6 +134,17 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
     print(f"  limiter: cap {limiter.limits.max_in_flight}, most in flight {limiter.max_seen}, lowest "
           f"{min(limit for _, limit in trajectory):.1f}, final {limiter.limit:.1f}, changes {len(trajectory) - 1}"
           f" [{points}]")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """Another process's CPU time (user + system), from /proc on Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        import os
+
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def server_requests(url: str) -> int:
@@ -142,18 +160,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--capacity", type=int, default=32)
     parser.add_argument("--service-time", type=float, default=0.1)
-    parser.add_argument("--cap", type=int, default=40, help="agentsim's in-flight cap (default 40: C plus a queue)")
+    parser.add_argument("--cap", type=int, default=64,
+                        help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
+    parser.add_argument("--only", choices=["openai", "429", "tgi"], default=None, help="run one setting only")
     options = parser.parse_args()
+    print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
+          f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
+    settings = [("OpenAI backend, clean", "openai", []), ("OpenAI backend, 20% of requests answered 429", "openai", ["429=0.2"]),
+                ("reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
     with tempfile.TemporaryDirectory() as scratch:
-        for label, faults in (("clean", []), ("20% of requests answered 429", ["429=0.2"])):
+        for number, (label, provider, faults) in enumerate(settings):
+            if options.only and options.only != ("429" if faults else provider):
+                continue
             server, url = start_server(options.capacity, options.service_time, faults)
             try:
                 warm_up(url)
-                cache = None if options.no_cache else Path(scratch) / f"cache-{len(faults)}.db"
+                before = process_cpu_seconds(server.pid)
+                cache = None if options.no_cache else Path(scratch) / f"cache-{number}.db"
                 result = run_once(url, agents=options.agents, rounds=options.rounds, cap=options.cap,
-                                  out=Path(scratch) / f"out-{len(faults)}", cache=cache)
-                report(label, result, options.capacity, options.service_time, server_requests(url))
+                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider)
+                requests = server_requests(url)
+                report(label, result, options.capacity, options.service_time, requests)
+                after = process_cpu_seconds(server.pid)
+                if before is not None and after is not None:
+                    print(f"  server CPU (its own process): {(after - before) * 1e3 / requests:.2f} ms per request")
             finally:
                 server.terminate()
                 server.wait(10)

@@ -77,7 +77,8 @@ def assert_complete(out: Path, summary: dict[str, Any]) -> None:
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
 def test_a_whole_naming_game_runs_through_each_backend(tmp_path: Path, standin_server: Any, provider: str) -> None:
     server = standin_server(capacity=8)
-    summary = run(tmp_path / "out", specs(server.url)[provider], scenario=game(stop_at="consensus", max_rounds=40))
+    summary = run(tmp_path / "out", specs(server.url)[provider],
+                  scenario=game(stop_at="consensus", max_rounds=40, pairing="rounds"))
     assert_complete(tmp_path / "out", summary)
     (run_summary,) = summary["runs"]
     assert run_summary["consensus"] is True, "the stand-in rule over HTTP converges as it does in process"
@@ -100,7 +101,7 @@ FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout"
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_fault_kind_leaves_the_run_complete(tmp_path: Path, standin_server: Any, provider: str, fault: str) -> None:
-    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=2.0, seed=7)
+    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=0.6, seed=7)
     summary = run(tmp_path / "out", specs(server.url)[provider], scenario=game(max_rounds=2), timeout_s=0.25)
     assert_complete(tmp_path / "out", summary)
     assert server.stats.faults.get(fault, 0) > 0, "the fault was injected"

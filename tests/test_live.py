@@ -45,6 +45,13 @@ def test_a_real_backend_is_not_called_a_stand_in() -> None:
     assert "openai:gpt-4o-mini" in screen and "stand-in" not in screen
 
 
+def test_the_view_shows_cost_cache_hits_retries_and_errors_of_a_real_backend() -> None:
+    usage = view().usage | {"cost_usd": 0.0123, "cache_hits": 40, "retries": 7, "errors": {"rate_limited": 6, "timeout": 1}}
+    screen = text(render({"scenario": "naming_game", "backend": "openai:gpt-4o-mini", "seed": 0, "runs": 1},
+                         [view(usage=usage)]))
+    assert "$0.0123, 40 cache hits, 7 retries, errors: rate_limited 6, timeout 1" in screen
+
+
 def test_sparkline_spans_empty_to_full() -> None:
     assert sparkline([0.0, 0.5, 1.0]) == " ▄█"
 

@@ -47,6 +47,7 @@ def test_statuses_become_kinds_and_keys_never_appear() -> None:
     assert error_for_status("tgi", 429, {}, {"error_type": "overloaded"}).kind == "overloaded"  # type: ignore[union-attr]
     refused = error_for_status("openai", 401, {"Authorization": "Bearer sk-abc"}, key_variable="OPENAI_API_KEY")
     assert isinstance(refused, BackendAuthError) and "sk-abc" not in str(refused) and "OPENAI_API_KEY" in str(refused)
+    assert isinstance(error_for_status("openai", 404, {}), BackendSpecError)
     assert retry_after({"Retry-After": "2"}) == 2.0 and retry_after({"retry-after-ms": "250"}) == 0.25
     assert retry_after({}) is None
     assert rate_limit_signals({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s",
@@ -154,3 +155,39 @@ def test_the_limiter_caps_in_flight_and_paces_requests_per_minute() -> None:
         return loop.time() - started
 
     assert asyncio.run(timed()) >= 0.25
+
+
+class Signalling(Scripted):
+    """Answers carrying a server hint (TGI's queue time, rate-limit headers)."""
+
+    def __init__(self, signals: dict[str, float]) -> None:
+        super().__init__([])
+        self.signals = signals
+
+    async def complete(self, request: Request) -> Completion:
+        completion = await super().complete(request)
+        completion.signals = dict(self.signals)
+        return completion
+
+
+def test_the_limiter_cuts_on_rising_queue_time_and_pauses_on_retry_after() -> None:
+    queued = Signalling({"queue_time_s": 0.01})
+    limiter = LimitedModel(queued, Limits(max_in_flight=16))
+
+    async def run() -> None:
+        for _ in range(10):
+            await limiter.complete(REQUEST)
+        assert limiter.limit == 16
+        queued.signals["queue_time_s"] = 1.5  # requests now wait for a batch slot
+        await limiter.complete(REQUEST)
+        assert limiter.limit == 12 and limiter.cuts == 1
+        refused = LimitedModel(Scripted([BackendError("x", kind="rate_limited", retry_after=0.3)]), Limits())
+        with pytest.raises(BackendError):
+            await refused.complete(REQUEST)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await refused.complete(REQUEST)
+        assert loop.time() - started >= 0.25, "the next call waited out the Retry-After"
+        assert refused.limit == 31.5  # -1 for the 429, +0.5 for the answer
+
+    asyncio.run(run())

@@ -35,10 +35,19 @@ def default_cache_path() -> Path:
 
 
 class ResponseStore:
-    """The cache database: key -> stored completion. One connection per process and path."""
+    """The cache database: key -> stored completion. One connection per process and path.
 
-    def __init__(self, path: Path) -> None:
+    New answers are written in batches (every `batch` answers, at most `flush_seconds` apart,
+    and on close): a transaction per answer cost more CPU than the rest of the stack. An
+    answer not yet written is still served from memory; one lost to a crash is only a cache
+    miss, since the experiment's store has recorded it."""
+
+    def __init__(self, path: Path, *, batch: int = 256, flush_seconds: float = 1.0) -> None:
         self.path = path
+        self.batch = batch
+        self.flush_seconds = flush_seconds
+        self.pending: dict[str, tuple[str, str, str, float]] = {}
+        self.flushed = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.connection.execute("PRAGMA journal_mode=WAL")
@@ -48,17 +57,32 @@ class ResponseStore:
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
 
     def get(self, key: str) -> dict[str, object] | None:
+        waiting = self.pending.get(key)
+        if waiting is not None:
+            return json.loads(waiting[2])
         row = self.connection.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
-        self.connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                (key, backend, json.dumps(value, separators=(",", ":")), time.time()))
+        self.pending[key] = (key, backend, json.dumps(value, separators=(",", ":")), time.time())
+        if len(self.pending) >= self.batch or time.monotonic() - self.flushed >= self.flush_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            with self.connection:
+                self.connection.execute("BEGIN")
+                self.connection.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                            list(self.pending.values()))
+            self.pending.clear()
+        self.flushed = time.monotonic()
 
     def count(self) -> int:
+        self.flush()
         return int(self.connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        self.flush()
         self.connection.close()
 
 
@@ -111,4 +135,5 @@ class CachedModel:
         return completion
 
     async def aclose(self) -> None:
+        self.store.flush()
         await self.inner.aclose()

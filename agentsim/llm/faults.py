@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import BackendAuthError, BackendError
+from ..errors import BackendAuthError, BackendError, BackendSpecError
 
 
 def error_for_status(provider: str, status: int, headers: Mapping[str, str] | None = None, body: Any = None,
@@ -23,6 +23,9 @@ def error_for_status(provider: str, status: int, headers: Mapping[str, str] | No
     if status in (401, 403):
         where = f" in {key_variable}" if key_variable else ""
         return BackendAuthError(f"{provider} refused the API key{where} (HTTP {status}); set a valid key and run again")
+    if status == 404:  # every call would fail the same way: stop rather than fall back for every decision
+        return BackendSpecError(f"{provider} answered HTTP 404 (no such model or endpoint); check the model name "
+                                f"and the base URL in the backend spec")
     overloaded = status == 529 or (status == 429 and _says_overloaded(body)) or status == 503
     if status == 429 and not overloaded:
         kind = "rate_limited"

@@ -70,6 +70,8 @@ def _option_started_by(token: str, options: Sequence[str]) -> str | None:
     stripped = token.strip().strip("'\"{[(:")
     if not stripped:
         return None
+    if stripped in options:  # the usual case: the token is the whole option
+        return stripped
     matches = [option for option in options if option.startswith(stripped) or stripped.startswith(option)]
     if len(matches) == 1:
         return matches[0]

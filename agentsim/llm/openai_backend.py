@@ -84,8 +84,9 @@ class OpenAIModel:
             if grammar.kind == "json":
                 arguments["response_format"] = {"type": "json_schema",
                                                 "json_schema": {"name": "answer", "schema": json.loads(grammar.value)}}
-            elif self.compatible:
+            elif self.compatible:  # vLLM: guided_regex up to 0.10, structured_outputs after
                 extra["guided_regex"] = grammar.value
+                extra["structured_outputs"] = {"regex": grammar.value}
         arguments.update(extra)
         return arguments
 
