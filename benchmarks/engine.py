@@ -94,6 +94,18 @@ def verify_prompts(agents: int, rounds: int, directory: Path) -> int:
     return checked
 
 
+def host_speed() -> float:
+    """Nanoseconds per iteration of a plain Python loop. Hosts differ in single-core speed by
+    two or three times, so the engine's figures are printed with this one's."""
+    best = float("inf")
+    for _ in range(3):
+        started, total = time.perf_counter(), 0
+        for number in range(2_000_000):
+            total += number
+        best = min(best, (time.perf_counter() - started) / 2_000_000 * 1e9)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", type=int, default=1000)
@@ -114,6 +126,7 @@ def main() -> None:
         print(f"  decisions per second      {rates[median]:,.0f} median, {rates[-1]:,.0f} best of {len(results)}")
         print(f"  CPU µs per decision       {cpus[median]:.1f} median, {cpus[0]:.1f} best")
         print(f"  stored bytes/interaction  {size / interactions:.0f}  ({size / 1e6:.1f} MB)")
+        print(f"  host: plain Python loop   {host_speed():.0f} ns per iteration (for comparing hosts)")
         if not options.skip_verify:
             checked = verify_prompts(options.agents, options.rounds, work / "verify")
             print(f"  prompts rebuilt exactly   {checked} of {checked}")
