@@ -167,18 +167,8 @@ class MinimalNamingGame(NamingGame):
                                [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
 
     def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
-        params = self.params
-        size = len(model.population)
-        committed = frozenset(agent.index for agent in model.population if agent.committed)
-        return InventoryMetrics(
-            inventories=[list(agent.memory) for agent in model.population],
-            population=size,
-            committed=committed,
-            alternative=self.committed_name() if committed else None,
-            success_window=params.success_window or size,
-            consensus_window=max(1, round(params.consensus_window * size)),
-            threshold=params.consensus_threshold,
-        )
+        return InventoryMetrics(inventories=[list(agent.memory) for agent in model.population],
+                                **self.convention_settings(model))
 
     def stop_reason(self, model: PopulationModel) -> str | None:
         metrics: InventoryMetrics = model.metrics

@@ -398,17 +398,21 @@ class NamingGame(Scenario[NamingParams]):
 
     # --- measuring -----------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> ConventionMetrics:
+        return ConventionMetrics(**self.convention_settings(model))
+
+    def convention_settings(self, model: PopulationModel) -> dict[str, Any]:
+        """The windows and thresholds of the convention metrics, for subclasses that measure more."""
         params = self.params
         size = len(model.population)
         committed = frozenset(agent.index for agent in model.population if agent.committed)
-        return ConventionMetrics(
-            population=size,
-            committed=committed,
-            alternative=self.committed_name() if committed else None,
-            success_window=params.success_window or size,
-            consensus_window=max(1, round(params.consensus_window * size)),
-            threshold=params.consensus_threshold,
-        )
+        return {
+            "population": size,
+            "committed": committed,
+            "alternative": self.committed_name() if committed else None,
+            "success_window": params.success_window or size,
+            "consensus_window": max(1, round(params.consensus_window * size)),
+            "threshold": params.consensus_threshold,
+        }
 
     def stop_reason(self, model: PopulationModel) -> str | None:
         metrics: ConventionMetrics = model.metrics

@@ -100,17 +100,7 @@ class NetworkNamingGame(NamingGame):
         return RoundPairing(graph) if params.pairing == "rounds" else DrawPairing(params.max_in_flight, graph)
 
     def new_metrics(self, model: PopulationModel) -> NetworkMetrics:
-        params = self.params
-        size = len(model.population)
-        committed = frozenset(agent.index for agent in model.population if agent.committed)
-        return NetworkMetrics(
-            population=size,
-            committed=committed,
-            alternative=self.committed_name() if committed else None,
-            success_window=params.success_window or size,
-            consensus_window=max(1, round(params.consensus_window * size)),
-            threshold=params.consensus_threshold,
-        )
+        return NetworkMetrics(**self.convention_settings(model))
 
     def on_round_end(self, model: PopulationModel) -> None:
         metrics: NetworkMetrics = model.metrics
