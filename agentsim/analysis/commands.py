@@ -107,8 +107,10 @@ def strategies(argv: list[str]) -> int:
     if focus not in table.names:
         raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
     for row in table.rows(focus):
-        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} "
-              f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']} {row['source']}")
+        tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
+        sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
+        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
+              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}")
     return 0
 
 

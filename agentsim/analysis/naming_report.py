@@ -199,6 +199,44 @@ def unbiased_pool(context: ReportContext) -> None:
                       "Pools of six letters and digits kept when their first choices lie within the threshold of uniform.")
 
 
+# --- Fig. S7 ----------------------------------------------------------------------------------------
+def _stability(context: ReportContext) -> list[RecordedExperiment]:
+    return [experiment for experiment in context.experiments
+            if experiment.params.get("majority_name") and not experiment.params.get("committed")
+            and not experiment.params.get("committed_fraction") and experiment.round_stats]
+
+
+@register_section("stability", "Stability of an established convention (Fig. S7)", order=48,
+                  applies=lambda context: bool(_stability(context)))
+def stability(context: ReportContext) -> None:
+    figure, axes = context.figure()
+    axis = axes[0][0]
+    rows = []
+    for index, experiment in enumerate(_stability(context)):
+        colour = COLOURS[index % len(COLOURS)]
+        name = experiment.params["majority_name"]
+        shares = []
+        for run_stats in experiment.round_stats.values():
+            shares.append([(entry.get("productions") or {}).get(name, 0) / max(1, sum((entry.get("productions") or {}).values()))
+                           for entry in run_stats])
+        width = max(len(row) for row in shares)
+        matrix = np.full((len(shares), width), np.nan)
+        for row_index, row in enumerate(shares):
+            matrix[row_index, : len(row)] = row
+        rounds = np.arange(1, width + 1)
+        for row in matrix:
+            axis.plot(rounds, row, color=colour, linewidth=0.6, alpha=0.35)
+        mean = np.nanmean(matrix, axis=0)
+        axis.plot(rounds, mean, color=colour, linewidth=2.2, label=f"starts on {name}: {_label(experiment)}")
+        for position, round_ in enumerate(rounds):
+            rows.append([backend_label(experiment), name, int(round_), mean[position], matrix.shape[0]])
+    axis.set(xlabel="population round", ylabel="production probability of the initial convention", ylim=(0, 1.02))
+    axis.legend(fontsize=7, loc="lower left")
+    context.add_figure("figs7_stability", "Production of the initial convention without committed agents", figure,
+                       ["backend", "initial_convention", "round", "mean_share", "runs"], rows,
+                       "Populations start in consensus (every memory holds H successful plays); thin lines: runs.")
+
+
 # --- Fig. 3, Table S3 ------------------------------------------------------------------------------
 def _critical_masses(context: ReportContext) -> dict[tuple[str, str], dict[str, Any]]:
     found = {}
