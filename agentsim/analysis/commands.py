@@ -140,7 +140,7 @@ def critical_mass(argv: list[str]) -> int:
     majority = options.majority or scenario.params.majority_name or names[-1]
     alternative = options.alternative or next(name for name in names if name != majority)
     spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs or int(getattr(module, "RUNS", 10)), required_share=options.share,
+                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)), required_share=options.share,
                               max_rounds=options.max_rounds, backend=options.backend, seed=options.seed)
     for result in search_both(spec, options.out):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
