@@ -495,9 +495,9 @@ def usage(context: ReportContext) -> None:
     figure, axes = context.figure(width=7, height=3.0, ncols=2)
     models = list(totals)
     axes[0][0].bar(models, [totals[model][0] for model in models], color=COLOURS[0])
-    axes[0][0].set(title="calls", yscale="log")
+    axes[0][0].set(title="calls")
     axes[0][1].bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
-    axes[0][1].set(title="tokens (prompt + completion)", yscale="log")
+    axes[0][1].set(title="tokens (prompt + completion)")
     context.add_figure("usage_by_model", "Calls and tokens by model", figure,
                        ["model", "calls", "prompt_tokens", "completion_tokens"],
                        [[model, *totals[model]] for model in models], "Summed over every experiment in the directory.")
