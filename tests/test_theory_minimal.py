@@ -54,9 +54,9 @@ def test_mean_field_scaling_exponents_are_one_and_a_half() -> None:
 def test_the_scheduler_path_agrees_with_the_fast_path() -> None:
     """Rule agents in the scheduler and the numpy arrays: same dynamics, so the same mean
     success per population round, convergence time and peak inventory, within noise."""
-    size, rounds = 20, 80
+    size, rounds = 20, 60
     models = [run_model(MinimalNamingGame(agents=size, pool_size=10, stop_at="none", max_rounds=rounds), seed=seed)
-              for seed in range(60)]
+              for seed in range(40)]
     scheduled_curve = np.mean([[model.metrics.rounds[r].successes / model.metrics.rounds[r].interactions
                                 for r in range(rounds)] for model in models], axis=0)
     fast = simulate(size, rounds * size // 2, runs=2000, seed=5, pool_size=10)

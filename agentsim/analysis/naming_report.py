@@ -28,7 +28,8 @@ def _free(context: ReportContext) -> list[RecordedExperiment]:
 
 def _label(experiment: RecordedExperiment) -> str:
     params = experiment.params
-    return f"{backend_label(experiment)} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
+    who = backend_label(experiment) if experiment.scenario_name == "naming_game" else experiment.scenario_name
+    return f"{who} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
 
 
 THEORY_RUNS = 1000

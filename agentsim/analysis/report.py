@@ -11,8 +11,9 @@ its sections with `register_section` from its own module, without editing this o
     def sign_payoffs(context: ReportContext) -> None:
         context.add_figure(...)
 
-Sections for the naming game live in `naming_report.py`; modules named in the environment
-variable AGENTSIM_REPORT_SECTIONS (comma-separated) are imported too.
+Sections for the naming game live in `naming_report.py`, for networks in `networks.py`: every
+module of `agentsim.analysis` is imported before a report, and so are the modules named in the
+environment variable AGENTSIM_REPORT_SECTIONS (comma-separated), for sections kept elsewhere.
 """
 
 from __future__ import annotations
@@ -124,8 +125,15 @@ def register_section(name: str, title: str, *, order: int,
 
 
 def _load_sections() -> None:
-    from . import naming_report  # noqa: F401  (registers the naming game's sections)
+    """Import every module of `agentsim.analysis` (a module registers its sections when
+    imported: `naming_report`, `networks`, ...), then those named in AGENTSIM_REPORT_SECTIONS."""
+    import pkgutil
 
+    from .. import analysis
+
+    for found in pkgutil.iter_modules(analysis.__path__):
+        if found.name not in ("commands", "report"):
+            importlib.import_module(f"{analysis.__name__}.{found.name}")
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
             importlib.import_module(module)

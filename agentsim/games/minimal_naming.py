@@ -249,7 +249,7 @@ def run_to_consensus(
 
     A single large population gains nothing from array operations (each interaction touches
     two agents), so this is a plain loop over per-agent word lists, fed by random numbers
-    drawn from numpy in blocks: about a microsecond per interaction, which makes the
+    drawn from numpy in blocks: under two microseconds per interaction, which makes the
     published sizes (N in the thousands, N^1.5 interactions; rings with N^3) reachable.
     """
     _check(n_agents, max_interactions, 1, None, None, None)
