@@ -133,7 +133,10 @@ def _load_sections() -> None:
 
     for found in pkgutil.iter_modules(analysis.__path__):
         if found.name not in ("commands", "report"):
-            importlib.import_module(f"{analysis.__name__}.{found.name}")
+            try:
+                importlib.import_module(f"{analysis.__name__}.{found.name}")
+            except ImportError:  # a module needing an optional extra that is not installed
+                continue
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
             importlib.import_module(module)
