@@ -239,12 +239,23 @@ def stability(context: ReportContext) -> None:
 
 
 # --- Fig. 3, Table S3 ------------------------------------------------------------------------------
-def _critical_masses(context: ReportContext) -> dict[tuple[str, str], dict[str, Any]]:
-    found = {}
-    for _path, document in context.artifacts.get(CRITICAL_MASS, []):
+def _critical_masses(context: ReportContext) -> list[dict[str, Any]]:
+    """Every search's results, each with the directory its runs lie under (`root`)."""
+    found = []
+    for path, document in context.artifacts.get(CRITICAL_MASS, []):
         for result in document.get("results", []):
-            found[(result["majority"], result["alternative"])] = result | {"backend": document.get("backend", "")}
+            found.append(result | {"backend": document.get("backend", ""), "root": path.parent.parent})
     return found
+
+
+def _critical_for(masses: list[dict[str, Any]], majority: str, alternative: str,
+                  experiments: list[RecordedExperiment]) -> int | None:
+    """The critical mass a search found for the runs of this panel (those under its directory)."""
+    for result in masses:
+        if (result["majority"], result["alternative"]) == (majority, alternative) and any(
+                experiment.directory.is_relative_to(result["root"]) for experiment in experiments):
+            return result["critical_mass"]
+    return None
 
 
 @register_section("critical_mass", "Committed minorities and critical mass (Fig. 3, Table S3)", order=50,
@@ -259,7 +270,8 @@ def critical_mass(context: ReportContext) -> None:
         for index, direction in enumerate(directions):
             axis = axes[index][0]
             sizes = sorted(grouped[direction])
-            critical = masses.get(direction, {}).get("critical_mass")
+            who, majority, alternative = direction
+            critical = _critical_for(masses, majority, alternative, list(grouped[direction].values()))
             colours = matplotlib_colours(len(sizes))
             for colour, size in zip(colours, sizes):
                 experiment = grouped[direction][size]
@@ -274,18 +286,18 @@ def critical_mass(context: ReportContext) -> None:
                           marker="o" if flipped and all(flipped) else None, markersize=2.5,
                           label=f"CM={size}" + (" (critical)" if bold else ""))
                 for position, round_ in enumerate(rounds):
-                    rows.append([direction[0], direction[1], size, int(round_), mean[position], matrix.shape[0],
+                    rows.append([who, majority, alternative, size, int(round_), mean[position], matrix.shape[0],
                                  sum(flipped), int(bold)])
-            axis.set(xlabel="population round", ylabel=f"P({direction[1]}) among others", ylim=(0, 1.02),
-                     title=f"consensus on {direction[0]}, committed minority says {direction[1]}")
+            axis.set(xlabel="population round", ylabel=f"P({alternative}) among others", ylim=(0, 1.02),
+                     title=f"{who}: consensus on {majority}, committed minority says {alternative}")
             axis.legend(fontsize=6, ncol=3)
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
-                           ["majority", "alternative", "committed", "round", "mean_alternative_share", "runs", "runs_flipped",
-                            "is_critical_mass"], rows,
+                           ["group", "majority", "alternative", "committed", "round", "mean_alternative_share", "runs",
+                            "runs_flipped", "is_critical_mass"], rows,
                            "Mean share of the committed minority's name among the other agents' productions; bold: the "
                            "critical mass; dots: every run flipped (95% over the last 3N interactions).")
     if masses:
-        results = list(masses.values())
+        results = masses
         figure, axes = context.figure(width=5.2, height=3.4)
         axis = axes[0][0]
         labels = [f"against {result['majority']}" for result in results]
