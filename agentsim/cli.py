@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import ScenarioFileError, UserError
-from .runner import Experiment, ExperimentConfig
+from .llm.limiter import Limits
+from .llm.retries import RetryPolicy
+from .llm.specs import BackendOptions
+from .runner import Experiment, ExperimentConfig, pinned_variants
 from .scenario import Scenario
 
 EXIT_USER_ERROR = 2
@@ -39,8 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a scenario file: a population of LLM agents (or the built-in stand-in) meeting and playing.",
     )
     parser.add_argument("scenario", help="a scenario file, e.g. scenarios/critical_mass.py")
-    parser.add_argument("--backend", default="stand-in",
-                        help="the language model every agent uses (default: stand-in, the built-in rule policy)")
+    parser.add_argument("--backend", default=None,
+                        help="the language model every agent uses: stand-in (default, the built-in rule policy), "
+                             "openai:MODEL, anthropic:MODEL, tgi:URL, local:HF_ID_OR_PATH")
+    parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
+                        help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
+                             "(default: the file's POPULATION, else every agent on --backend)")
     parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
     parser.add_argument("--seed", type=int, default=0, help="the first replicate's seed; replicate k uses seed+k (default 0)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -51,6 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
     parser.add_argument("--checkpoint-seconds", type=float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
+    llm = parser.add_argument_group("language-model backends")
+    llm.add_argument("--base-url", default=None,
+                     help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
+    llm.add_argument("--max-in-flight", type=int, default=32, help="calls in flight per backend, at most (default 32; adapts below it)")
+    llm.add_argument("--rpm", type=float, default=None, help="requests per minute per backend, at most")
+    llm.add_argument("--tpm", type=float, default=None, help="tokens per minute per backend, at most")
+    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429/overload)")
+    llm.add_argument("--timeout", type=float, default=60.0, help="seconds per attempt (default 60)")
+    llm.add_argument("--max-attempts", type=int, default=8, help="attempts per call, retries included (default 8)")
+    llm.add_argument("--deadline", type=float, default=300.0, help="seconds per call, retries included (default 300)")
+    llm.add_argument("--cache", type=Path, default=None, metavar="PATH",
+                     help="the response cache database (default: responses.db in the user's cache directory)")
+    llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
+    llm.add_argument("--max-calls", type=int, default=None, help="stop the experiment cleanly after this many backend calls")
+    llm.add_argument("--max-cost", type=float, default=None, help="stop the experiment cleanly once calls cost this many US dollars")
     return parser
 
 
@@ -80,17 +103,24 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.checkpoint_seconds < 0:
         raise UserError(f"--checkpoint-seconds must be >= 0 (got {options.checkpoint_seconds})")
     scenario, module = load_scenario(options.scenario)
-    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    overrides = parse_overrides(options.overrides)
+    scenario = scenario.with_overrides(overrides)
     runs = options.runs if options.runs is not None else int(getattr(module, "RUNS", 1))
+    population = options.population
+    if population is None and options.backend is None:
+        population = getattr(module, "POPULATION", None)
     config = ExperimentConfig(
         scenario=scenario,
         out=_output_directory(options, scenario),
-        backend=options.backend,
+        backend=options.backend or "stand-in",
+        population=population or "",
+        llm=backend_options(options),
         runs=runs,
         seed=options.seed,
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(options.scenario),
+        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
     )
     from .live import LogView, RichView, configure_logging
 
@@ -116,6 +146,22 @@ async def _run(experiment: Experiment) -> None:
         await experiment.run()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+
+
+def backend_options(options: argparse.Namespace) -> BackendOptions:
+    """The backend options from the command line (each validates itself: exit 2 on a mistake)."""
+    return BackendOptions(
+        base_url=options.base_url,
+        timeout_s=options.timeout,
+        retry=RetryPolicy(max_attempts=options.max_attempts, deadline_s=options.deadline),
+        limits=Limits(max_in_flight=options.max_in_flight, rpm=options.rpm, tpm=options.tpm,
+                      adaptive=not options.no_adaptive),
+        cache=not options.no_cache,
+        cache_path=options.cache,
+        replay=options.replay,
+        max_calls=options.max_calls,
+        max_cost_usd=options.max_cost,
+    )
 
 
 def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> Path:

@@ -5,6 +5,8 @@
     │   ├── ParameterError        an impossible or unknown scenario parameter
     │   ├── ScenarioFileError     a scenario file that is missing, broken or holds no scenario
     │   ├── BackendSpecError      an unknown or malformed backend spec, a missing API key
+    │   ├── BackendAuthError      a server refused the API key (HTTP 401/403)
+    │   ├── ReplayMissError       --replay and a request the cache does not hold
     │   └── OutputDirError        an output directory that cannot be used as asked
     └── BackendError              a language-model call failed (raised by backends, handled by retries)
 
@@ -35,14 +37,32 @@ class BackendSpecError(UserError):
     """A backend spec that names no known provider or lacks what the provider needs."""
 
 
+class BackendAuthError(UserError):
+    """A server refused the credentials: every further call would fail the same way."""
+
+
+class ReplayMissError(UserError):
+    """`--replay` asks for exact reproduction from the cache, and a request is not in it."""
+
+
 class OutputDirError(UserError):
     """An output directory that would mix or overwrite experiments."""
 
 
 class BackendError(AgentsimError):
-    """A language-model call that failed; `kind` says how, for retries and accounting."""
+    """A language-model call that failed; `kind` says how, for retries and accounting.
+
+    Kinds: rate_limited (429), overloaded (529, TGI's overloaded 429), server (5xx),
+    timeout, connection (refused or dropped), malformed (a body that is not the JSON promised),
+    bad_request (4xx a retry cannot fix), error (anything else)."""
+
+    RETRYABLE = frozenset({"rate_limited", "overloaded", "server", "timeout", "connection", "malformed"})
 
     def __init__(self, message: str, *, kind: str = "error", retry_after: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in self.RETRYABLE

@@ -42,8 +42,8 @@ def render(experiment: dict[str, Any], runs: list[RunView]) -> RenderableType:
     title = Text.assemble(
         (f"{experiment.get('scenario', '?')}", "bold"),
         "  backend ",
-        (backend, "bold yellow" if backend == "stand-in" else "bold"),
-        (" (built-in stand-in rules, not an LLM)" if backend == "stand-in" else "", "yellow"),
+        (backend, "bold yellow" if backend.startswith("stand-in") else "bold"),
+        (" (built-in stand-in rules, not an LLM)" if backend.startswith("stand-in") else "", "yellow"),
         f"  seed {experiment.get('seed')}  runs {experiment.get('runs')}  → {experiment.get('out', '')}",
     )
     parts: list[RenderableType] = [title]
@@ -89,6 +89,10 @@ def _run_panel(view: RunView) -> RenderableType:
     rows.add_row("calls", f"{usage.get('calls', 0)} ({view.calls_per_second:.0f}/s), in flight {usage.get('in_flight', 0)}, "
                           f"tokens {usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)}")
     rows.add_row("latency", f"p50 {duration(usage.get('latency_p50_s', 0))}, p95 {duration(usage.get('latency_p95_s', 0))}")
+    if usage.get("cost_usd") or usage.get("cache_hits") or usage.get("retries") or usage.get("errors"):
+        errors = ", ".join(f"{kind} {count}" for kind, count in sorted((usage.get("errors") or {}).items()))
+        rows.add_row("backend", f"${usage.get('cost_usd', 0):.4f}, {usage.get('cache_hits', 0)} cache hits, "
+                                f"{usage.get('retries', 0)} retries" + (f", errors: {errors}" if errors else ""))
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
     return Panel(rows, title=f"run {view.run} (seed {view.seed}) — {view.status}")
@@ -126,7 +130,7 @@ class LogView:
 
     def start(self, experiment: dict[str, Any]) -> None:
         self.log.info("experiment_started", **experiment,
-                      stand_in=experiment.get("backend") == "stand-in")
+                      stand_in=str(experiment.get("backend", "")).startswith("stand-in"))
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:
         now = time.monotonic()
@@ -136,6 +140,9 @@ class LogView:
                 "success_rate": round(view.metrics.get("success_rate", 0.0), 3), "calls": view.usage.get("calls", 0),
                 "invalid_replies": view.usage.get("invalid_replies", 0),
             }
+            if view.usage.get("cost_usd") or view.usage.get("cache_hits") or view.usage.get("retries"):
+                fields.update(cost_usd=view.usage.get("cost_usd"), cache_hits=view.usage.get("cache_hits"),
+                              retries=view.usage.get("retries"))
             if view.status != "running":
                 if view.run not in self.ended:
                     self.ended.add(view.run)

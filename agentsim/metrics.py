@@ -69,7 +69,8 @@ class RoundStats:
             "interactions": self.interactions,
             "successes": self.successes,
             "success_rate": self.successes / self.interactions if self.interactions else None,
-            "productions": dict(sorted(self.productions.items())),
+            # No name (None) sorts last: a fallback of none puts it beside the names.
+            "productions": dict(sorted(self.productions.items(), key=lambda item: (item[0] is None, item[0] or ""))),
             "alternative_share": (self.uncommitted_alternative / self.uncommitted_productions
                                   if self.uncommitted_productions else None),
         }

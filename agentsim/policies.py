@@ -62,6 +62,9 @@ class LLMPolicy:
             except BackendError as error:
                 usage.in_flight -= 1
                 usage.errors[error.kind] = usage.errors.get(error.kind, 0) + 1
+                for kind in getattr(error, "failed_attempts", ()):  # retried before giving up
+                    usage.errors[kind] = usage.errors.get(kind, 0) + 1
+                    usage.retries += 1
                 calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", "", None,
                                         latency_us=int((perf_counter() - started) * 1e6), error=error.kind))
                 break
@@ -69,6 +72,8 @@ class LLMPolicy:
             usage.in_flight -= 1
             parsed = game.parse(completion.text, situation)
             usage.count(completion.prompt_tokens, completion.completion_tokens, latency_us)
+            if completion.cost_usd or completion.cached or completion.retries:
+                usage.answered(completion)
             calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", completion.text,
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
                                     latency_us, parsed.problem, completion.option_probabilities))

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import OutputDirError
+from .errors import BackendSpecError, OutputDirError, ParameterError
+from .llm.accounting import Budget
 from .llm.base import LanguageModel
-from .llm.specs import build_backend
+from .llm.limiter import LimitedModel
+from .llm.specs import BackendOptions, build_backend, parse_population
+from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .store import Recorder, Store
@@ -35,6 +38,16 @@ class ExperimentConfig:
     resume: bool = False
     checkpoint_seconds: float = 1.0
     scenario_file: str = ""
+    population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
+    llm: BackendOptions = field(default_factory=BackendOptions)
+    # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
+    # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
+    variants: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def backend_label(self) -> str:
+        """What the store, the summary and the view name as the experiment's backend."""
+        return self.population or self.backend
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,9 @@ class Experiment:
     scenario: Scenario[Any] = field(init=False)
     store: Store = field(init=False)
     backends: dict[str, LanguageModel] = field(init=False, default_factory=dict)
+    shares: list[tuple[str, int | None]] = field(init=False, default_factory=list)
+    budget: Budget = field(init=False)
+    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
     _last_draw: float = field(init=False, default=0.0)
@@ -76,7 +92,10 @@ class Experiment:
         """Check everything the user could get wrong, before any run starts."""
         config = self.config
         self.scenario = config.scenario.for_experiment(config.seed)
-        self.backends = {config.backend: build_backend(config.backend, self.scenario)}
+        self.shares = self._shares()
+        self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
+        self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget) for spec, _ in self.shares}
+        self.variant_scenarios = [_variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
         identity = self._identity()
         if Store.exists(config.out):
             store = Store(config.out)
@@ -94,34 +113,75 @@ class Experiment:
             self.store = Store(config.out)
         self.store.set_experiment({
             **identity,
-            "runs": max(config.runs, self.store.experiment().get("runs", 0)),
+            "runs": max(self.run_count(), self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
             "scenario_class": self.scenario.describe()["class"],
+            "population": [[spec, count] for spec, count in self.shares],
+            "llm_options": _describe_options(self.config.llm),
         })
 
+    def _shares(self) -> list[tuple[str, int | None]]:
+        """Which backend each agent uses: one for all, or the population's counts in order."""
+        if not self.config.population:
+            return [(self.config.backend, None)]
+        shares = parse_population(self.config.population)
+        agents = getattr(self.scenario.params, "agents", None)
+        total = sum(count for _, count in shares)
+        if isinstance(agents, int) and total != agents:
+            raise BackendSpecError(f"the population's counts add up to {total} but the scenario has agents={agents}; "
+                                   f"make them add up or --set agents={total}")
+        return list(shares)
+
     def _identity(self) -> dict[str, Any]:
-        return {
+        identity = {
             "scenario": self.scenario.name,
             "params": self.scenario.params.as_dict(),
             "seed": self.config.seed,
-            "backend": self.config.backend,
+            "backend": self.config.backend_label,
         }
+        if self.config.variants:
+            identity["variants"] = [dict(variant) for variant in self.config.variants]
+        return identity
 
     def _templates(self) -> dict[str, str]:
-        template = getattr(self.scenario, "template", None)
-        return {template.name: template.text} if template is not None else {}
+        templates = {}
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            template = getattr(scenario, "template", None)
+            if template is not None:
+                templates[template.name] = template.text
+        return templates
+
+    def run_count(self) -> int:
+        return self.config.runs * max(1, len(self.config.variants))
+
+    def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
+        """The scenario, seed and variant index of replicate `replicate`. With variants,
+        replicate k is variant k mod V at seed `seed + k // V`: every variant gets the same
+        seeds, and growing --runs appends runs."""
+        variants = len(self.config.variants)
+        if not variants:
+            return self.scenario, self.config.seed + replicate, None
+        return self.variant_scenarios[replicate % variants], self.config.seed + replicate // variants, replicate % variants
 
     async def run(self) -> list[dict[str, Any]]:
         with relaxed_gc():
             return await self._run()
 
     async def _run(self) -> list[dict[str, Any]]:
-        self.view.start({"scenario": self.scenario.name, "backend": self.config.backend, "seed": self.config.seed,
-                         "runs": self.config.runs, "out": str(self.config.out)})
+        self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
+                         "runs": self.run_count(), "out": str(self.config.out)})
+        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.run_count())]
         try:
-            await asyncio.gather(*(self._run_one(replicate) for replicate in range(self.config.runs)))
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # One run failed (a refused key, a --replay miss) or we were interrupted: stop the
+            # others too, each recording what it has, before the store closes.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         finally:
             self.view.update(list(self.views.values()), final=True)
             self.view.stop()
@@ -133,14 +193,17 @@ class Experiment:
 
     async def _run_one(self, replicate: int) -> None:
         config, store = self.config, self.store
-        run, seed = replicate + 1, config.seed + replicate
+        run = replicate + 1
+        scenario, seed, _variant = self.run_cell(replicate)
         recorded = {row["run"]: row for row in store.runs()}.get(run)
         if recorded is not None and recorded["status"] == "done":
             self.summaries[run] = recorded["summary"]
             return
         recorder = Recorder(run)
-        model = PopulationModel(self.scenario, seed=seed, replicate=replicate, run_id=run,
-                                backends=[BackendShare(self.backends[config.backend])], on_resolved=recorder.add)
+        model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
+                                backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
+                                on_resolved=recorder.add)
+        self.budget.on_exhausted(model.request_stop)
         blob = store.checkpoint(run) if recorded is not None else None
         if recorded is not None and blob is None:
             store.discard_run(run)
@@ -149,7 +212,7 @@ class Experiment:
             await model.scheduler.resume(model.restore(blob))
             store.set_status(run, "running")
         if recorded is None:
-            store.begin_run(run, replicate=replicate, seed=seed, backend=config.backend,
+            store.begin_run(run, replicate=replicate, seed=seed, backend=config.backend_label,
                             agents=[(agent.index, agent.policy.kind, agent.policy.label) for agent in model.population])
         last_commit = time.monotonic()
         try:
@@ -195,7 +258,7 @@ class Experiment:
             "run": model.run_id,
             "seed": model.seed,
             "replicate": model.replicate,
-            "backend": self.config.backend,
+            "backend": self.config.backend_label,
             "status": "done",
             "stop_reason": model.stop_reason or "max_rounds",
             "rounds": model.rounds_done,
@@ -206,16 +269,25 @@ class Experiment:
             "fallbacks": usage.fallbacks,
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
+            "cost_usd": round(usage.cost_usd, 6),
+            "cache_hits": usage.cache_hits,
+            "retries": usage.retries,
+            "errors": dict(usage.errors),
             "usage_by_backend": {label: backend.as_dict() for label, backend in model.usage.by_backend.items()},
-            **self.scenario.run_summary(model),
+            **self._variant(model),
+            **model.scenario.run_summary(model),
         }
+
+    def _variant(self, model: PopulationModel) -> dict[str, Any]:
+        variant = self.run_cell(model.replicate)[2]
+        return {} if variant is None else {"variant": variant, "variant_params": dict(self.config.variants[variant])}
 
     def _show(self, model: PopulationModel, status: str) -> None:
         usage = model.usage.total()
         elapsed = max(time.monotonic() - model.usage.started, 1e-9)
         self.views[model.run_id] = RunView(
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
-            max_rounds=self.scenario.max_rounds(), interactions=model.completed, stop_reason=model.stop_reason,
+            max_rounds=model.scenario.max_rounds(), interactions=model.completed, stop_reason=model.stop_reason,
             metrics=self.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed,
         )
@@ -229,16 +301,56 @@ class Experiment:
         document = {
             "scenario": experiment.get("scenario"),
             "backend": experiment.get("backend"),
-            "stand_in": experiment.get("backend") == "stand-in",
+            "stand_in": all(spec.startswith("stand-in") for spec, _ in self.shares),
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
             "runs": [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]],
         }
+        document["usage_by_backend"] = _sum_usage(document["runs"])
+        document["limiter_by_backend"] = self._limiter_stats()
+        if self.budget.reason is not None:
+            document["budget"] = {"stopped_by": self.budget.reason, "calls": self.budget.calls,
+                                  "cost_usd": round(self.budget.cost_usd, 6)}
         path = self.config.out / SUMMARY
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")
         temporary.replace(path)
+
+
+    def _limiter_stats(self) -> dict[str, Any]:
+        stats = {}
+        for label, backend in self.backends.items():
+            limiter = layer(backend, LimitedModel)
+            if isinstance(limiter, LimitedModel):
+                stats[label] = {"max_in_flight_seen": limiter.max_seen, "cap": limiter.limits.max_in_flight,
+                                "final_limit": round(limiter.limit, 2), "cuts": limiter.cuts}
+        return stats
+
+
+def _sum_usage(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The experiment's usage per backend: the runs' counts added (latency stays per run)."""
+    totals: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for label, usage in (run.get("usage_by_backend") or {}).items():
+            total = totals.setdefault(label, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+                                              "cache_hits": 0, "retries": 0, "errors": {}})
+            for key in ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits", "retries"):
+                total[key] += usage.get(key, 0)
+            for kind, count in (usage.get("errors") or {}).items():
+                total["errors"][kind] = total["errors"].get(kind, 0) + count
+    for total in totals.values():
+        total["cost_usd"] = round(total["cost_usd"], 6)
+    return totals
+
+
+def _describe_options(options: BackendOptions) -> dict[str, Any]:
+    """The backend options as recorded: limits and endpoints, never a key."""
+    limits = options.limits
+    return {"base_url": options.base_url, "timeout_s": options.timeout_s, "max_attempts": options.retry.max_attempts,
+            "deadline_s": options.retry.deadline_s, "max_in_flight": limits.max_in_flight, "rpm": limits.rpm,
+            "tpm": limits.tpm, "adaptive": limits.adaptive, "cache": options.cache, "replay": options.replay,
+            "max_calls": options.max_calls, "max_cost_usd": options.max_cost_usd}
 
 
 @contextlib.contextmanager
@@ -252,6 +364,25 @@ def relaxed_gc(young: int = 20_000) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
+
+
+def _variant_scenario(scenario: Scenario[Any], variant: dict[str, Any], seed: int) -> Scenario[Any]:
+    try:
+        return scenario.with_params(**variant).for_experiment(seed)
+    except ParameterError as error:
+        raise ParameterError(f"variant {variant}: {error}") from None
+
+
+def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str, Any], ...]:
+    """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
+    the command line has the last word, so `--set condition=schema` keeps only that part of a
+    grid and `--set agents=4` shrinks every variant."""
+    pinned: list[dict[str, Any]] = []
+    for variant in variants or ():
+        kept = {key: value for key, value in dict(variant).items() if key not in overrides}
+        if kept not in pinned:
+            pinned.append(kept)
+    return tuple(pinned) if any(pinned) else ()
 
 
 def code_version() -> str:

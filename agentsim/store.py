@@ -15,7 +15,9 @@ Tables (every row of a run carries its `run` number):
     rounds       per population round tallies (JSON)
     checkpoints  the state a run resumes from
 
-and two views: `moves` (run, t, agent, action, payoff) and `calls` (every policy call).
+and three views: `moves` (run, t, agent, action, payoff), `calls` (every policy call) and
+`decisions_by_model` (decisions with each agent's model and kind, to split a mixed-model
+population's interactions by model).
 
 A call stores the game's compact `context` instead of the prompt text; the scenario rebuilds
 the exact messages from it (`Store.messages`), which keeps a naming-game interaction under 200
@@ -60,6 +62,8 @@ CREATE VIEW IF NOT EXISTS moves AS
 CREATE VIEW IF NOT EXISTS calls AS
     SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
     FROM decisions WHERE reply IS NOT NULL;
+CREATE VIEW IF NOT EXISTS decisions_by_model AS
+    SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
 """

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .llm.base import Completion
 
 
 @dataclass
@@ -54,6 +58,9 @@ class BackendUsage:
     errors: dict[str, int] = field(default_factory=dict)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     in_flight: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+    retries: int = 0
 
     def count(self, prompt_tokens: int, completion_tokens: int, latency_us: int) -> None:
         """One answered call."""
@@ -61,6 +68,15 @@ class BackendUsage:
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.latency.add(latency_us)
+
+    def answered(self, completion: Completion) -> None:
+        """What the backend stack reports beside tokens: cost, a cache hit, retried attempts."""
+        self.cost_usd += completion.cost_usd
+        self.cache_hits += completion.cached
+        if completion.retries:
+            self.retries += completion.retries
+            for kind in completion.errors:
+                self.errors[kind] = self.errors.get(kind, 0) + 1
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -71,6 +87,9 @@ class BackendUsage:
             "reasks": self.reasks,
             "fallbacks": self.fallbacks,
             "errors": dict(self.errors),
+            "cost_usd": round(self.cost_usd, 6),
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
             "latency_p50_s": round(self.latency.percentile(0.50), 6),
             "latency_p95_s": round(self.latency.percentile(0.95), 6),
             "latency_p99_s": round(self.latency.percentile(0.99), 6),
@@ -98,6 +117,9 @@ class RunUsage:
             total.reasks += usage.reasks
             total.fallbacks += usage.fallbacks
             total.in_flight += usage.in_flight
+            total.cost_usd += usage.cost_usd
+            total.cache_hits += usage.cache_hits
+            total.retries += usage.retries
             for kind, count in usage.errors.items():
                 total.errors[kind] = total.errors.get(kind, 0) + count
             for bucket, count in usage.latency.counts.items():

@@ -18,3 +18,5 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test runs in its own directory, so default output paths never collide."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # The response cache of a test is its own, never the user's.
+    monkeypatch.setenv("AGENTSIM_CACHE", str(tmp_path / "responses.db"))

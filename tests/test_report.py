@@ -27,6 +27,9 @@ SHORT = {"individual_bias.py": {"max_rounds": "20"}, "strategies.py": {"max_roun
          "theory_best_response.py": {"max_rounds": "8"}, "network_topology.py": {"max_rounds": "8"}}
 # What each scenario file's output must at least show.
 EXPECTED = {
+    "mixed_models.py": {"fig1a_success_rate", "fig1b_name_competition", "usage_by_model"},
+    "network_topology.py": {"network_topology", "usage_by_model"},
+    "sign_schema.py": {"sign_agreement", "sign_tokens", "usage_by_model"},
     "naming_game.py": {"fig1a_success_rate", "fig1b_name_competition", "fig2a_consensus_names", "usage_by_model"},
     "collective_bias.py": {"fig1a_success_rate", "fig2a_consensus_names", "fig2b_individual_vs_collective"},
     "random_string_pool.py": {"fig1a_success_rate", "fig2b_individual_vs_collective"},
@@ -36,10 +39,9 @@ EXPECTED = {
     "critical_mass.py": {"fig3a_alternative_production"},
     "critical_mass_search.py": {"fig3a_alternative_production"},
     "stability.py": {"figs7_stability"},
-    "theory_minimal_naming.py": {"fig1a_success_rate", "fig2a_consensus_names"},
+    "theory_minimal_naming.py": {"fig1a_success_rate", "fig2a_consensus_names", "theory_success_rate"},
     "theory_committed_minority.py": {"fig3a_alternative_production"},
     "theory_best_response.py": {"fig3a_alternative_production"},
-    "network_topology.py": {"network_topology"},
 }
 
 

@@ -9,7 +9,7 @@ from helpers import run_model
 
 from agentsim.errors import ParameterError
 from agentsim.games.inventory_naming import MinimalNamingGame, speak
-from agentsim.games.minimal_naming import per_round, run_to_consensus, simulate, success_curve
+from agentsim.games.minimal_naming import per_round, production_shares, run_to_consensus, simulate, success_curve
 from agentsim.games.naming import NamingSituation
 
 
@@ -71,6 +71,16 @@ def test_the_scheduler_path_agrees_with_the_fast_path() -> None:
     assert abs(scheduled_peak / fast.total_words.max(axis=0).mean() - 1) < 0.1
 
 
+def test_the_sequential_kernel_agrees_with_the_array_path() -> None:
+    """The two fast paths (a loop for one large run, arrays for many small ones) have the
+    same mean convergence time and peak inventory at N = 20."""
+    sequential = [run_to_consensus(20, seed=seed, max_interactions=20_000) for seed in range(400)]
+    arrays = simulate(20, 3000, runs=400, seed=11, stop_at_consensus=True)
+    assert (arrays.convergence > 0).all() and all(run.t_conv > 0 for run in sequential)
+    assert abs(np.mean([run.t_conv for run in sequential]) / arrays.convergence.mean() - 1) < 0.1
+    assert abs(np.mean([run.peak_words for run in sequential]) / arrays.total_words.max(axis=0).mean() - 1) < 0.05
+
+
 def test_the_scheduler_run_stops_at_global_consensus_and_records_rule_agents(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from helpers import run_experiment
 
@@ -91,6 +101,16 @@ def test_the_speaker_invents_only_when_its_inventory_is_empty() -> None:
     assert speak(NamingSituation(("A", "B", "C"), ()), 0.5) == "B"
     assert speak(NamingSituation(("A", "B", "C"), ("C", "A")), 0.0) == "C"
     assert speak(NamingSituation(("A", "B", "C"), ("C", "A")), 0.99) == "A"
+
+
+def test_an_individual_bias_becomes_a_collective_one() -> None:
+    """Flint Ashery et al. Fig. S3 (W = 2, N = 24): with no bias both names keep half the
+    productions; with a 70% bias the favoured name starts at 70% and takes over."""
+    fair = production_shares(24, 25, runs=1000, seed=2, weights=np.array([0.5, 0.5]))
+    biased = production_shares(24, 25, runs=1000, seed=2, weights=np.array([0.3, 0.7]))
+    assert np.abs(fair[:, 1] - 0.5).max() < 0.04
+    assert abs(biased[0, 1] - 0.7) < 0.04 and biased[-1, 1] > 0.93
+    assert np.allclose(biased.sum(axis=1), 1)
 
 
 def test_the_fast_path_keeps_its_books() -> None:

@@ -145,16 +145,13 @@ def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
 
 
 def _register_report_section() -> None:
-    """Add the section to the `report` command, when the report module has a registry."""
-    try:
-        from .report import register_section  # type: ignore[attr-defined]
-    except ImportError:
-        return
+    """Add the section to the `report` command (whose `_load_sections` imports this module)."""
+    from .report import register_section
 
     def applies(context: Any) -> bool:
         return any(experiment.scenario_name == SCENARIO_NAME for experiment in context.experiments)
 
-    @register_section("network_topology", "Naming game on networks", order=70, applies=applies)
+    @register_section("network_topology", "Naming game on networks", order=75, applies=applies)
     def build(context: Any) -> None:
         runs = [summary for experiment in context.experiments if experiment.scenario_name == SCENARIO_NAME
                 for summary in experiment.summaries() if summary and "topology" in summary]

@@ -8,7 +8,7 @@ stays in a mixed state dominated by B for a time growing exponentially with N; a
 reaches consensus on A in a time growing like ln N.
 
 - `mean_field_critical_fraction`: p_c from Xie et al.'s rate equations (scipy);
-- `consensus_times`: stochastic runs of the fast path (`minimal_naming.simulate`);
+- `consensus_times`: stochastic runs of the fast path (`minimal_naming.run_to_consensus`);
 - the scheduler path is `MinimalNamingGame(names=("A", "B"), majority_name="B",
   committed_name="A", committed_fraction=p)`.
 
@@ -21,7 +21,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..errors import ParameterError
-from .minimal_naming import simulate
+from .minimal_naming import run_to_consensus
 
 
 def rate_equations(p: float):  # noqa: ANN201 - a callable for solve_ivp
@@ -72,8 +72,9 @@ def consensus_times(
     initial[:committed, 0] = True
     initial[committed:, 1] = True
     flags = np.arange(n_agents) < committed
-    trajectory = simulate(n_agents, int(max_time * n_agents), runs=runs, seed=seed, pool_size=2,
-                          initial=initial, committed=flags, stop_at_consensus=True)
-    times = trajectory.convergence.astype(float) / n_agents
-    times[trajectory.convergence < 0] = np.nan
-    return times
+    seeds = np.random.SeedSequence(seed).generate_state(runs)
+    limit = int(max_time * n_agents)
+    times = np.array([run_to_consensus(n_agents, seed=int(run_seed), max_interactions=limit, initial=initial,
+                                       committed=flags).t_conv for run_seed in seeds], dtype=float)
+    times[times < 0] = np.nan
+    return times / n_agents

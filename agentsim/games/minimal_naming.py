@@ -64,13 +64,15 @@ class Trajectory:
     after it (N_w in Baronchelli 2006). `distinct_words[t, r]`: different words in the
     population after it (N_d). `convergence[r]`: the number of interactions until every agent
     held the same single word (-1 if that did not happen within the budget).
-    `final_inventories[r, i, w]`: whether agent i knows word w at the end."""
+    `final_inventories[r, i, w]`: whether agent i knows word w at the end. `uttered[t, r]`:
+    the word spoken."""
 
     success: np.ndarray
     total_words: np.ndarray
     distinct_words: np.ndarray
     convergence: np.ndarray
     final_inventories: np.ndarray
+    uttered: np.ndarray
 
 
 def simulate(
@@ -84,6 +86,7 @@ def simulate(
     initial: np.ndarray | None = None,
     committed: np.ndarray | None = None,
     stop_at_consensus: bool = False,
+    weights: np.ndarray | None = None,
 ) -> Trajectory:
     """Run `runs` independent minimal naming games of `n_agents` for `interactions` steps.
 
@@ -94,6 +97,9 @@ def simulate(
     `initial[i, w]`: agent i starts knowing word w (words 0..W-1, shared by all runs).
     `committed[i]`: agent i never changes its inventory. `stop_at_consensus`: end early once
     every run has converged; the arrays then hold only the interactions simulated.
+    `weights` (one per pool word): an individual bias, as in Flint Ashery et al.'s Fig. S3: a
+    speaker picks among the words it knows, and invents, with probability proportional to
+    them (uniform when None).
     """
     _check(n_agents, interactions, runs, pool_size, initial, committed)
     rng = np.random.default_rng(seed)
@@ -110,6 +116,8 @@ def simulate(
     neighbourhoods = Neighbourhoods.of(graph) if graph is not None else None
 
     success = np.zeros((interactions, runs), dtype=bool)
+    uttered_words = np.zeros((interactions, runs), dtype=np.int32)
+    bias = _bias(weights, pool_size)
     total_words = np.zeros((interactions, runs), dtype=np.int64)
     distinct_words = np.zeros((interactions, runs), dtype=np.int64)
     convergence = np.full(runs, -1, dtype=np.int64)
@@ -131,15 +139,20 @@ def simulate(
                 invented = fresh[empty]
                 fresh[empty] += 1
             else:
-                invented = rng.integers(pool_size, size=inventors.size)
+                invented = (rng.integers(pool_size, size=inventors.size) if bias is None
+                            else rng.choice(pool_size, size=inventors.size, p=bias / bias.sum()))
             inventories[inventors, speakers[empty], invented] = True
             spoken[empty, invented] = True
             word_counts[inventors, invented] += 1
             total[empty] += 1
-        keys = np.where(spoken, rng.random(spoken.shape), -1.0)
+        draws = rng.random(spoken.shape)
+        if bias is not None:  # the largest u^(1/w) is a draw proportional to w
+            draws = draws ** (1.0 / bias)
+        keys = np.where(spoken, draws, -1.0)
         uttered = keys.argmax(axis=1)
         hit = inventories[all_runs, hearers, uttered]
         success[t] = hit
+        uttered_words[t] = uttered
 
         adding = all_runs[~hit & ~frozen[hearers]]
         if adding.size:
@@ -171,6 +184,7 @@ def simulate(
         distinct_words=distinct_words[:done],
         convergence=convergence,
         final_inventories=inventories,
+        uttered=uttered_words[:done],
     )
 
 
@@ -191,6 +205,24 @@ def success_curve(
     return per_round(trajectory.success.mean(axis=1), n_agents, population_rounds)
 
 
+def production_shares(
+    n_agents: int,
+    population_rounds: int,
+    *,
+    runs: int,
+    seed: int,
+    weights: np.ndarray,
+) -> np.ndarray:
+    """Each pool word's share of the utterances in each population round (rows), over `runs`
+    runs, for a pool of len(weights) words chosen with those weights: Flint Ashery et al.
+    2025's Fig. S3 (W = 2, N = 24, weights (1 - bias, bias))."""
+    weights = np.asarray(weights, dtype=float)
+    interactions = int(round_boundaries(n_agents, population_rounds)[-1])
+    trajectory = simulate(n_agents, interactions, runs=runs, seed=seed, pool_size=weights.size, weights=weights)
+    spoken = trajectory.uttered[:, :, None] == np.arange(weights.size)
+    return per_round(spoken.mean(axis=1), n_agents, population_rounds)
+
+
 def round_boundaries(n_agents: int, population_rounds: int) -> np.ndarray:
     """Interaction index at which each population round starts, plus the end of the last:
     round k covers interactions floor(k N / 2) .. floor((k + 1) N / 2) - 1."""
@@ -202,6 +234,15 @@ def per_round(series: np.ndarray, n_agents: int, population_rounds: int) -> np.n
     bounds = round_boundaries(n_agents, population_rounds)
     sums = np.add.reduceat(series[: bounds[-1]], bounds[:-1], axis=0)
     return sums / np.diff(bounds).reshape((-1,) + (1,) * (series.ndim - 1))
+
+
+def _bias(weights: np.ndarray | None, pool_size: int | None) -> np.ndarray | None:
+    if weights is None:
+        return None
+    bias = np.asarray(weights, dtype=float)
+    if pool_size is None or bias.shape != (pool_size,) or (bias <= 0).any():
+        raise ParameterError("weights need a pool_size and one positive weight per pool word")
+    return bias
 
 
 def _check(
@@ -243,25 +284,39 @@ def run_to_consensus(
     seed: int,
     max_interactions: int,
     graph: nx.Graph | None = None,
+    initial: np.ndarray | None = None,
+    committed: np.ndarray | None = None,
     block: int = 65_536,
 ) -> Convergence:
-    """One canonical minimal naming game (new words on invention) until global consensus.
+    """One minimal naming game (new words on invention) until global consensus.
 
     A single large population gains nothing from array operations (each interaction touches
     two agents), so this is a plain loop over per-agent word lists, fed by random numbers
     drawn from numpy in blocks: under two microseconds per interaction, which makes the
     published sizes (N in the thousands, N^1.5 interactions; rings with N^3) reachable.
+    `initial` and `committed` as in `simulate` (Xie et al.'s committed minority).
     """
-    _check(n_agents, max_interactions, 1, None, None, None)
+    _check(n_agents, max_interactions, 1, None, initial, committed)
     rng = np.random.default_rng(seed)
-    inventories: list[list[int]] = [[] for _ in range(n_agents)]
+    if initial is None:
+        inventories: list[list[int]] = [[] for _ in range(n_agents)]
+        fresh = 0
+    else:
+        inventories = [np.flatnonzero(row).tolist() for row in initial]
+        fresh = initial.shape[1]
+    frozen = [False] * n_agents if committed is None else [bool(flag) for flag in committed]
     if graph is not None:
         hoods = Neighbourhoods.of(graph)
         starts, degrees, targets = hoods.starts.tolist(), hoods.degrees.tolist(), hoods.targets.tolist()
-    known = [0] * (n_agents + 1)  # agents knowing each word
-    total = distinct = 0
-    peak = t_peak = 0
-    fresh = 0
+    known = [0] * (n_agents + fresh + 1)  # agents knowing each word
+    for inventory in inventories:
+        for word in inventory:
+            known[word] += 1
+    total = sum(known)
+    distinct = sum(count > 0 for count in known)
+    peak, t_peak = total, 0
+    if total == n_agents and distinct == 1:
+        return Convergence(t_conv=0, peak_words=peak, t_peak=0)
     t = 0
     while t < max_interactions:
         count = min(block, max_interactions - t)
@@ -285,7 +340,9 @@ def run_to_consensus(
             word = words[int(pick * len(words))]
             heard = inventories[hearer]
             if word in heard:
-                for inventory in (words, heard):
+                for inventory, agent in ((words, speaker), (heard, hearer)):
+                    if frozen[agent]:
+                        continue
                     for other in inventory:
                         known[other] -= 1
                         distinct -= known[other] == 0
@@ -295,7 +352,7 @@ def run_to_consensus(
                     distinct += known[word] == 1
                 if total == n_agents and distinct == 1:
                     return Convergence(t_conv=t, peak_words=peak, t_peak=t_peak)
-            else:
+            elif not frozen[hearer]:
                 heard.append(word)
                 known[word] += 1
                 total += 1

@@ -41,6 +41,23 @@ class Sampling:
             raise ParameterError(f"max_tokens must be >= 1 (got {self.max_tokens})")
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Grammar:
+    """A constraint on the reply's text, for schema-constrained decoding: a regular expression
+    (`kind="regex"`) or a JSON schema given as JSON text (`kind="json"`). TGI sends it as its
+    `grammar` parameter, OpenAI-compatible servers (vLLM) as `guided_regex` / `response_format`;
+    providers without constrained decoding ignore it (docs/backends.md)."""
+
+    kind: str
+    value: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("regex", "json"):
+            raise ParameterError(f"grammar kind must be 'regex' or 'json' (got '{self.kind}')")
+        if not self.value:
+            raise ParameterError("grammar value must be a non-empty regex or JSON schema")
+
+
 @dataclasses.dataclass(slots=True, kw_only=True)
 class Request:
     """What determines an answer. `options` lists the valid answers when the game knows them,
@@ -55,6 +72,7 @@ class Request:
     seed: int | None = None
     options: tuple[str, ...] = ()
     replicate: int = 0
+    grammar: Grammar | None = None
 
     def with_turns(self, *turns: Message, seed: int | None = None) -> Request:
         """The same request continued by more turns (a re-ask after an unusable reply)."""
@@ -72,6 +90,11 @@ class Completion:
     option_probabilities: Mapping[str, float] | None = None
     raw: Any = None
     cached: bool = False
+    # Filled by the wrappers (llm/stack.py) for accounting and the limiter:
+    cost_usd: float = 0.0  # what this call cost (0 when served from the cache)
+    retries: int = 0  # attempts that failed before this answer
+    errors: tuple[str, ...] = ()  # the kinds of those failed attempts
+    signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
 
 
 @runtime_checkable

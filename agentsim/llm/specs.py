@@ -1,17 +1,32 @@
 """Backend specs, parsed in one place: `stand-in`, or `provider:target`.
 
-Providers register a factory here; the factory gets the parsed spec and the scenario (the
-stand-in answers with the scenario's rules) and returns a ready `LanguageModel`.
+    stand-in[:LABEL]          the built-in rule policy (a label tells stand-in groups apart)
+    openai:MODEL[@BASE_URL]   OpenAI, or an OpenAI-compatible server (vLLM, TGI's messages API)
+    anthropic:MODEL[@BASE_URL]
+    tgi:URL                   TGI's native /generate
+    local:HF_ID_OR_PATH       transformers + torch in process (the `local` extra)
+
+`--base-url` applies to the openai and anthropic specs that name none. With a base URL (a
+self-hosted server) the key is optional; without one it is required. Providers register a
+factory in `PROVIDERS`; a factory gets the parsed spec, the scenario and the options, and
+returns the bare backend. `build_backend` wraps every backend but the in-process stand-in in
+the same stack (llm/stack.py). Keys come from the usual environment variables; a missing one
+is a one-line error naming it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendSpecError
+from ..errors import BackendSpecError, ParameterError
+from .accounting import Budget
 from .base import LanguageModel
+from .limiter import Limits
+from .retries import RetryPolicy
 from .standin import NAME as STAND_IN
 from .standin import StandInModel
 
@@ -24,13 +39,86 @@ class BackendSpec:
     provider: str
     target: str
     text: str
+    base_url: str | None = None
 
 
-Factory = Callable[[BackendSpec, "Scenario[Any]"], LanguageModel]
+@dataclass(frozen=True, kw_only=True)
+class BackendOptions:
+    """How every backend of an experiment is reached and bounded (the command line's options)."""
+
+    base_url: str | None = None
+    timeout_s: float = 60.0  # per attempt
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    limits: Limits = field(default_factory=Limits)
+    cache: bool = True
+    cache_path: Path | None = None  # None: the user's cache directory
+    replay: bool = False
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise ParameterError(f"--timeout must be > 0 seconds (got {self.timeout_s})")
+        if self.replay and not self.cache:
+            raise ParameterError("--replay answers from the cache; drop --no-cache")
+
+
+Factory = Callable[[BackendSpec, "Scenario[Any]", BackendOptions], LanguageModel]
+
+
+def _standin(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    model = StandInModel(scenario.standin_rules())
+    model.name = spec.text
+    return model
+
+
+def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    base_url = spec.base_url or options.base_url
+    key = os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec))
+    from .openai_backend import OpenAIModel
+
+    return OpenAIModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url, timeout_s=options.timeout_s,
+                       max_connections=max(options.limits.max_in_flight, 8))
+
+
+def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    base_url = spec.base_url or options.base_url
+    key = os.environ.get("ANTHROPIC_API_KEY") or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec))
+    from .anthropic_backend import AnthropicModel
+
+    return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
+                          timeout_s=options.timeout_s)
+
+
+def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    if not spec.target.startswith(("http://", "https://")):
+        raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
+    from .tgi import TGIModel
+
+    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or None,
+                    timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
+
+
+def _local(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    from .local import LocalModel
+
+    return LocalModel(name=spec.text, path=spec.target)
+
 
 PROVIDERS: dict[str, Factory] = {
-    STAND_IN: lambda spec, scenario: StandInModel(scenario.standin_rules()),
+    STAND_IN: _standin,
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "tgi": _tgi,
+    "local": _local,
 }
+
+
+def require_key(variable: str, spec: BackendSpec) -> str:
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise BackendSpecError(f"backend '{spec.text}' needs an API key: set the environment variable {variable}")
+    return key
 
 
 def parse_spec(text: str) -> BackendSpec:
@@ -40,11 +128,51 @@ def parse_spec(text: str) -> BackendSpec:
     if provider not in PROVIDERS:
         known = ", ".join(sorted(PROVIDERS))
         raise BackendSpecError(f"unknown backend '{text}'; use one of: {known} (as provider:model where it needs one)")
-    if provider != STAND_IN and not target.strip():
+    target = target.strip()
+    if provider != STAND_IN and not target:
         raise BackendSpecError(f"backend '{text}' needs a target after the colon, e.g. {provider}:MODEL")
-    return BackendSpec(provider, target.strip(), text)
+    base_url = None
+    if provider in ("openai", "anthropic") and "@http" in target:
+        target, _, rest = target.partition("@")
+        base_url = rest
+        if not target:
+            raise BackendSpecError(f"backend '{text}' names no model before '@'; write {provider}:MODEL@URL")
+    return BackendSpec(provider, target, text, base_url)
 
 
-def build_backend(text: str, scenario: Scenario[Any]) -> LanguageModel:
+def parse_population(text: str) -> list[tuple[str, int]]:
+    """`SPEC=COUNT,SPEC=COUNT` (a spec may itself hold ':' and '@', never '=' or ',')."""
+    shares: list[tuple[str, int]] = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        spec, separator, count = part.rpartition("=")
+        if not separator or not spec.strip():
+            raise BackendSpecError(f"--population takes SPEC=COUNT,SPEC=COUNT (got '{part}')")
+        try:
+            number = int(count)
+        except ValueError:
+            raise BackendSpecError(f"--population: '{count}' in '{part}' is not a whole number of agents") from None
+        if number < 1:
+            raise BackendSpecError(f"--population: each model needs at least 1 agent (got '{part}')")
+        parse_spec(spec)
+        shares.append((spec.strip(), number))
+    if not shares:
+        raise BackendSpecError("--population is empty; write SPEC=COUNT,SPEC=COUNT")
+    if len({spec for spec, _ in shares}) != len(shares):
+        raise BackendSpecError("--population names a backend twice; give each spec once with its total count")
+    return shares
+
+
+def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | None = None,
+                  budget: Budget | None = None) -> LanguageModel:
+    """A ready backend for `text`: the bare provider, wrapped in the stack unless it answers in
+    process without suspending (the stand-in)."""
+    from .stack import wrap
+
+    options = options or BackendOptions()
     spec = parse_spec(text)
-    return PROVIDERS[spec.provider](spec, scenario)
+    backend = PROVIDERS[spec.provider](spec, scenario, options)
+    if backend.immediate:
+        return backend
+    return wrap(backend, spec, options, budget or Budget())

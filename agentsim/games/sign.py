@@ -1,0 +1,360 @@
+"""SIGN, schema-induced games for naming (Zhang and Woisetschläger 2026), as a naming game.
+
+N agents, a lexicon of M names C1..CM. Every population round pairs the agents uniformly at
+random; each agent proposes a name in a message and a decoder maps the message to a name (or
+to none). Each agent carries two things between rounds:
+
+- its current proposal (drawn uniformly from the lexicon at the start), shown in its prompt;
+  it becomes whatever the agent actually said, and after a mismatch it becomes the partner's
+  decoded name with probability `alpha` (the lose-shift rule, with dice drawn from the run's
+  generator before any await);
+- a partner-only memory: the names its last K partners said to it (decodable names only),
+  oldest first.
+
+The three conditions differ in what the model sees and must produce, which is the point of
+the paper (its public code ran one hard-coded update rule for all three, so they could not
+differ by construction):
+
+    nl       free natural language; no memory in the prompt; the decoder reads the reply
+    nl-sw    free natural language, with the sliding window of K partner names
+    schema   the window, and the reply must be exactly `@say {name: Ck}`: a non-compliant
+             reply is asked again once with the reminder "Follow EXACTLY one line:
+             @say {name: Ck}"; still non-compliant, the free text is decoded (the retry's
+             first, then the first reply's); undecodable, the agent says no name (or the
+             `fallback`). With `constrained_decoding`, the schema is also sent to the server
+             as a regex grammar (TGI grammar, vLLM guided decoding).
+
+Every attempt is a CallRecord with its tokens; a reply decoded from free text keeps its
+`error` (why it failed the schema) and carries the decoded name as its parsed action, so the
+store says which step gave each name (`sign_schema.decision_route`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from ..agents import PopulationAgent
+from ..llm.base import Grammar, Message, Sampling
+from ..model import PopulationModel
+from ..params import require
+from ..prompts import PromptTemplate
+from ..records import Decision, EncounterRecord, Move
+from ..scenario import Parsed
+from ..scheduler import Encounter
+from .naming import NamingGame, NamingParams
+from .sign_metrics import THRESHOLDS, SignMetrics
+from .sign_policy import SignPolicy
+from .sign_schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .sign_standin import SignStandIn
+
+if TYPE_CHECKING:
+    from ..policies import Policy
+
+Condition = Literal["nl", "nl-sw", "schema"]
+CONDITIONS: tuple[Condition, ...] = ("nl", "nl-sw", "schema")
+CONDITION_LABELS = {"nl": "NL", "nl-sw": "NL-SW", "schema": "Schema"}
+_TEMPLATES = {"nl": "nl", "nl-sw": "nl_sw", "schema": "schema"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignParams(NamingParams):
+    """The naming game's parameters with SIGN's defaults (the paper's Phi-3 settings) and its
+    own: `condition`, `lexicon_size` (M), `alpha`, `constrained_decoding`. `memory_length` is
+    K; the NL condition keeps no memory whatever K says. `max_reasks` is the Schema
+    condition's retries (the paper: one); the NL conditions never re-ask. Inherited parameters
+    SIGN does not use: `pool_size` and `name_style` (the lexicon is C1..CM), the committed
+    minority's, and `standin_invalid_rate` (see the `standin_free_*` and `standin_schema_*`
+    rates)."""
+
+    condition: Condition = "schema"
+    lexicon_size: int = 12  # M: names C1..CM (unless `names` gives a lexicon)
+    alpha: float = 0.75  # lose-shift probability
+    constrained_decoding: bool = False
+    # SIGN's defaults for inherited parameters
+    agents: int = 24
+    memory_length: int = 5
+    prompt: str = ""  # empty: the condition's built-in template
+    temperature: float = 0.7
+    top_k: int | None = None
+    top_p: float | None = 0.9
+    repetition_penalty: float | None = 1.1
+    max_tokens: int = 32
+    max_reasks: int = 1
+    fallback: Literal["random", "previous", "none"] = "none"
+    pairing: Literal["rounds", "continuous", "network"] = "rounds"
+    stop_at: Literal["consensus", "flip", "none"] = "none"
+    max_rounds: int = 300
+    success_payoff: int = 1
+    failure_payoff: int = 0
+    # the stand-in's rule (see games/sign_standin.py)
+    standin_noise: float = 0.05
+    standin_follow_memory: float = 0.6
+    standin_free_none_rate: float = 0.15
+    standin_free_several_rate: float = 0.1
+    standin_schema_error_rate: float = 0.2
+    standin_retry_error_rate: float = 0.3
+
+    def validate(self) -> None:
+        require(self.lexicon_size >= 2, f"lexicon_size (M) must be at least 2 (got {self.lexicon_size})")
+        require(self.memory_length >= 0, f"memory_length (K) must be >= 0 (got {self.memory_length})")
+        require(0 <= self.alpha <= 1, f"alpha (the lose-shift probability) must be in [0, 1] (got {self.alpha})")
+        require(self.committed_count() == 0 and self.committed_name is None and self.majority_name is None,
+                "SIGN has no committed agents and no initial consensus; leave committed, committed_fraction, "
+                "committed_name and majority_name unset")
+        require(self.repetition_penalty is None or self.repetition_penalty > 0,
+                f"repetition_penalty must be > 0 (got {self.repetition_penalty})")
+        for name in ("standin_follow_memory", "standin_free_none_rate", "standin_free_several_rate",
+                     "standin_schema_error_rate", "standin_retry_error_rate"):
+            value = getattr(self, name)
+            require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
+        require(self.standin_free_none_rate + self.standin_free_several_rate <= 1,
+                "standin_free_none_rate + standin_free_several_rate must be at most 1")
+        super().validate()
+
+    def memory_window(self) -> int:
+        """K as the agents keep it: the NL condition has no memory."""
+        return 0 if self.condition == "nl" else self.memory_length
+
+    def sampling(self) -> Sampling:
+        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens,
+                        repetition_penalty=self.repetition_penalty)
+
+
+class SignSituation(NamedTuple):
+    """What an agent sees: the lexicon, its current proposal, its partners' last names, the
+    population round and its own number. `shift_die` is the lose-shift die drawn for it before
+    any await; the prompt does not show it."""
+
+    options: tuple[str, ...]
+    current: str
+    memory: tuple[str, ...]
+    round: int
+    agent: int
+    shift_die: float = 1.0
+
+
+class SignAgent(PopulationAgent):
+    """A SIGN agent: its memory holds partner names, and it carries its current proposal."""
+
+    def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int, current: str) -> None:
+        super().__init__(model, policy, memory_length=memory_length)
+        self.current = current
+
+    def state(self) -> dict[str, Any]:
+        return super().state() | {"current": self.current}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self.current = state["current"]
+
+
+class SignGame(NamingGame):
+    name = "sign"
+    Params = SignParams  # type: ignore[assignment]
+    params: SignParams
+
+    # --- the experiment ------------------------------------------------------------------
+    def for_experiment(self, seed: int) -> SignGame:
+        """The lexicon is C1..CM unless `names` gives one."""
+        params = self.params
+        game = self if params.names else self.with_params(names=lexicon(params.lexicon_size))
+        require(params.standin_bias_name is None or params.standin_bias_name in game.names,
+                f"standin_bias_name '{params.standin_bias_name}' is not in the lexicon {', '.join(game.names)}")
+        return game
+
+    @property
+    def condition(self) -> Condition:
+        return self.params.condition
+
+    @cached_property
+    def template(self) -> PromptTemplate:
+        sections = ("system", "user") + (("history", "entry") if self.condition != "nl" else ())
+        sections += ("reminder",) if self.condition == "schema" else ()
+        return PromptTemplate.load("sign", self.params.prompt or _TEMPLATES[self.condition]).require(*sections)
+
+    @cached_property
+    def _schema(self) -> SchemaParser:
+        return SchemaParser(self.names)
+
+    @cached_property
+    def _decoder(self) -> FreeTextDecoder:
+        return FreeTextDecoder(self.names)
+
+    @cached_property
+    def _sign_codes(self) -> tuple[dict[str, str], dict[str, str]]:
+        encode = {name: chr(48 + index) if index < 75 else chr(256 + index) for index, name in enumerate(self.names)}
+        return encode, {code: name for name, code in encode.items()}
+
+    def grammar(self) -> Grammar | None:
+        """The schema for the server to enforce, when asked for and where there is a schema."""
+        if self.params.constrained_decoding and self.condition == "schema":
+            return Grammar(kind="regex", value=schema_regex(self.names))
+        return None
+
+    def retries(self) -> int:
+        """Re-asks after a non-compliant reply: the Schema condition's; free text has none."""
+        return self.params.max_reasks if self.condition == "schema" else 0
+
+    # --- hooks: population, encounters ----------------------------------------------------
+    def build_population(self, model: PopulationModel) -> None:
+        names = self.names
+        for index in range(self.params.agents):
+            current = names[model.random.randrange(len(names))]
+            SignAgent(model, self.agent_policy(model, index), memory_length=self.params.memory_window(), current=current)
+
+    def agent_policy(self, model: PopulationModel, index: int) -> Policy:
+        """Agent `index`'s policy: override it for a mixed population (examples/mixed_sign_models.py)."""
+        return SignPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.retries(),
+                          grammar=self.grammar())
+
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
+        """Each agent's view and its lose-shift die: one draw per agent whatever the
+        condition, so runs of the three conditions with one seed pair the same agents."""
+        random = model.random.random
+        return tuple(
+            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, random())
+            for agent in encounter.agents
+        )
+
+    def resolve(self, model: PopulationModel, encounter: Encounter,
+                decisions: tuple[Decision, Decision]) -> EncounterRecord:
+        agents, views = encounter.agents, encounter.drawn
+        said = (decisions[0].action, decisions[1].action)
+        success = said[0] is not None and said[0] == said[1]
+        alpha = self.params.alpha
+        for agent, view, own, partner in ((agents[0], views[0], said[0], said[1]), (agents[1], views[1], said[1], said[0])):
+            if partner is not None:
+                agent.memory.append(partner)  # partner-only memory: what the partner said to me
+            if own is not None:
+                agent.current = own  # win-stay: what it said is its proposal now
+            if not success and partner is not None and view.shift_die < alpha:
+                agent.current = partner  # lose-shift
+        payoff = self.params.success_payoff if success else self.params.failure_payoff
+        return EncounterRecord(encounter.t, encounter.round, int(success),
+                               [Move(agents[0].index, said[0], payoff), Move(agents[1].index, said[1], payoff)],
+                               decisions[0].calls + decisions[1].calls)
+
+    def on_round_end(self, model: PopulationModel) -> None:
+        pending = [encounter.round for encounter in model.scheduler.pending()]
+        model.metrics.close_rounds(min(pending + [model.rounds_done]))
+
+    # --- hooks: what the model sees and how its reply is read -----------------------------
+    def messages(self, situation: SignSituation) -> tuple[Message, ...]:  # type: ignore[override]
+        system = self._render_sign_system(agent=situation.agent, round=situation.round, current=situation.current,
+                                          history=self._history(situation.memory))
+        return (Message("system", system), self._user_message)
+
+    @cached_property
+    def _render_sign_system(self) -> Any:
+        return self.template.bind("system", lexicon=", ".join(self.names))
+
+    def _history(self, memory: tuple[str, ...]) -> str:
+        if not memory or self.condition == "nl":
+            return ""
+        template = self.template
+        entries = " | ".join(template.render("entry", partner=name) for name in memory)
+        return template.render("history", entries=entries) + "\n"
+
+    def parse(self, text: str, situation: SignSituation) -> Parsed:  # type: ignore[override]
+        if self.condition == "schema":
+            return self._schema.parse(text)
+        return self._decoder.parse(text)
+
+    def salvage(self, text: str) -> str | None:
+        """Step 3 of the Schema ladder: a name decoded from a non-compliant reply's free text.
+        Free-text conditions have nothing to salvage (their parser is the decoder)."""
+        return self._decoder.decode(text) if self.condition == "schema" else None
+
+    def reminder(self, situation: SignSituation, parsed: Parsed) -> str:  # type: ignore[override]
+        return self.template.render("reminder", lexicon=", ".join(self.names))
+
+    def fallback(self, situation: SignSituation, unit: float) -> str | None:  # type: ignore[override]
+        mode = self.params.fallback
+        if mode == "none":
+            return None
+        if mode == "previous":
+            return situation.current
+        return self.names[min(int(unit * len(self.names)), len(self.names) - 1)]
+
+    # --- the store: a prompt in a few bytes -----------------------------------------------
+    def encode(self, situation: SignSituation) -> str:  # type: ignore[override]
+        code = self._sign_codes[0]
+        return f"{situation.agent}.{situation.round}." + code[situation.current] + "".join(map(code.__getitem__, situation.memory))
+
+    def decode(self, context: str) -> SignSituation:  # type: ignore[override]
+        agent, round_, codes = context.split(".", 2)
+        name = self._sign_codes[1]
+        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent))
+
+    # --- measuring -------------------------------------------------------------------------
+    def new_metrics(self, model: PopulationModel) -> SignMetrics:
+        size = len(model.population)
+        return SignMetrics(population=size, success_window=self.params.success_window or size,
+                           consensus_window=max(1, round(self.params.consensus_window * size)),
+                           threshold=self.params.consensus_threshold,
+                           labels={agent.index: agent.policy.label for agent in model.population})
+
+    def stop_reason(self, model: PopulationModel) -> str | None:
+        return "consensus" if self.params.stop_at == "consensus" and model.metrics.consensus is not None else None
+
+    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: SignMetrics = model.metrics
+        metrics.close_rounds(1 << 62)
+        params = self.params
+        return {
+            "condition": params.condition,
+            "agents": len(model.population),
+            "memory": params.memory_window(),
+            "alpha": params.alpha,
+            "lexicon_size": len(self.names),
+            "constrained_decoding": self.grammar() is not None,
+            **metrics.summary(),
+        }
+
+    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: SignMetrics = model.metrics
+        shares = metrics.window_shares()
+        agreement = metrics.agreement_history[-1] if metrics.agreement_history else 0.0
+        lines = [("condition", CONDITION_LABELS[self.condition]), ("agreement", f"{agreement:.0%} (last round)")]
+        reached = [f"{int(threshold * 100)}% at round {metrics.reached[threshold][0]}"
+                   for threshold in THRESHOLDS if threshold in metrics.reached]
+        if reached:
+            lines.append(("reached", ", ".join(reached)))
+        return {
+            "success_rate": metrics.success_rate,
+            "success_history": metrics.success_history[-60:],
+            "shares": {name: shares.get(name, 0.0) for name in self.names},
+            "lines": lines,
+        }
+
+    def standin_rules(self) -> list[SignStandIn]:
+        params = self.params
+        templates = [PromptTemplate.load("sign", variant) for variant in ("schema", "nl_sw", "nl")]
+        if params.prompt:
+            templates.insert(0, self.template)
+        return [SignStandIn(templates, bias_name=params.standin_bias_name, bias=params.standin_bias,
+                            noise=params.standin_noise, follow_memory=params.standin_follow_memory,
+                            free_none_rate=params.standin_free_none_rate,
+                            free_several_rate=params.standin_free_several_rate,
+                            schema_error_rate=params.standin_schema_error_rate,
+                            retry_error_rate=params.standin_retry_error_rate)]
+
+
+
+
+
+
+def sign_grid(*, agents: tuple[int, ...] = (12, 24), memories: tuple[int, ...] = (5, 10),
+              alphas: tuple[float, ...] = (0.5, 0.75, 0.99),
+              conditions: tuple[Condition, ...] = CONDITIONS) -> list[dict[str, Any]]:
+    """The paper's grid as parameter variants (a scenario file's VARIANTS): NL for each N and
+    alpha with no memory (K = 0, as Table 1 lists it), NL-SW and Schema for each N, K and alpha."""
+    grid: list[dict[str, Any]] = []
+    for condition in conditions:
+        for size in agents:
+            for memory in ((0,) if condition == "nl" else memories):
+                for alpha in alphas:
+                    grid.append({"condition": condition, "agents": size, "memory_length": memory, "alpha": alpha})
+    return grid

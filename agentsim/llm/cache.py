@@ -1,0 +1,114 @@
+"""The response cache: a wrapper that answers a request it has seen from one SQLite database
+that outlives runs and output directories.
+
+The key is everything that determines an answer: provider, endpoint, model, messages, every
+sampling parameter, seed, grammar, the valid options (they decide the option
+probabilities), the replicate index, and a format version bumped whenever what is stored or
+how the key is built changes. Re-running an experiment with the same seeds into a new output
+directory therefore makes no call at all; with `replay` a miss is an error (exact
+reproduction, or nothing). The default database lives in the user's cache directory
+(platformdirs; AGENTSIM_CACHE overrides it), so every experiment of a user shares it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import platformdirs
+
+from ..errors import ReplayMissError
+from .base import Completion, LanguageModel, Request
+
+FORMAT_VERSION = 1
+
+
+def default_cache_path() -> Path:
+    override = os.environ.get("AGENTSIM_CACHE")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_cache_dir("agentsim")) / "responses.db"
+
+
+class ResponseStore:
+    """The cache database: key -> stored completion. One connection per process and path."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=NORMAL")
+        self.connection.execute("PRAGMA busy_timeout=10000")  # several experiments may share the file
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
+
+    def get(self, key: str) -> dict[str, object] | None:
+        row = self.connection.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, backend: str, value: dict[str, object]) -> None:
+        self.connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                (key, backend, json.dumps(value, separators=(",", ":")), time.time()))
+
+    def count(self) -> int:
+        return int(self.connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str:
+    sampling = request.sampling
+    grammar = request.grammar
+    document = [
+        FORMAT_VERSION, provider, endpoint, model,
+        [[message.role, message.content] for message in request.messages],
+        [sampling.temperature, sampling.top_k, sampling.top_p, sampling.max_tokens, sampling.repetition_penalty,
+         list(sampling.stop)],
+        request.seed, list(request.options), request.replicate,
+        None if grammar is None else [grammar.kind, grammar.value],
+    ]
+    return hashlib.sha256(json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+_STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "raw")
+
+
+class CachedModel:
+    """A `LanguageModel` wrapper: answer from the cache, else ask `inner` and remember."""
+
+    def __init__(self, inner: LanguageModel, store: ResponseStore, *, provider: str, endpoint: str, model: str,
+                 replay: bool = False) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.immediate = inner.immediate
+        self.store = store
+        self.identity = (provider, endpoint, model)
+        self.replay = replay
+        self.hits = 0
+        self.misses = 0
+
+    async def complete(self, request: Request) -> Completion:
+        key = cache_key(*self.identity, request)
+        stored = self.store.get(key)
+        if stored is not None:
+            self.hits += 1
+            return Completion(**{name: stored.get(name) for name in _STORED}, cached=True)  # type: ignore[arg-type]
+        if self.replay:
+            raise ReplayMissError(f"--replay: the cache {self.store.path} holds no answer for a request to {self.name}; "
+                                  f"run without --replay to ask the backend")
+        self.misses += 1
+        completion = await self.inner.complete(request)
+        value = {name: getattr(completion, name) for name in _STORED}
+        if value["option_probabilities"] is not None:
+            value["option_probabilities"] = dict(value["option_probabilities"])  # type: ignore[call-overload]
+        self.store.put(key, self.name, value)
+        return completion
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

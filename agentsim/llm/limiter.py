@@ -1,0 +1,231 @@
+"""The limiter: a wrapper that keeps one backend within its limits, shared by every agent and
+run that uses the backend.
+
+Three limits: calls in flight (a cap that adapts), requests per minute and tokens per minute
+(token buckets holding ten seconds' worth, so a run does not open with a minute's burst).
+Calls wait in FIFO order. The cap adapts (AIMD):
+
+- each answered call raises it by `growth` (0.5), up to the configured cap: after a cut it
+  is back within a few round trips;
+- a 429 lowers it by one. Hosted APIs answer 429 to a random share of calls well below
+  saturation, and halving on each (TCP-style) collapses the cap to a handful of calls under
+  a steady 20% of 429s; by one, the cap holds while fewer than a third of calls are refused
+  and falls quickly when more are;
+- an overloaded answer (529, 503, TGI's overloaded 429) or a TGI queue time that keeps
+  rising multiplies it by `cut` (0.75), at most once per round trip (calls started before
+  the last cut carry no news about it);
+- a Retry-After, or rate-limit headers saying nothing is left until a reset, stop every new
+  call until then.
+
+`trajectory` keeps (time, cap) at each change, for the benchmark and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from dataclasses import dataclass
+
+from ..errors import BackendError, ParameterError
+from .base import Completion, LanguageModel, Request, estimate_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    max_in_flight: int = 32
+    min_in_flight: int = 1
+    rpm: float | None = None
+    tpm: float | None = None
+    adaptive: bool = True
+    growth: float = 0.5
+    cut: float = 0.75
+
+    def __post_init__(self) -> None:
+        if self.max_in_flight < 1:
+            raise ParameterError(f"--max-in-flight must be at least 1 (got {self.max_in_flight})")
+        if not 1 <= self.min_in_flight <= self.max_in_flight:
+            raise ParameterError("the limiter's minimum in flight must be between 1 and --max-in-flight")
+        for name, value in (("--rpm", self.rpm), ("--tpm", self.tpm)):
+            if value is not None and value <= 0:
+                raise ParameterError(f"{name} must be > 0 (got {value})")
+        if not 0 < self.cut < 1 or self.growth <= 0:
+            raise ParameterError("the limiter needs 0 < cut < 1 and growth > 0")
+
+
+class _Bucket:
+    """A token bucket refilled at `per_minute / 60` a second, holding ten seconds' worth."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60
+        self.capacity = max(1.0, self.rate * 10)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+
+    def wait(self, amount: float, now: float) -> float:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        amount = min(amount, self.capacity)
+        return 0.0 if self.level >= amount else (amount - self.level) / self.rate
+
+    def take(self, amount: float) -> None:
+        self.level -= amount
+
+
+class LimitedModel:
+    def __init__(self, inner: LanguageModel, limits: Limits) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.immediate = inner.immediate
+        self.limits = limits
+        self.limit = float(limits.max_in_flight)
+        self.in_flight = 0
+        self.max_seen = 0
+        self.gate_until = 0.0
+        self.last_cut = 0.0
+        self.round_trip = 1.0  # seconds; an average of answered calls' latency
+        self.queue_times: collections.deque[float] = collections.deque(maxlen=32)
+        self.requests = _Bucket(limits.rpm) if limits.rpm else None
+        self.tokens = _Bucket(limits.tpm) if limits.tpm else None
+        self.waiting: collections.deque[tuple[asyncio.Future[None], int]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self.trajectory: list[tuple[float, float]] = [(time.monotonic(), self.limit)]
+        self.cuts = 0
+
+    # --- admission ----------------------------------------------------------------------
+    async def complete(self, request: Request) -> Completion:
+        tokens = self._estimate(request)
+        await self._acquire(tokens)
+        started = time.monotonic()
+        try:
+            completion = await self.inner.complete(request)
+        except BackendError as error:
+            self._failed(error, started)
+            raise
+        finally:
+            self.in_flight -= 1
+            self._dispatch()
+        self._answered(completion, started, tokens)
+        return completion
+
+    def _estimate(self, request: Request) -> int:
+        if self.tokens is None:
+            return 0
+        return sum(estimate_tokens(message.content) for message in request.messages) + request.sampling.max_tokens
+
+    async def _acquire(self, tokens: int) -> None:
+        if not self.waiting and self._can_start(tokens, time.monotonic()) == 0.0:
+            self._start(tokens)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.append((future, tokens))
+        self._dispatch()
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.in_flight -= 1  # granted, then cancelled before use: give the slot back
+                self._dispatch()
+            else:
+                try:
+                    self.waiting.remove((future, tokens))
+                except ValueError:
+                    pass
+            raise
+
+    def _can_start(self, tokens: int, now: float) -> float:
+        """0 if a call may start now, else seconds until a timed limit allows it (or inf while
+        the in-flight cap is full: a finishing call wakes the queue)."""
+        if self.in_flight >= max(int(self.limit), self.limits.min_in_flight):
+            return float("inf")
+        wait = max(0.0, self.gate_until - now)
+        if self.requests is not None:
+            wait = max(wait, self.requests.wait(1, now))
+        if self.tokens is not None and tokens:
+            wait = max(wait, self.tokens.wait(tokens, now))
+        return wait
+
+    def _start(self, tokens: int) -> None:
+        self.in_flight += 1
+        self.max_seen = max(self.max_seen, self.in_flight)
+        if self.requests is not None:
+            self.requests.take(1)
+        if self.tokens is not None and tokens:
+            self.tokens.take(tokens)
+
+    def _dispatch(self) -> None:
+        while self.waiting:
+            future, tokens = self.waiting[0]
+            if future.done():  # cancelled while waiting
+                self.waiting.popleft()
+                continue
+            wait = self._can_start(tokens, time.monotonic())
+            if wait == float("inf"):
+                return
+            if wait > 0:
+                if self._timer is None:
+                    self._timer = asyncio.get_running_loop().call_later(wait, self._tick)
+                return
+            self.waiting.popleft()
+            self._start(tokens)
+            future.set_result(None)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._dispatch()
+
+    # --- adapting -----------------------------------------------------------------------
+    def _answered(self, completion: Completion, started: float, tokens: int) -> None:
+        now = time.monotonic()
+        self.round_trip = 0.9 * self.round_trip + 0.1 * (now - started)
+        if self.tokens is not None:
+            actual = completion.prompt_tokens + completion.completion_tokens
+            if actual > tokens:
+                self.tokens.take(actual - tokens)
+        signals = completion.signals or {}
+        if signals.get("remaining_requests") == 0 and signals.get("reset_requests_s"):
+            self.gate_until = max(self.gate_until, now + signals["reset_requests_s"])
+        queue = signals.get("queue_time_s")
+        if queue is not None and self._queue_rising(queue):
+            self._cut(started, now)
+            return
+        if self.limits.adaptive and self.limit < self.limits.max_in_flight:
+            self._set(min(float(self.limits.max_in_flight), self.limit + self.limits.growth), now)
+
+    def _queue_rising(self, queue: float) -> bool:
+        """TGI's queue time above both a quarter second and twice its recent minimum: requests
+        wait for a batch slot, so more in flight only lengthens the queue."""
+        self.queue_times.append(queue)
+        return len(self.queue_times) >= 8 and queue > 0.25 and queue > 2 * min(self.queue_times)
+
+    def _failed(self, error: BackendError, started: float) -> None:
+        now = time.monotonic()
+        if error.retry_after is not None:
+            self.gate_until = max(self.gate_until, now + error.retry_after)
+        if not self.limits.adaptive:
+            return
+        if error.kind == "rate_limited":
+            self._set(max(float(self.limits.min_in_flight), self.limit - 1), now)
+        elif error.kind == "overloaded":
+            self._cut(started, now)
+
+    def _cut(self, started: float, now: float) -> None:
+        if not self.limits.adaptive or started < self.last_cut:
+            return
+        self.last_cut = now
+        self.cuts += 1
+        self._set(max(float(self.limits.min_in_flight), self.limit * self.limits.cut), now)
+
+    def _set(self, limit: float, now: float) -> None:
+        if int(limit) != int(self.limit):
+            self.trajectory.append((now, limit))
+            if len(self.trajectory) > 10_000:
+                del self.trajectory[1:5_001]
+        self.limit = limit
+        self._dispatch()
+
+    async def aclose(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        await self.inner.aclose()

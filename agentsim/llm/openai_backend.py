@@ -1,0 +1,149 @@
+"""`openai:MODEL`: OpenAI, and any OpenAI-compatible server (vLLM, TGI's messages API) with a
+base URL, through the official SDK (`AsyncOpenAI`).
+
+The SDK's own retries are off (`max_retries=0`): agentsim's retry wrapper retries, and two
+layers would multiply attempts. Calls go through the SDK's client (`AsyncOpenAI.post`: its
+auth, headers, error classes and HTTP stack) on its aiohttp transport, with the body built
+here (as JSON bytes) and the answer read from the raw JSON: `chat.completions.create` walks every typed
+parameter through its transform layer and builds a typed model of the answer, which with
+httpx's connection pool (a readability check of every pooled connection per request) cost
+several milliseconds of CPU per call, more than the whole engine spends on a decision. Against a compatible server (a base URL is given),
+top_k and repetition_penalty go in the body beside the standard parameters (what the SDK's
+`extra_body` does), the way vLLM expects, and every sampling
+parameter is sent explicitly, since such servers substitute their own defaults for omitted
+ones. A grammar goes as vLLM's `guided_regex` or as a JSON-schema `response_format`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import BackendError
+from .base import Completion, Request
+from .faults import error_for_status, rate_limit_signals
+from .logprobs import from_token_list
+
+KEY_VARIABLE = "OPENAI_API_KEY"
+_JSON: Any = {"headers": {"Content-Type": "application/json"}}
+TOP_LOGPROBS = 5
+
+
+class OpenAIModel:
+    immediate = False
+
+    def __init__(self, *, name: str, model: str, api_key: str, base_url: str | None = None,
+                 timeout_s: float = 60.0, max_connections: int = 256) -> None:
+        try:
+            import httpx2 as httpx
+        except ImportError:  # older SDKs ride on httpx
+            import httpx  # type: ignore[no-redef]
+        import openai
+
+        self._openai = openai
+        self.name = name
+        self.model = model
+        self.compatible = base_url is not None
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        try:
+            http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
+        except RuntimeError:  # an SDK without its aiohttp transport: its default httpx client
+            http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s)
+        self._response_type = httpx.Response
+        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                         http_client=http_client)
+        self.endpoint = str(self.client.base_url)
+
+    def arguments(self, request: Request) -> dict[str, Any]:
+        """The chat.completions.create arguments for `request`."""
+        sampling = request.sampling
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": message.role, "content": message.content} for message in request.messages],
+            "temperature": sampling.temperature,
+        }
+        extra: dict[str, Any] = {}
+        if self.compatible:
+            arguments["max_tokens"] = sampling.max_tokens
+            arguments["top_p"] = 1.0 if sampling.top_p is None else sampling.top_p
+            extra["top_k"] = -1 if sampling.top_k is None else sampling.top_k
+            extra["repetition_penalty"] = 1.0 if sampling.repetition_penalty is None else sampling.repetition_penalty
+        else:
+            arguments["max_completion_tokens"] = sampling.max_tokens
+            if sampling.top_p is not None:
+                arguments["top_p"] = sampling.top_p
+        if sampling.stop:
+            arguments["stop"] = list(sampling.stop)
+        if request.seed is not None:
+            arguments["seed"] = request.seed
+        if request.options:
+            arguments["logprobs"] = True
+            arguments["top_logprobs"] = TOP_LOGPROBS
+        grammar = request.grammar
+        if grammar is not None:
+            if grammar.kind == "json":
+                arguments["response_format"] = {"type": "json_schema",
+                                                "json_schema": {"name": "answer", "schema": json.loads(grammar.value)}}
+            elif self.compatible:
+                extra["guided_regex"] = grammar.value
+        arguments.update(extra)
+        return arguments
+
+    async def complete(self, request: Request) -> Completion:
+        openai = self._openai
+        try:
+            response = await self.client.post("/chat/completions", content=_dumps(self.arguments(request)),
+                                              options=_JSON, cast_to=self._response_type)
+        except openai.APIStatusError as error:
+            raise error_for_status("openai", error.status_code, error.response.headers, _body(error.response),
+                                   key_variable=KEY_VARIABLE) from None
+        except openai.APITimeoutError:
+            raise BackendError("openai call timed out", kind="timeout") from None
+        except openai.APIConnectionError:
+            raise BackendError("openai connection failed or dropped", kind="connection") from None
+        try:
+            body = json.loads(response.content)
+            choice = body["choices"][0]
+            text = choice["message"]["content"] or ""
+            usage = body.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise BackendError("openai answered a body that is not a chat completion", kind="malformed") from None
+        probabilities = None
+        if request.options:
+            probabilities = _option_probabilities(text, choice.get("logprobs"), request)
+        return Completion(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            model=str(body.get("model") or self.model),
+            option_probabilities=probabilities,
+            raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
+                 "system_fingerprint": body.get("system_fingerprint")},
+            signals=rate_limit_signals(response.headers) or None,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    tokens = [(entry.get("token", ""), [(alt.get("token", ""), float(alt.get("logprob", -1e9)))
+                                        for alt in entry.get("top_logprobs") or []])
+              for entry in logprobs["content"]]
+    sampling = request.sampling
+    return from_token_list(text, tokens, request.options, temperature=sampling.temperature, top_k=sampling.top_k)
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """The request body as JSON bytes: the SDK deep-copies a body given as data on every
+    attempt, and not bytes."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _body(response: Any) -> Any:
+    try:
+        return response.json()
+    except Exception:  # an error body that is not JSON says nothing more than its status
+        return None

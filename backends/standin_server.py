@@ -1,0 +1,402 @@
+"""The stand-in server: a small aiohttp server on 127.0.0.1 that speaks OpenAI chat
+completions, Anthropic messages and TGI's native `/generate`, and answers with agentsim's
+naming-game stand-in rule, so a whole naming game runs over real HTTP through each provider's
+real client with no key, GPU or network.
+
+It reads each prompt as a model would (the scenario's prompt templates read back), serves at
+most `capacity` requests at once with a set service time (a simulated inference server:
+requests beyond capacity wait in its queue, and TGI's `x-queue-time` says how long), and
+injects faults at given rates:
+
+    429              rate limited, no Retry-After
+    429_retry_after  rate limited with Retry-After (seconds: --retry-after)
+    529              overloaded (Anthropic's status; OpenAI clients see a 5xx)
+    overloaded       TGI's 429 {"error_type": "overloaded"}
+    500, 503         server errors
+    timeout          holds the request past the client's timeout
+    drop             closes the connection without an answer
+    malformed        a 200 whose body is cut-off JSON
+    unparseable      a 200 whose reply names no option (the game re-asks)
+
+It counts requests, faults and the most requests it had open at once (what a client's
+in-flight cap is checked against): GET /stats, POST /stats/reset; POST /faults changes the
+fault rates. Start it from the command line:
+
+    python backends/standin_server.py --port 8080 --capacity 32 --service-time 0.1 --fault 429=0.2
+
+or from Python (`StandInServer(...).start()`; the tests' fixture does that on a free port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import re
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from agentsim.games.naming import NamingGame
+from agentsim.games.naming_standin import _read_options
+from agentsim.llm import chat_format
+from agentsim.llm.base import Message, Request, Sampling
+from agentsim.llm.standin import StandInModel
+
+FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable")
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+@dataclass(kw_only=True)
+class ServerConfig:
+    capacity: int = 32
+    service_time_s: float = 0.0
+    faults: dict[str, float] = field(default_factory=dict)
+    retry_after_s: float = 1.0
+    timeout_hold_s: float = 30.0
+    max_waiting: int | None = None  # more waiting than this: TGI's overloaded 429
+    api_key: str | None = None
+    seed: int = 0
+    model_id: str = "stand-in"
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.faults) - set(FAULT_KINDS))
+        if unknown:
+            raise ValueError(f"unknown fault kind(s) {', '.join(unknown)}; use {', '.join(FAULT_KINDS)}")
+        if sum(self.faults.values()) > 1 or any(rate < 0 for rate in self.faults.values()):
+            raise ValueError("fault rates must be >= 0 and add up to at most 1")
+        if self.capacity < 1:
+            raise ValueError("capacity must be at least 1")
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    answered: int = 0
+    active: int = 0
+    max_active: int = 0
+    waiting: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    by_route: dict[str, int] = field(default_factory=dict)
+    arrivals: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "answered": self.answered, "active": self.active,
+                "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route)}
+
+
+class StandInServer:
+    def __init__(self, config: ServerConfig | None = None) -> None:
+        self.config = config or ServerConfig()
+        game = NamingGame().for_experiment(0)
+        self.model = StandInModel(game.standin_rules())
+        self.rule = self.model.rules[0]
+        self.rng = random.Random(self.config.seed)
+        self.stats = Stats()
+        self.slots = asyncio.Semaphore(self.config.capacity)
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+        self.app = web.Application(client_max_size=8 * 1024 * 1024)
+        self.app.add_routes([
+            web.post("/v1/chat/completions", self.openai),
+            web.post("/v1/messages", self.anthropic),
+            web.post("/generate", self.tgi),
+            web.get("/info", self.info),
+            web.get("/stats", self.get_stats),
+            web.post("/stats/reset", self.reset_stats),
+            web.post("/faults", self.set_faults),
+        ])
+
+    # --- lifecycle ----------------------------------------------------------------------
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        self.runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.5)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, port, backlog=1024)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://{host}:{bound}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+    # --- the shared path ----------------------------------------------------------------
+    async def _serve(self, request: web.Request, route: str, authorised: bool, answer: Any,
+                     error: Any) -> web.StreamResponse:
+        """Count, authenticate, maybe inject a fault, wait for a slot, answer."""
+        stats = self.stats
+        stats.requests += 1
+        stats.by_route[route] = stats.by_route.get(route, 0) + 1
+        stats.active += 1
+        stats.max_active = max(stats.max_active, stats.active)
+        try:
+            if not authorised:
+                return error(401, "invalid api key", "authentication_error")
+            fault = self._fault()
+            if fault is not None:
+                stats.faults[fault] = stats.faults.get(fault, 0) + 1
+                injected = await self._inject(request, fault, error)
+                if injected is not None:
+                    return injected
+            if self.config.max_waiting is not None and stats.waiting >= self.config.max_waiting and self.slots.locked():
+                stats.faults["queue_full"] = stats.faults.get("queue_full", 0) + 1
+                return web.json_response({"error": "Model is overloaded", "error_type": "overloaded"}, status=429)
+            arrived = time.monotonic()
+            stats.waiting += 1
+            try:
+                await self.slots.acquire()
+            finally:
+                stats.waiting -= 1
+            queued = time.monotonic() - arrived
+            try:
+                if self.config.service_time_s:
+                    await asyncio.sleep(self.config.service_time_s)
+                response = answer(fault == "unparseable", queued)
+            finally:
+                self.slots.release()
+            stats.answered += 1
+            return response
+        finally:
+            stats.active -= 1
+
+    def _fault(self) -> str | None:
+        faults = self.config.faults
+        if not faults:
+            return None
+        die, total = self.rng.random(), 0.0
+        for kind in FAULT_KINDS:
+            total += faults.get(kind, 0.0)
+            if die < total:
+                return kind
+        return None
+
+    async def _inject(self, request: web.Request, fault: str, error: Any) -> web.StreamResponse | None:
+        if fault == "429":
+            return error(429, "rate limited", "rate_limit_error")
+        if fault == "429_retry_after":
+            retry = self.config.retry_after_s
+            response = error(429, "rate limited", "rate_limit_error")
+            response.headers["Retry-After"] = f"{retry:g}" if retry != int(retry) else str(int(retry))
+            return response
+        if fault == "529":
+            return error(529, "Overloaded", "overloaded_error")
+        if fault == "overloaded":
+            return web.json_response({"error": "Model is overloaded", "error_type": "overloaded"}, status=429)
+        if fault in ("500", "503"):
+            return error(int(fault), "server error", "api_error")
+        if fault == "timeout":
+            await asyncio.sleep(self.config.timeout_hold_s)
+            return error(504, "held past the client's timeout", "timeout")
+        if fault == "drop":
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError  # nothing more to send on a dropped connection
+        if fault == "malformed":
+            return web.Response(status=200, text='{"id": "cut", "choices": [{"message": {"content": "Q', 
+                                content_type="application/json")
+        return None  # unparseable: answered below, with a reply naming no option
+
+    def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+        if seed is None:  # a provider with no seed (Anthropic): the prompt decides the dice
+            seed = zlib.crc32("\n".join(message.content for message in messages).encode())
+        if unparseable:
+            text = "Let me think about this for a while."[: 4 * sampling.max_tokens]
+            completion = self.model.answer(Request(messages=tuple(messages), sampling=sampling, seed=seed))
+            return text, completion.prompt_tokens, max(1, len(text) // 4)
+        completion = self.model.answer(Request(messages=tuple(messages), sampling=sampling, seed=seed))
+        return completion.text, completion.prompt_tokens, completion.completion_tokens
+
+    def _options(self, messages: list[Message]) -> list[str]:
+        system = next((message.content for message in messages if message.role == "system"), "")
+        for template, _ in self.rule.templates:
+            fields = template.read("system", system, only=("options", "options_text"))
+            if fields is not None:
+                return _read_options(fields)
+        return []
+
+    def _token_view(self, text: str, options: list[str], count: int) -> list[tuple[str, list[tuple[str, float]]]]:
+        """The reply's tokens, each with its top alternatives: at the first option named, the
+        chosen option at 0.7 and the other options sharing 0.3; elsewhere the token at 0.99."""
+        tokens = _TOKEN.findall(text)
+        view, answered = [], False
+        for token in tokens:
+            if not answered and token in options:
+                answered = True
+                others = [option for option in options if option != token][: max(count - 1, 0)]
+                share = 0.3 / max(len(others), 1)
+                view.append((token, [(token, math.log(0.7))] + [(other, math.log(share)) for other in others]))
+            else:
+                view.append((token, [(token, math.log(0.99))]))
+        return view
+
+    # --- OpenAI chat completions ---------------------------------------------------------
+    async def openai(self, request: web.Request) -> web.StreamResponse:
+        key = self.config.api_key
+        authorised = key is None or request.headers.get("Authorization") == f"Bearer {key}"
+        body = await request.json()
+
+        def error(status: int, message: str, kind: str) -> web.Response:
+            return web.json_response({"error": {"message": message, "type": kind}}, status=status)
+
+        def answer(unparseable: bool, queued: float) -> web.Response:
+            messages = [Message(item["role"], item["content"]) for item in body["messages"]]
+            sampling = Sampling(temperature=body.get("temperature", 1.0), top_k=_top_k(body.get("top_k")),
+                                max_tokens=body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, body.get("seed"), unparseable)
+            logprobs = None
+            if body.get("logprobs"):
+                count = int(body.get("top_logprobs") or 1)
+                logprobs = {"content": [{"token": token, "logprob": alternatives[0][1],
+                                         "top_logprobs": [{"token": alt, "logprob": value} for alt, value in alternatives]}
+                                        for token, alternatives in self._token_view(text, self._options(messages), count)]}
+            return web.json_response({
+                "id": f"chatcmpl-{self.stats.requests}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", self.config.model_id),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                             "logprobs": logprobs}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens},
+            }, headers={"x-ratelimit-remaining-requests": "10000"})
+
+        return await self._serve(request, "openai", authorised, answer, error)
+
+    # --- Anthropic messages --------------------------------------------------------------
+    async def anthropic(self, request: web.Request) -> web.StreamResponse:
+        key = self.config.api_key
+        authorised = key is None or key in (request.headers.get("x-api-key"),
+                                            request.headers.get("Authorization", "").removeprefix("Bearer "))
+        body = await request.json()
+
+        def error(status: int, message: str, kind: str) -> web.Response:
+            return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+
+        def answer(unparseable: bool, queued: float) -> web.Response:
+            messages = ([Message("system", body["system"])] if body.get("system") else []) + [
+                Message(item["role"], item["content"] if isinstance(item["content"], str)
+                        else "".join(block.get("text", "") for block in item["content"]))
+                for item in body["messages"]]
+            sampling = Sampling(temperature=body.get("temperature", 1.0), top_k=body.get("top_k"),
+                                max_tokens=body["max_tokens"])
+            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, None, unparseable)
+            return web.json_response({
+                "id": f"msg_{self.stats.requests}", "type": "message", "role": "assistant", "model": body["model"],
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+            })
+
+        return await self._serve(request, "anthropic", authorised, answer, error)
+
+    # --- TGI /generate -------------------------------------------------------------------
+    async def tgi(self, request: web.Request) -> web.StreamResponse:
+        key = self.config.api_key
+        authorised = key is None or request.headers.get("Authorization") == f"Bearer {key}"
+        body = await request.json()
+
+        def error(status: int, message: str, kind: str) -> web.Response:
+            return web.json_response({"error": message, "error_type": kind}, status=status)
+
+        def answer(unparseable: bool, queued: float) -> web.Response:
+            parameters = body.get("parameters") or {}
+            messages = chat_format.parse(body["inputs"])
+            sampling = Sampling(temperature=parameters.get("temperature", 1.0), top_k=parameters.get("top_k"),
+                                max_tokens=parameters.get("max_new_tokens") or 20)
+            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, parameters.get("seed"), unparseable)
+            result: dict[str, Any] = {"generated_text": text}
+            if parameters.get("details"):
+                count = int(parameters.get("top_n_tokens") or 0)
+                view = self._token_view(text, self._options(messages), max(count, 1))
+                details: dict[str, Any] = {
+                    "finish_reason": "eos_token", "generated_tokens": len(view), "seed": parameters.get("seed"),
+                    "prefill": [], "tokens": [{"id": index, "text": token, "logprob": alternatives[0][1], "special": False}
+                                              for index, (token, alternatives) in enumerate(view)],
+                }
+                if count:
+                    details["top_tokens"] = [[{"id": rank, "text": alt, "logprob": value, "special": False}
+                                              for rank, (alt, value) in enumerate(alternatives[:count])]
+                                             for _, alternatives in view]
+                result["details"] = details
+            service = self.config.service_time_s
+            return web.json_response(result, headers={
+                "x-queue-time": str(int(queued * 1000)), "x-inference-time": str(int(service * 1000)),
+                "x-prompt-tokens": str(prompt_tokens), "x-generated-tokens": str(completion_tokens),
+                "x-compute-type": "stand-in"})
+
+        return await self._serve(request, "tgi", authorised, answer, error)
+
+    async def info(self, request: web.Request) -> web.Response:
+        return web.json_response({"model_id": self.config.model_id, "max_concurrent_requests": self.config.capacity})
+
+    # --- control -------------------------------------------------------------------------
+    async def get_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.as_dict())
+
+    async def reset_stats(self, request: web.Request) -> web.Response:
+        self.stats = Stats(active=self.stats.active, waiting=self.stats.waiting)
+        return web.json_response(self.stats.as_dict())
+
+    async def set_faults(self, request: web.Request) -> web.Response:
+        faults = {str(kind): float(rate) for kind, rate in (await request.json()).items()}
+        self.config = ServerConfig(**{**self.config.__dict__, "faults": faults})
+        return web.json_response({"faults": faults})
+
+
+def _top_k(value: Any) -> int | None:
+    return None if value in (None, -1, 0) else int(value)
+
+
+def parse_faults(pairs: list[str]) -> dict[str, float]:
+    faults = {}
+    for pair in pairs:
+        kind, _, rate = pair.partition("=")
+        faults[kind.strip()] = float(rate)
+    return faults
+
+
+async def _serve_forever(config: ServerConfig, host: str, port: int) -> None:
+    server = StandInServer(config)
+    url = await server.start(host, port)
+    print(f"stand-in server on {url} (capacity {config.capacity}, service {config.service_time_s:g} s, "
+          f"faults {config.faults or 'none'})", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--capacity", type=int, default=32, help="requests served at once (default 32)")
+    parser.add_argument("--service-time", type=float, default=0.0, help="seconds each request takes (default 0)")
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND=RATE",
+                        help=f"inject a fault at a rate (repeatable): {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--retry-after", type=float, default=1.0, help="seconds a 429_retry_after asks to wait")
+    parser.add_argument("--timeout-hold", type=float, default=30.0, help="seconds a timeout fault holds the request")
+    parser.add_argument("--max-waiting", type=int, default=None, help="queue length past which TGI-style overload answers 429")
+    parser.add_argument("--api-key", default=None, help="require this key (Bearer or x-api-key)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+    options = parser.parse_args(argv)
+    try:
+        config = ServerConfig(capacity=options.capacity, service_time_s=options.service_time,
+                              faults=parse_faults(options.fault), retry_after_s=options.retry_after,
+                              timeout_hold_s=options.timeout_hold, max_waiting=options.max_waiting,
+                              api_key=options.api_key, seed=options.seed)
+    except ValueError as error:
+        parser.exit(2, f"standin_server: error: {error}\n")
+    try:
+        asyncio.run(_serve_forever(config, options.host, options.port))
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""The LLM layer's pieces one by one, without a network: spec and population parsing, error
+kinds and Retry-After, option probabilities, the cache key, retries and the limiter."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+
+from agentsim.errors import BackendAuthError, BackendError, BackendSpecError, ParameterError
+from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
+from agentsim.llm.cache import cache_key
+from agentsim.llm.faults import error_for_status, rate_limit_signals, retry_after
+from agentsim.llm.limiter import LimitedModel, Limits
+from agentsim.llm.logprobs import from_token_list, option_probabilities
+from agentsim.llm.prices import cost_usd
+from agentsim.llm.retries import RetryingModel, RetryPolicy
+from agentsim.llm.specs import parse_population, parse_spec
+
+
+def test_specs_are_parsed_in_one_place() -> None:
+    assert parse_spec("openai:gpt-4o-mini").target == "gpt-4o-mini"
+    spec = parse_spec("openai:meta-llama/Llama-3.1-8B@http://box:8000/v1")
+    assert (spec.target, spec.base_url) == ("meta-llama/Llama-3.1-8B", "http://box:8000/v1")
+    assert parse_spec("tgi:http://box:8080").target == "http://box:8080"
+    assert parse_spec("stand-in:family-a").provider == "stand-in"
+    with pytest.raises(BackendSpecError, match="needs a target"):
+        parse_spec("anthropic:")
+    with pytest.raises(BackendSpecError, match="unknown backend"):
+        parse_spec("gemini:pro")
+
+
+def test_populations_are_spec_count_pairs() -> None:
+    assert parse_population("openai:a@http://h:1/v1=3, tgi:http://h:2=5") == [("openai:a@http://h:1/v1", 3), ("tgi:http://h:2", 5)]
+    for bad, fragment in (("openai:a", "SPEC=COUNT"), ("openai:a=x", "not a whole number"), ("openai:a=0", "at least 1"),
+                          ("openai:a=1,openai:a=2", "twice"), ("", "empty")):
+        with pytest.raises(BackendSpecError, match=fragment):
+            parse_population(bad)
+
+
+def test_statuses_become_kinds_and_keys_never_appear() -> None:
+    kinds = {status: error_for_status("x", status, {}).kind for status in (429, 529, 500, 503, 408, 400)}  # type: ignore[union-attr]
+    assert kinds == {429: "rate_limited", 529: "overloaded", 500: "server", 503: "overloaded", 408: "timeout",
+                     400: "bad_request"}
+    assert error_for_status("tgi", 429, {}, {"error_type": "overloaded"}).kind == "overloaded"  # type: ignore[union-attr]
+    refused = error_for_status("openai", 401, {"Authorization": "Bearer sk-abc"}, key_variable="OPENAI_API_KEY")
+    assert isinstance(refused, BackendAuthError) and "sk-abc" not in str(refused) and "OPENAI_API_KEY" in str(refused)
+    assert retry_after({"Retry-After": "2"}) == 2.0 and retry_after({"retry-after-ms": "250"}) == 0.25
+    assert retry_after({}) is None
+    assert rate_limit_signals({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s",
+                               "x-queue-time": "120"}) == {"remaining_requests": 0.0, "reset_requests_s": 360.0,
+                                                           "queue_time_s": 0.12}
+
+
+def test_option_probabilities_apply_temperature_and_top_k_then_renormalise() -> None:
+    alternatives = [(" A", math.log(0.5)), (" B", math.log(0.3)), ("C", math.log(0.1)), ("zzz", math.log(0.1))]
+    plain = option_probabilities(alternatives, ["A", "B", "C"], temperature=1.0, top_k=None)
+    assert plain == pytest.approx({"A": 0.5 / 0.9, "B": 0.3 / 0.9, "C": 0.1 / 0.9})
+    sharp = option_probabilities(alternatives, ["A", "B", "C"], temperature=0.5, top_k=2)
+    assert sharp == pytest.approx({"A": 0.25 / 0.34, "B": 0.09 / 0.34, "C": 0.0})
+    assert option_probabilities(alternatives, ["A", "B"], temperature=0.0, top_k=None) == {"A": 1.0, "B": 0.0}
+    tokens = [("{'", []), ("value", []), ("':", []), (" B", [(" B", math.log(0.6)), (" A", math.log(0.4))]), (";", [])]
+    assert from_token_list("{'value': B;", tokens, ["A", "B"], temperature=1.0, top_k=None) == pytest.approx(
+        {"A": 0.4, "B": 0.6})
+
+
+def test_the_cache_key_covers_everything_that_determines_an_answer() -> None:
+    base = Request(messages=(Message("user", "hi"),), sampling=Sampling(), seed=1)
+    key = cache_key("openai", "http://h/v1", "m", base)
+    variants = [
+        Request(messages=(Message("user", "hi!"),), sampling=Sampling(), seed=1),
+        Request(messages=base.messages, sampling=Sampling(temperature=0.7), seed=1),
+        Request(messages=base.messages, sampling=Sampling(top_k=5), seed=1),
+        Request(messages=base.messages, sampling=Sampling(), seed=2),
+        Request(messages=base.messages, sampling=Sampling(), seed=1, replicate=1),
+        Request(messages=base.messages, sampling=Sampling(), seed=1, grammar=Grammar(kind="regex", value="[AB]")),
+    ]
+    assert len({key, *(cache_key("openai", "http://h/v1", "m", request) for request in variants)}) == 7
+    assert cache_key("tgi", "http://h/v1", "m", base) != key and cache_key("openai", "http://h/v1", "m2", base) != key
+    assert cache_key("openai", "http://h/v1", "m", base) == key
+    with pytest.raises(ParameterError):
+        Grammar(kind="xml", value="<a/>")
+
+
+def test_prices_match_the_longest_prefix() -> None:
+    assert cost_usd("gpt-4o-mini-2024-07-18", 1_000_000, 0) == pytest.approx(0.15)
+    assert cost_usd("gpt-4o-2024-08-06", 0, 1_000_000) == pytest.approx(10.0)
+    assert cost_usd("my-own-llama", 10**6, 10**6) == 0.0
+
+
+class Scripted:
+    """A backend that fails with the given kinds, then answers; counts calls at once."""
+
+    name = "scripted"
+    immediate = False
+
+    def __init__(self, failures: list[BackendError], delay: float = 0.0) -> None:
+        self.failures = list(failures)
+        self.delay = delay
+        self.active = self.most = self.calls = 0
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        self.active += 1
+        self.most = max(self.most, self.active)
+        try:
+            await asyncio.sleep(self.delay)
+            if self.failures:
+                raise self.failures.pop(0)
+            return Completion(text="ok")
+        finally:
+            self.active -= 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+REQUEST = Request(messages=(Message("user", "hi"),), sampling=Sampling(), seed=1)
+
+
+def test_retries_back_off_count_attempts_and_give_up() -> None:
+    policy = RetryPolicy(max_attempts=3, base_s=0.001, cap_s=0.002)
+    inner = Scripted([BackendError("x", kind="server"), BackendError("x", kind="rate_limited")])
+    completion = asyncio.run(RetryingModel(inner, policy).complete(REQUEST))
+    assert (completion.text, completion.retries, completion.errors) == ("ok", 2, ("server", "rate_limited"))
+    exhausted = Scripted([BackendError("x", kind="server")] * 3)
+    with pytest.raises(BackendError, match="gave up after 3 attempts") as raised:
+        asyncio.run(RetryingModel(exhausted, policy).complete(REQUEST))
+    assert raised.value.kind == "server" and exhausted.calls == 3
+    fatal = Scripted([BackendError("x", kind="bad_request")])
+    with pytest.raises(BackendError):
+        asyncio.run(RetryingModel(fatal, policy).complete(REQUEST))
+    assert fatal.calls == 1, "a bad request is not retried"
+
+
+def test_the_limiter_caps_in_flight_and_paces_requests_per_minute() -> None:
+    inner = Scripted([], delay=0.01)
+    limiter = LimitedModel(inner, Limits(max_in_flight=3))
+
+    async def many(model: Any, count: int) -> None:
+        await asyncio.gather(*(model.complete(REQUEST) for _ in range(count)))
+
+    asyncio.run(many(limiter, 20))
+    assert inner.most == 3 and limiter.in_flight == 0
+    paced = LimitedModel(Scripted([]), Limits(max_in_flight=50, rpm=600))  # 10 a second, a burst of 100 at most
+
+    async def timed() -> float:
+        loop = asyncio.get_running_loop()
+        paced.requests.level = 0.0  # type: ignore[union-attr]  # an empty bucket: every call waits its turn
+        started = loop.time()
+        await many(paced, 3)
+        return loop.time() - started
+
+    assert asyncio.run(timed()) >= 0.25

@@ -1,0 +1,89 @@
+"""The local backend (transformers + torch in process) on a tiny randomly initialised Llama
+and a character-level tokenizer, both built here: no download, no weights from anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from helpers import Quiet  # noqa: E402
+
+from agentsim.games.naming import NamingGame, NamingSituation  # noqa: E402
+from agentsim.llm.base import Request, Sampling  # noqa: E402
+from agentsim.llm.local import LocalModel  # noqa: E402
+from agentsim.llm.specs import BackendOptions  # noqa: E402
+from agentsim.llm.stack import layer  # noqa: E402
+from agentsim.runner import Experiment, ExperimentConfig  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    directory = tmp_path_factory.mktemp("tiny-llama")
+    specials = ["<pad>", "<eos>", "<unk>"]
+    vocabulary = {token: index for index, token in enumerate(specials + list(string.printable))}
+    core = Tokenizer(models.BPE(vocab=vocabulary, merges=[], unk_token="<unk>"))
+    core.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    tokenizer.save_pretrained(directory)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(vocabulary), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         pad_token_id=0, eos_token_id=1, bos_token_id=1)
+    LlamaForCausalLM(config).save_pretrained(directory)
+    return directory
+
+
+def test_a_naming_game_runs_on_a_tiny_local_model_in_batches(tmp_path: Path, tiny_model: Path) -> None:
+    spec = f"local:{tiny_model}"
+    scenario = NamingGame(agents=6, max_rounds=2, stop_at="none", max_in_flight=3, max_reasks=1)
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "out", backend=spec, seed=1,
+                                             llm=BackendOptions(cache_path=tmp_path / "cache.db")), Quiet())
+    experiment.open()
+    local = layer(experiment.backends[spec], LocalModel)
+    assert isinstance(local, LocalModel)
+    asyncio.run(experiment.run())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    (run,) = summary["runs"]
+    assert run["status"] == "done" and run["interactions"] == 6
+    assert run["calls"] == sum(local.batches) > 0 and max(local.batches) > 1, "waiting requests share a forward pass"
+    # A random model's replies rarely name an option: re-asked, then a fallback, every call recorded.
+    connection = sqlite3.connect(tmp_path / "out" / "agentsim.db")
+    assert connection.execute("SELECT COUNT(*) FROM calls WHERE reply IS NOT NULL").fetchone()[0] == run["calls"]
+    assert connection.execute("SELECT COUNT(*) FROM moves").fetchone()[0] == 12
+    assert run["reasks"] == run["invalid_replies"] - run["fallbacks"]
+    assert summary["usage_by_backend"][spec]["completion_tokens"] > 0
+
+
+def test_same_seed_same_answer_and_option_probabilities_sum_to_one(tiny_model: Path) -> None:
+    model = LocalModel(name="local:tiny", path=str(tiny_model))
+    game = NamingGame().for_experiment(0)
+    situation = NamingSituation(game.names, ())
+    sampling = Sampling(temperature=0.7, top_k=10, max_tokens=4)
+
+    def request(seed: int) -> Request:
+        return Request(messages=game.messages(situation), sampling=sampling, seed=seed, options=situation.options)
+
+    async def ask() -> list[Any]:
+        answers = await asyncio.gather(*(model.complete(request(seed)) for seed in (1, 1, 2)))
+        forced = await model.complete(Request(messages=(game.messages(situation)[0],), seed=3, options=("A", "B"),
+                                              sampling=Sampling(temperature=0.0, max_tokens=1)))
+        await model.aclose()
+        return [*answers, forced]
+
+    first, again, _, forced = asyncio.run(ask())
+    assert first.text == again.text and first.completion_tokens == again.completion_tokens
+    assert model.batches[0] == 3
+    if forced.option_probabilities is not None:
+        assert sum(forced.option_probabilities.values()) == pytest.approx(1.0)
