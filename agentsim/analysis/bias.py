@@ -33,7 +33,11 @@ def pool_key(experiment: RecordedExperiment) -> tuple[str, tuple[str, ...]]:
 
 
 def backend_label(experiment: RecordedExperiment) -> str:
-    """The backend, and for the stand-in the settings of its rule (they change its answers)."""
+    """The backend, and for the stand-in the settings of its rule (they change its answers).
+    Scenarios other than the LLM naming game and its probes (theory baselines, networks) are
+    named instead: their agents are rules, or meet differently."""
+    if experiment.scenario_name not in (NamingGame.name, *PROBES):
+        return experiment.scenario_name
     params = experiment.params
     if experiment.backend != "stand-in" or not params.get("standin_bias_name") and not params.get("standin_noise"):
         return experiment.backend

@@ -171,14 +171,18 @@ def bias(context: ReportContext) -> None:
         left.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
         tally = collective.get(key)
         runs = sum(tally.values()) if tally else 0
+        if tally and tally.get(""):
+            names = names + [""]  # runs that reached no consensus
         collective_shares = [tally.get(name, 0) / runs if runs else 0.0 for name in names]
         for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
             rows.append([key[0], name, share, low, high, test.samples, shared if runs else None, runs])
+        if "" in names:
+            rows.append([key[0], "(none)", None, None, None, test.samples, collective_shares[-1], runs])
         if not runs:
             right.set_axis_off()
             right.text(0.5, 0.5, "no free runs with this pool", ha="center", va="center", transform=right.transAxes)
             continue
-        right.bar(names, collective_shares, color=COLOURS[1])
+        right.bar([name or "(none)" for name in names], collective_shares, color=COLOURS[1])
         right.set(ylim=(0, 1), ylabel="share of runs", title=f"collective ({runs} runs)" if runs else "collective (no free runs)")
         right.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
     context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
