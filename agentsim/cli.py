@@ -232,4 +232,3 @@ from .analysis import commands as _analysis_commands  # noqa: E402,F401  (regist
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
-

@@ -81,3 +81,18 @@ def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError):
         js_distance_from_uniform([0, 0])
     assert proportion_interval(0, 0) == (0.0, 1.0)
+
+
+def test_table_s5_configuration_tests() -> None:
+    import numpy as np
+
+    from agentsim.analysis.strategies import configuration_tests
+
+    rng = np.random.default_rng(0)
+    extreme = configuration_tests(200, 200, rng)
+    assert extreme["p_unbiased"] == pytest.approx(stats.binomtest(200, 200).pvalue)
+    assert extreme["p_more_extreme"] == 0.0  # nothing is more biased than all of one name
+    # A resample of 70% is, by symmetry, more extreme than the observed share about half the time.
+    assert 0.4 < configuration_tests(848, 1000, rng)["p_more_extreme"] < 0.6
+    even = configuration_tests(100, 200, rng)
+    assert even["p_unbiased"] == pytest.approx(1.0) and even["p_more_extreme"] > 0.8

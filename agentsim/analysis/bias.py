@@ -33,7 +33,11 @@ def pool_key(experiment: RecordedExperiment) -> tuple[str, tuple[str, ...]]:
 
 
 def backend_label(experiment: RecordedExperiment) -> str:
-    """The backend, and for the stand-in the settings of its rule (they change its answers)."""
+    """The backend, and for the stand-in the settings of its rule (they change its answers).
+    Scenarios other than the LLM naming game and its probes (theory baselines, networks) are
+    named instead: their agents are rules, or meet differently."""
+    if experiment.scenario_name not in (NamingGame.name, *PROBES):
+        return experiment.scenario_name
     params = experiment.params
     if experiment.backend != "stand-in" or not params.get("standin_bias_name") and not params.get("standin_noise"):
         return experiment.backend
@@ -59,11 +63,18 @@ def individual_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
     return {key: bias_test(tally) for key, tally in first_choice_counts(experiments).items()}
 
 
+PROBES = ("individual_bias", "strategies")
+
+
 def is_free_run(experiment: RecordedExperiment) -> bool:
-    """A run from empty memories with no committed minority: its consensus is collective bias."""
+    """A run of the whole population from empty memories, with no committed minority (LLM
+    agents or a theory baseline): its consensus is collective bias. Probes and runs on a
+    network (their own report section) are not."""
     params = experiment.params
-    return (experiment.scenario_name == NamingGame.name and not params.get("majority_name")
-            and not params.get("committed") and not params.get("committed_fraction"))
+    return (experiment.scenario_name not in PROBES and not params.get("majority_name")
+            and not params.get("committed") and not params.get("committed_fraction")
+            and params.get("topology", "complete") == "complete" and params.get("pairing") != "network"
+            and "names" in params)
 
 
 def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], Counter[str]]:

@@ -107,8 +107,10 @@ def strategies(argv: list[str]) -> int:
     if focus not in table.names:
         raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
     for row in table.rows(focus):
-        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} "
-              f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']} {row['source']}")
+        tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
+        sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
+        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
+              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}")
     return 0
 
 
@@ -138,7 +140,7 @@ def critical_mass(argv: list[str]) -> int:
     majority = options.majority or scenario.params.majority_name or names[-1]
     alternative = options.alternative or next(name for name in names if name != majority)
     spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs or int(getattr(module, "RUNS", 10)), required_share=options.share,
+                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)), required_share=options.share,
                               max_rounds=options.max_rounds, backend=options.backend, seed=options.seed)
     for result in search_both(spec, options.out):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"

@@ -142,10 +142,13 @@ def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[Criti
     return results
 
 
-def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[str, str], dict[int, RecordedExperiment]]:
-    """Experiments with a committed minority starting from consensus, by (majority, alternative)
-    and committed count: the lines of Fig. 3A."""
-    grouped: dict[tuple[str, str], dict[int, RecordedExperiment]] = {}
+def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[str, str, str], dict[int, RecordedExperiment]]:
+    """Experiments with a committed minority starting from consensus, by (who: the backend, or
+    the scenario when it is not the LLM naming game; majority; alternative) and committed
+    count: the lines of Fig. 3A."""
+    from .bias import backend_label
+
+    grouped: dict[tuple[str, str, str], dict[int, RecordedExperiment]] = {}
     for experiment in experiments:
         scenario = experiment.scenario
         if not isinstance(scenario, NamingGame) or not experiment.runs:
@@ -155,5 +158,6 @@ def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[s
         majority = params.majority_name
         if not count or majority is None:
             continue
-        grouped.setdefault((majority, scenario.committed_name()), {})[count] = experiment
+        who = backend_label(experiment) if experiment.scenario_name == NamingGame.name else experiment.scenario_name
+        grouped.setdefault((who, majority, scenario.committed_name()), {})[count] = experiment
     return grouped

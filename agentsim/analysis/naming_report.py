@@ -28,7 +28,8 @@ def _free(context: ReportContext) -> list[RecordedExperiment]:
 
 def _label(experiment: RecordedExperiment) -> str:
     params = experiment.params
-    return f"{backend_label(experiment)} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
+    who = backend_label(experiment) if experiment.scenario_name == "naming_game" else experiment.scenario_name
+    return f"{who} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
 
 
 THEORY_RUNS = 1000
@@ -170,14 +171,18 @@ def bias(context: ReportContext) -> None:
         left.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
         tally = collective.get(key)
         runs = sum(tally.values()) if tally else 0
+        if tally and tally.get(""):
+            names = names + [""]  # runs that reached no consensus
         collective_shares = [tally.get(name, 0) / runs if runs else 0.0 for name in names]
         for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
             rows.append([key[0], name, share, low, high, test.samples, shared if runs else None, runs])
+        if "" in names:
+            rows.append([key[0], "(none)", None, None, None, test.samples, collective_shares[-1], runs])
         if not runs:
             right.set_axis_off()
             right.text(0.5, 0.5, "no free runs with this pool", ha="center", va="center", transform=right.transAxes)
             continue
-        right.bar(names, collective_shares, color=COLOURS[1])
+        right.bar([name or "(none)" for name in names], collective_shares, color=COLOURS[1])
         right.set(ylim=(0, 1), ylabel="share of runs", title=f"collective ({runs} runs)" if runs else "collective (no free runs)")
         right.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
     context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
@@ -199,13 +204,62 @@ def unbiased_pool(context: ReportContext) -> None:
                       "Pools of six letters and digits kept when their first choices lie within the threshold of uniform.")
 
 
+# --- Fig. S7 ----------------------------------------------------------------------------------------
+def _stability(context: ReportContext) -> list[RecordedExperiment]:
+    return [experiment for experiment in context.experiments
+            if experiment.params.get("majority_name") and not experiment.params.get("committed")
+            and not experiment.params.get("committed_fraction") and experiment.round_stats]
+
+
+@register_section("stability", "Stability of an established convention (Fig. S7)", order=48,
+                  applies=lambda context: bool(_stability(context)))
+def stability(context: ReportContext) -> None:
+    figure, axes = context.figure()
+    axis = axes[0][0]
+    rows = []
+    for index, experiment in enumerate(_stability(context)):
+        colour = COLOURS[index % len(COLOURS)]
+        name = experiment.params["majority_name"]
+        shares = []
+        for run_stats in experiment.round_stats.values():
+            shares.append([(entry.get("productions") or {}).get(name, 0) / max(1, sum((entry.get("productions") or {}).values()))
+                           for entry in run_stats])
+        width = max(len(row) for row in shares)
+        matrix = np.full((len(shares), width), np.nan)
+        for row_index, row in enumerate(shares):
+            matrix[row_index, : len(row)] = row
+        rounds = np.arange(1, width + 1)
+        for row in matrix:
+            axis.plot(rounds, row, color=colour, linewidth=0.6, alpha=0.35)
+        mean = np.nanmean(matrix, axis=0)
+        axis.plot(rounds, mean, color=colour, linewidth=2.2, label=f"starts on {name}: {_label(experiment)}")
+        for position, round_ in enumerate(rounds):
+            rows.append([backend_label(experiment), name, int(round_), mean[position], matrix.shape[0]])
+    axis.set(xlabel="population round", ylabel="production probability of the initial convention", ylim=(0, 1.02))
+    axis.legend(fontsize=7, loc="lower left")
+    context.add_figure("figs7_stability", "Production of the initial convention without committed agents", figure,
+                       ["backend", "initial_convention", "round", "mean_share", "runs"], rows,
+                       "Populations start in consensus (every memory holds H successful plays); thin lines: runs.")
+
+
 # --- Fig. 3, Table S3 ------------------------------------------------------------------------------
-def _critical_masses(context: ReportContext) -> dict[tuple[str, str], dict[str, Any]]:
-    found = {}
-    for _path, document in context.artifacts.get(CRITICAL_MASS, []):
+def _critical_masses(context: ReportContext) -> list[dict[str, Any]]:
+    """Every search's results, each with the directory its runs lie under (`root`)."""
+    found = []
+    for path, document in context.artifacts.get(CRITICAL_MASS, []):
         for result in document.get("results", []):
-            found[(result["majority"], result["alternative"])] = result | {"backend": document.get("backend", "")}
+            found.append(result | {"backend": document.get("backend", ""), "root": path.parent.parent})
     return found
+
+
+def _critical_for(masses: list[dict[str, Any]], majority: str, alternative: str,
+                  experiments: list[RecordedExperiment]) -> int | None:
+    """The critical mass a search found for the runs of this panel (those under its directory)."""
+    for result in masses:
+        if (result["majority"], result["alternative"]) == (majority, alternative) and any(
+                experiment.directory.is_relative_to(result["root"]) for experiment in experiments):
+            return result["critical_mass"]
+    return None
 
 
 @register_section("critical_mass", "Committed minorities and critical mass (Fig. 3, Table S3)", order=50,
@@ -220,7 +274,8 @@ def critical_mass(context: ReportContext) -> None:
         for index, direction in enumerate(directions):
             axis = axes[index][0]
             sizes = sorted(grouped[direction])
-            critical = masses.get(direction, {}).get("critical_mass")
+            who, majority, alternative = direction
+            critical = _critical_for(masses, majority, alternative, list(grouped[direction].values()))
             colours = matplotlib_colours(len(sizes))
             for colour, size in zip(colours, sizes):
                 experiment = grouped[direction][size]
@@ -235,18 +290,18 @@ def critical_mass(context: ReportContext) -> None:
                           marker="o" if flipped and all(flipped) else None, markersize=2.5,
                           label=f"CM={size}" + (" (critical)" if bold else ""))
                 for position, round_ in enumerate(rounds):
-                    rows.append([direction[0], direction[1], size, int(round_), mean[position], matrix.shape[0],
+                    rows.append([who, majority, alternative, size, int(round_), mean[position], matrix.shape[0],
                                  sum(flipped), int(bold)])
-            axis.set(xlabel="population round", ylabel=f"P({direction[1]}) among others", ylim=(0, 1.02),
-                     title=f"consensus on {direction[0]}, committed minority says {direction[1]}")
+            axis.set(xlabel="population round", ylabel=f"P({alternative}) among others", ylim=(0, 1.02),
+                     title=f"{who}: consensus on {majority}, committed minority says {alternative}")
             axis.legend(fontsize=6, ncol=3)
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
-                           ["majority", "alternative", "committed", "round", "mean_alternative_share", "runs", "runs_flipped",
-                            "is_critical_mass"], rows,
+                           ["group", "majority", "alternative", "committed", "round", "mean_alternative_share", "runs",
+                            "runs_flipped", "is_critical_mass"], rows,
                            "Mean share of the committed minority's name among the other agents' productions; bold: the "
                            "critical mass; dots: every run flipped (95% over the last 3N interactions).")
     if masses:
-        results = list(masses.values())
+        results = masses
         figure, axes = context.figure(width=5.2, height=3.4)
         axis = axes[0][0]
         labels = [f"against {result['majority']}" for result in results]
@@ -457,9 +512,9 @@ def usage(context: ReportContext) -> None:
     figure, axes = context.figure(width=7, height=3.0, ncols=2)
     models = list(totals)
     axes[0][0].bar(models, [totals[model][0] for model in models], color=COLOURS[0])
-    axes[0][0].set(title="calls", yscale="log")
+    axes[0][0].set(title="calls")
     axes[0][1].bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
-    axes[0][1].set(title="tokens (prompt + completion)", yscale="log")
+    axes[0][1].set(title="tokens (prompt + completion)")
     context.add_figure("usage_by_model", "Calls and tokens by model", figure,
                        ["model", "calls", "prompt_tokens", "completion_tokens"],
                        [[model, *totals[model]] for model in models], "Summed over every experiment in the directory.")

@@ -11,8 +11,9 @@ its sections with `register_section` from its own module, without editing this o
     def sign_payoffs(context: ReportContext) -> None:
         context.add_figure(...)
 
-Sections for the naming game live in `naming_report.py`; modules named in the environment
-variable AGENTSIM_REPORT_SECTIONS (comma-separated) are imported too.
+Sections for the naming game live in `naming_report.py`, for networks in `networks.py`: every
+module of `agentsim.analysis` is imported before a report, and so are the modules named in the
+environment variable AGENTSIM_REPORT_SECTIONS (comma-separated), for sections kept elsewhere.
 """
 
 from __future__ import annotations
@@ -123,10 +124,23 @@ def register_section(name: str, title: str, *, order: int,
     return decorate
 
 
-def _load_sections() -> None:
-    # Importing a section module registers its sections.
-    from . import naming_report, networks, sign_report, theory  # noqa: F401
+_OPTIONAL_EXTRAS = ("torch", "transformers", "ray")
 
+
+def _load_sections() -> None:
+    """Import every module of `agentsim.analysis` (a module registers its sections when
+    imported: `naming_report`, `networks`, ...), then those named in AGENTSIM_REPORT_SECTIONS."""
+    import pkgutil
+
+    from .. import analysis
+
+    for found in pkgutil.iter_modules(analysis.__path__):
+        if found.name not in ("commands", "report"):
+            try:
+                importlib.import_module(f"{analysis.__name__}.{found.name}")
+            except ModuleNotFoundError as error:
+                if error.name not in _OPTIONAL_EXTRAS:
+                    raise  # a broken section must not vanish from the report unnoticed
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
             importlib.import_module(module)

@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from scipy import stats
+
 from ..games.naming_probes import StrategyProbe
 from .recorded import RecordedExperiment
 from .stats import bias_test, proportion_interval
@@ -74,18 +77,23 @@ class StrategyTable:
     backend: str
     states: dict[State, StateStrategy]
 
-    def rows(self, focus: str) -> list[dict[str, Any]]:
-        """One row per configuration: P(focus), its interval and samples, by memory length."""
+    def rows(self, focus: str, *, seed: int = 0) -> list[dict[str, Any]]:
+        """One row per configuration: P(focus), its interval and samples, by memory length, and
+        Table S5's two p-values for two names: p_unbiased (exact binomial against 1/2) and
+        p_more_extreme (the share of 10,000 resamples of 70% of the choices more biased than
+        observed)."""
         rows = []
+        rng = np.random.default_rng(seed)
         for state, strategy in sorted(self.states.items(), key=lambda item: (len(item[0]), state_label(item[0]))):
             low, high = strategy.interval(focus)
+            tests = configuration_tests(strategy.counts[focus], strategy.samples, rng) if len(self.names) == 2 else {}
             rows.append({
                 "interaction": len(state) + 1,
                 "memory": state_label(state),
                 f"p_{focus}": round(strategy.probability(focus), 4),
                 f"sampled_p_{focus}": round(strategy.counts[focus] / strategy.samples, 4) if strategy.samples else None,
                 "ci_low": round(low, 4), "ci_high": round(high, 4),
-                "samples": strategy.samples, "source": strategy.source,
+                "samples": strategy.samples, "source": strategy.source, **tests,
             })
         return rows
 
@@ -139,6 +147,21 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
                 for name, value in choice.probabilities.items():
                     strategy.probability_sums[name] += value
     return table
+
+
+def configuration_tests(chosen: int, samples: int, rng: np.random.Generator, *, resamples: int = 10_000,
+                        fraction: float = 0.7) -> dict[str, float | None]:
+    """Table S5 for one configuration: p_unbiased, the exact two-sided binomial test of `chosen`
+    of `samples` against 1/2; p_more_extreme, the share of resamples of `fraction` of the
+    choices (without replacement: hypergeometric) whose share lies further from 1/2 than the
+    observed one."""
+    if samples <= 0:
+        return {"p_unbiased": None, "p_more_extreme": None}
+    p_unbiased = float(stats.binomtest(chosen, samples, 0.5).pvalue)
+    size = max(1, int(round(fraction * samples)))
+    drawn = rng.hypergeometric(chosen, samples - chosen, size, size=resamples) / size
+    observed = abs(chosen / samples - 0.5)
+    return {"p_unbiased": p_unbiased, "p_more_extreme": float(np.mean(np.abs(drawn - 0.5) > observed + 1e-12))}
 
 
 def state_frequencies(experiments: Iterable[RecordedExperiment], *, length: int | None = None) -> Counter[State]:
