@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

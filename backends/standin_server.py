@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import random
 import re
@@ -43,7 +42,7 @@ from typing import Any
 from aiohttp import web
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming_standin import _read_options
+from agentsim.games.naming_standin import read_options
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel
@@ -218,7 +217,7 @@ class StandInServer:
         for template, _ in self.rule.templates:
             fields = template.read("system", system, only=("options", "options_text"))
             if fields is not None:
-                return _read_options(fields)
+                return read_options(fields)
         return []
 
     def _token_view(self, text: str, options: list[str], count: int) -> list[tuple[str, list[tuple[str, float]]]]:

@@ -65,7 +65,7 @@ def minimal_scaling(sizes: list[int], runs: int) -> None:
 
 
 def xie_tipping(size: int, fractions: list[float], runs: int, horizon: float) -> None:
-    print(f"2. binary naming game with committed minority (Xie et al. 2011: p_c = 0.0979)")
+    print("2. binary naming game with committed minority (Xie et al. 2011: p_c = 0.0979)")
     print(f"   rate equations: p_c = {mean_field_critical_fraction():.4f}")
     points = []
     for fraction in fractions:

@@ -20,6 +20,7 @@ from typing import Any
 from ..llm.base import Message, Request
 from ..prompts import PromptTemplate
 from ..seeding import unit_uniforms
+from .naming_standin import read_options
 
 # kind -> (the question as asked of Player 1's prompt, Table S7 group)
 QUESTIONS: dict[str, tuple[str, str]] = {
@@ -126,7 +127,7 @@ class ComprehensionStandIn:
                 break
         else:
             return None
-        options = _options(fields)
+        options = read_options(fields)
         entries = template.findall("entry", fields.get("history") or "", "own", "partner", "payoff")
         memory = [(own, partner, int(points)) for own, partner, points in entries]
         success = int(fields.get("success_payoff", "100"))
@@ -143,14 +144,6 @@ class ComprehensionStandIn:
             truth = _wrong(kind, truth, options, pick_die)
         return f"{{'answer': {truth}}}"
 
-
-def _options(fields: Mapping[str, str]) -> list[str]:
-    listed = fields.get("options")
-    if listed:
-        return listed[1:-1].split(", ")
-    spoken = fields.get("options_text", "")
-    head, _, last = spoken.rpartition(" and ")
-    return [name.strip() for name in head.split(",") if name.strip()] + [last.strip()] if head else [spoken.strip()]
 
 
 def _true_answer(kind: str, values: Mapping[str, str], options: Sequence[str], memory: Sequence[tuple[str, str, int]],

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..llm.base import Request
 from ..prompts import PromptTemplate
@@ -60,7 +60,7 @@ class NamingStandIn:
                 break
         else:
             return None
-        options = _read_options(fields)
+        options = read_options(fields)
         history = fields.get("history") or ""
         memory = self._memories.get(history)
         if memory is None:
@@ -147,7 +147,8 @@ def _answer_key(template: PromptTemplate) -> str:
     return match.group(1) if match else "value"
 
 
-def _read_options(fields: dict[str, str]) -> list[str]:
+def read_options(fields: Mapping[str, str]) -> list[str]:
+    """The option list a naming prompt showed, from its `options` or `options_text` field."""
     listed = fields.get("options")
     if listed:
         return listed[1:-1].split(", ")
