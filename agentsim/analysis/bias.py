@@ -51,7 +51,7 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
     """Choices made with an empty memory, by (backend, name pool), every name counted."""
     counts: dict[tuple[str, tuple[str, ...]], Counter[str]] = {}
     for experiment in experiments:
-        if not experiment.names:
+        if not experiment.names or experiment.scenario_name in OWN_SECTIONS:
             continue
         tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
         tally.update(experiment.first_choices())
@@ -64,14 +64,17 @@ def individual_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
 
 
 PROBES = ("individual_bias", "strategies")
+# Games with their own report section whose prompts and dynamics are not the paper's naming
+# game (SIGN's free-text conditions never have a memory): neither bias applies to them.
+OWN_SECTIONS = ("sign",)
 
 
 def is_free_run(experiment: RecordedExperiment) -> bool:
     """A run of the whole population from empty memories, with no committed minority (LLM
     agents or a theory baseline): its consensus is collective bias. Probes and runs on a
-    network (their own report section) are not."""
+    network and SIGN runs (their own report sections) are not."""
     params = experiment.params
-    return (experiment.scenario_name not in PROBES and not params.get("majority_name")
+    return (experiment.scenario_name not in PROBES + OWN_SECTIONS and not params.get("majority_name")
             and not params.get("committed") and not params.get("committed_fraction")
             and params.get("topology", "complete") == "complete" and params.get("pairing") != "network"
             and "names" in params)

@@ -108,6 +108,9 @@ def network_figure(runs: list[dict[str, Any]]) -> tuple[Figure, list[str], list[
     left.set_ylabel("population rounds to agreement")
     left.set_title("convergence time (bar: median of runs that agreed)")
     if left.get_legend_handles_labels()[1]:
+        # Headroom above the runs that never agreed (drawn at their last round), so the
+        # legend does not hide them.
+        left.set_ylim(0, 1.25 * max(run["rounds"] for run in runs))
         left.legend(loc="upper left", fontsize=8)
     right.set_ylabel("final agreement (share on the leading name)")
     right.set_ylim(0, 1.05)
