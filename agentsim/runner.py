@@ -131,11 +131,14 @@ class Experiment:
         if not self.config.population:
             return [(self.config.backend, None)]
         shares = parse_population(self.config.population)
-        agents = getattr(self.scenario.params, "agents", None)
         total = sum(count for _, count in shares)
-        if isinstance(agents, int) and total != agents:
-            raise BackendSpecError(f"the population's counts add up to {total} but the scenario has agents={agents}; "
-                                   f"make them add up or --set agents={total}")
+        # Every variant of a grid must fit the population, not only the base scenario.
+        sizes = sorted({agents for scenario in [self.scenario, *self.variant_scenarios]
+                        if isinstance(agents := getattr(scenario.params, "agents", None), int)})
+        if sizes and sizes != [total]:
+            where = "the scenario has" if len(sizes) == 1 else "the grid's variants have"
+            raise BackendSpecError(f"the population's counts add up to {total} but {where} "
+                                   f"agents={', '.join(map(str, sizes))}; make them add up or --set agents={total}")
         return list(shares)
 
     def _identity(self) -> dict[str, Any]:

@@ -99,3 +99,10 @@ def test_the_mixed_models_scenario_runs_on_two_stand_in_labels(tmp_path: Path) -
     connection = sqlite3.connect(tmp_path / "out" / "agentsim.db")
     assert dict(connection.execute("SELECT model, COUNT(*) FROM agents GROUP BY model")) == {
         "stand-in:family-a": 12, "stand-in:family-b": 12}
+
+
+def test_a_population_must_fit_every_variant_of_a_grid(tmp_path: Path) -> None:
+    """SIGN's grid has N 12 and 24: a population of 12 fits only half of it."""
+    sign = str(ROOT / "scenarios" / "sign_schema.py")
+    assert_user_error(cli(sign, "--population", "stand-in:a=6,stand-in:b=6", "--out", str(tmp_path / "grid"), "--no-live"),
+                      "add up to 12", "variants have agents=12, 24", "--set agents=12")
