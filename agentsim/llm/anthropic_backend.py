@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import BackendError
 from .base import Completion, Request
-from .faults import error_for_status, rate_limit_signals
+from .faults import rate_limit_signals, sdk_errors
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 
@@ -53,19 +53,11 @@ class AnthropicModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        anthropic = self._anthropic
-        try:
+        with sdk_errors("anthropic", self._anthropic, key_variable=KEY_VARIABLE):
             response = await self.client.messages.with_raw_response.create(**self.arguments(request))
             content = response.content if hasattr(response, "content") else response.read()
             if inspect.isawaitable(content):
                 content = await content
-        except anthropic.APIStatusError as error:
-            raise error_for_status("anthropic", error.status_code, error.response.headers, _body(error.response),
-                                   key_variable=KEY_VARIABLE) from None
-        except anthropic.APITimeoutError:
-            raise BackendError("anthropic call timed out", kind="timeout") from None
-        except anthropic.APIConnectionError:
-            raise BackendError("anthropic connection failed or dropped", kind="connection") from None
         try:
             body = json.loads(content)
             text = "".join(block.get("text", "") for block in body["content"] if block.get("type") == "text")
@@ -83,10 +75,3 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         await self.client.close()
-
-
-def _body(response: Any) -> Any:
-    try:
-        return response.json()
-    except Exception:  # an error body that is not JSON says nothing more than its status
-        return None

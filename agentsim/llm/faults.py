@@ -7,9 +7,10 @@ key or an auth header cannot leak into an exception message or a log line.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import BackendAuthError, BackendError, BackendSpecError
@@ -38,6 +39,28 @@ def error_for_status(provider: str, status: int, headers: Mapping[str, str] | No
     else:
         kind = "bad_request"
     return BackendError(f"{provider} answered HTTP {status} ({kind})", kind=kind, retry_after=retry_after(headers))
+
+
+@contextlib.contextmanager
+def sdk_errors(provider: str, sdk: Any, *, key_variable: str) -> Iterator[None]:
+    """The OpenAI and Anthropic SDKs' exceptions (same names in both) as agentsim's
+    BackendErrors, raised without the SDK's exception chained (it can hold request headers)."""
+    try:
+        yield
+    except sdk.APIStatusError as error:
+        raise error_for_status(provider, error.status_code, error.response.headers, _json_body(error.response),
+                               key_variable=key_variable) from None
+    except sdk.APITimeoutError:
+        raise BackendError(f"{provider} call timed out", kind="timeout") from None
+    except sdk.APIConnectionError:
+        raise BackendError(f"{provider} connection failed or dropped", kind="connection") from None
+
+
+def _json_body(response: Any) -> Any:
+    try:
+        return response.json()
+    except Exception:  # an error body that is not JSON says nothing more than its status
+        return None
 
 
 def _says_overloaded(body: Any) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import BackendError
 from .base import Completion, Request
-from .faults import error_for_status, rate_limit_signals
+from .faults import rate_limit_signals, sdk_errors
 from .logprobs import from_token_list
 
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -91,17 +91,9 @@ class OpenAIModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        openai = self._openai
-        try:
+        with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
             response = await self.client.post("/chat/completions", content=_dumps(self.arguments(request)),
                                               options=_JSON, cast_to=self._response_type)
-        except openai.APIStatusError as error:
-            raise error_for_status("openai", error.status_code, error.response.headers, _body(error.response),
-                                   key_variable=KEY_VARIABLE) from None
-        except openai.APITimeoutError:
-            raise BackendError("openai call timed out", kind="timeout") from None
-        except openai.APIConnectionError:
-            raise BackendError("openai connection failed or dropped", kind="connection") from None
         try:
             body = json.loads(response.content)
             choice = body["choices"][0]
@@ -142,9 +134,3 @@ def _dumps(body: dict[str, Any]) -> bytes:
     attempt, and not bytes."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
-
-def _body(response: Any) -> Any:
-    try:
-        return response.json()
-    except Exception:  # an error body that is not JSON says nothing more than its status
-        return None
