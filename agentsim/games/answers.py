@@ -24,6 +24,7 @@ SEVERAL = "several options"
 _FIELD = re.compile(r"""['"]?\b(?:value|action|name|answer|choice)\b['"]?\s*[:=]\s*([^;}\n]*)""", re.IGNORECASE)
 _NEXT_KEY = re.compile(r""",\s*['"]""")
 _WRAPPING = "*`'\"{}[]<>().:;,! \t\n"
+_REMEMBERED = 8192  # distinct replies kept read
 
 
 class AnswerReader:
@@ -37,9 +38,19 @@ class AnswerReader:
         self._exact = re.compile(word)
         self._loose = re.compile(word, re.IGNORECASE)
         self._canonical = {option.lower(): option for option in self.options}
+        self._read: dict[str, Parsed] = {}
 
     def parse(self, text: str) -> Parsed:
-        """The option `text` answers with, or the problem that makes it unusable."""
+        """The option `text` answers with, or the problem that makes it unusable. Replies a
+        few tokens long recur endlessly in a population, so each distinct one is read once."""
+        parsed = self._read.get(text)
+        if parsed is None:
+            if len(self._read) >= _REMEMBERED:
+                self._read.clear()
+            parsed = self._read[text] = self._parse(text)
+        return parsed
+
+    def _parse(self, text: str) -> Parsed:
         field = _FIELD.search(text)
         if field is not None:
             value = field.group(1)
