@@ -285,25 +285,32 @@ class NamingGame(Scenario[NamingParams]):
     # --- hooks: what an LLM sees and how its answer is read -------------------------------
     def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
         memory = situation.memory
-        history = self._memory_view(memory)[0]
+        history, _, score = self._memory_view(memory)
         system = self._render_system(**self._option_fields(situation.options), history=history,
-                                     round=len(memory) + 1, score=sum([entry[2] for entry in memory]))
+                                     round=len(memory) + 1, score=score)
         return (Message("system", system), self._user_message)
 
-    def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str]:
-        """A memory's history block and its code for the store, kept by memory: the same
-        memories recur across agents and rounds (all of them, once a convention holds)."""
+    def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str, int]:
+        """A memory's history block, its code for the store and its score, kept by memory:
+        the same memories recur across agents and rounds (all of them, once a convention
+        holds), and a decision asks for its own twice (prompt, then store)."""
+        if memory is self._last_memory[0]:
+            return self._last_memory[1]
         view = self._memory_views.get(memory)
         if view is None:
             code = self._codes[0]
-            view = (self._render_history(memory), "".join(code[own] + code[partner] for own, partner, _ in memory))
+            view = (self._render_history(memory), "".join(code[own] + code[partner] for own, partner, _ in memory),
+                    sum([entry[2] for entry in memory]))
             if len(self._memory_views) > 16_384:
                 self._memory_views.clear()
             self._memory_views[memory] = view
+        self._last_memory = (memory, view)
         return view
 
+    _last_memory: tuple[object, tuple[str, str, int]] = (object(), ("", "", 0))
+
     @cached_property
-    def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str]]:
+    def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str, int]]:
         return {}
 
     def prompt_fields(self) -> dict[str, object]:
