@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import mesa
 
 from .records import Decision
-from .seeding import derive_seed
+from .seeding import continue_seed, derive_seed, seed_state
 
 if TYPE_CHECKING:
     from .model import PopulationModel
@@ -30,7 +30,7 @@ class PopulationAgent(mesa.Agent):
         self.memory: deque[Any] = deque(maxlen=memory_length)
         self.encounters = 0  # resolved encounters
         self.calls = 0  # policy calls in the open encounter; restarts when it resolves
-        self.seed_base = derive_seed(model.seed, self.index)
+        self.seed_state = seed_state(derive_seed(model.seed, self.index))  # the leading parts of its call seeds
 
     @property
     def committed(self) -> bool:
@@ -45,7 +45,7 @@ class PopulationAgent(mesa.Agent):
         """The seed of this agent's next policy call: a function of the run's seed, the agent,
         its resolved encounters and the call's place in the open encounter only, so that an
         encounter asked again after an interruption gets the same seeds."""
-        seed = derive_seed(self.seed_base, self.encounters, self.calls)
+        seed = continue_seed(self.seed_state, self.encounters, self.calls)
         self.calls += 1
         return seed
 

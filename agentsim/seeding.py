@@ -24,14 +24,33 @@ def _splitmix64(value: int) -> int:
     return value ^ (value >> 31)
 
 
+_START = 0x6A09E667F3BCC908
+_STEP = 0x9E3779B97F4A7C15
+
+
+def seed_state(*parts: int) -> int:
+    """The mixing state `derive_seed` reaches after `parts`, to continue with `continue_seed`."""
+    state = _START
+    for part in parts:
+        state = ((state ^ (part & _MASK64)) * _STEP) & _MASK64
+    return state
+
+
 def derive_seed(*parts: int) -> int:
     """A 63-bit seed (fits every provider's signed 64-bit seed field) mixed from integers.
     Each part goes through an invertible xor-multiply step and the result through splitmix64,
     so tuples that differ give different seeds (up to 64-bit collisions)."""
-    state = 0x6A09E667F3BCC908
-    for part in parts:
-        state = ((state ^ (part & _MASK64)) * 0x9E3779B97F4A7C15) & _MASK64
-    return _splitmix64(state) >> 1
+    return _splitmix64(seed_state(*parts)) >> 1
+
+
+def continue_seed(state: int, first: int, second: int) -> int:
+    """`derive_seed(*parts, first, second)` for `state = seed_state(*parts)`: an agent's call
+    seeds share their leading parts, and one is derived for every decision."""
+    state = ((((state ^ (first & _MASK64)) * _STEP) & _MASK64 ^ (second & _MASK64)) * _STEP) & _MASK64
+    state = (state + 0x9E3779B97F4A7C15) & _MASK64
+    state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (state ^ (state >> 31)) >> 1
 
 
 def unit_uniforms(seed: int, count: int) -> list[float]:
