@@ -223,7 +223,7 @@ class Scheduler:
         if self._draws:
             for index in members:
                 self.idle.take(index)
-        encounter = Encounter(model.time, round_, tuple(model.population[i] for i in members))
+        encounter = Encounter(model.time, round_, tuple(map(model.population.__getitem__, members)))
         model.time += 1
         encounter.drawn = model.scenario.draw(model, encounter)
         self.open[encounter.t] = encounter
