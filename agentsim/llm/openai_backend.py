@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import BackendError
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors
-from .logprobs import from_token_list
+from .logprobs import at_answer
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 _JSON: Any = {"headers": {"Content-Type": "application/json"}}
@@ -122,11 +122,14 @@ class OpenAIModel:
 def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
     if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
-    tokens = [(entry.get("token", ""), [(alt.get("token", ""), float(alt.get("logprob", -1e9)))
-                                        for alt in entry.get("top_logprobs") or []])
-              for entry in logprobs["content"]]
+    entries = logprobs["content"]
+
+    def alternatives(index: int) -> list[tuple[str, float]]:
+        return [(alt.get("token", ""), float(alt.get("logprob", -1e9))) for alt in entries[index].get("top_logprobs") or []]
+
     sampling = request.sampling
-    return from_token_list(text, tokens, request.options, temperature=sampling.temperature, top_k=sampling.top_k)
+    return at_answer(text, [entry.get("token", "") for entry in entries], alternatives, request.options,
+                     temperature=sampling.temperature, top_k=sampling.top_k)
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
