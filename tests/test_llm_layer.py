@@ -15,7 +15,7 @@ from agentsim.llm.cache import cache_key
 from agentsim.llm.faults import error_for_status, rate_limit_signals, retry_after
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.logprobs import at_answer, from_token_list, option_probabilities
-from agentsim.llm.prices import cost_usd
+from agentsim.llm.prices import cost_usd, register_price
 from agentsim.llm.retries import RetryingModel, RetryPolicy
 from agentsim.llm.specs import parse_population, parse_spec
 
@@ -97,6 +97,15 @@ def test_prices_match_the_longest_prefix() -> None:
     assert cost_usd("gpt-4o-mini-2024-07-18", 1_000_000, 0) == pytest.approx(0.15)
     assert cost_usd("gpt-4o-2024-08-06", 0, 1_000_000) == pytest.approx(10.0)
     assert cost_usd("my-own-llama", 10**6, 10**6) == 0.0
+
+
+def test_a_price_registered_later_reaches_a_model_already_priced() -> None:
+    """Prices are matched once per model name and remembered; registering one forgets them."""
+    assert cost_usd("late-priced-model-v2", 10**6, 0) == 0.0
+    register_price("late-priced-model", 2.0, 4.0)
+    assert cost_usd("late-priced-model-v2", 10**6, 10**6) == pytest.approx(6.0)
+    register_price("late-priced-model-v2", 1.0, 1.0)
+    assert cost_usd("late-priced-model-v2", 10**6, 0) == pytest.approx(1.0)
 
 
 class Scripted:
