@@ -1,5 +1,5 @@
 """How close agentsim drives an inference server to its capacity, and what each call costs
-the client, through the OpenAI backend (the real SDK over real HTTP).
+the client, through the OpenAI backend (the real SDK's request over real HTTP).
 
 The stand-in server (backends/standin_server.py) runs in its own process as a simulated
 inference server: capacity C 32 requests at once, 100 ms per request, so at most
@@ -15,9 +15,15 @@ not run dry while the client waits for the CPU). Printed:
   (every interaction recorded once, every decision answered, no fallback), with its
   retries, requests per second and the limiter's trajectory;
 - a reference run through the TGI backend, which is agentsim's own stack on a plain aiohttp
-  session: the difference to the OpenAI run is what the SDK's request path costs.
+  session with no SDK.
+
+Each OpenAI run prints the route its calls took: `direct` (the SDK builds its request once;
+each body goes out with it over one aiohttp session, see agentsim/llm/openai_routes.py) or
+`sdk` (every call through `AsyncOpenAI.post`). `--only sdk` runs the clean setting on the SDK
+route, for comparison: the difference is what rebuilding the request per call costs.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
+                                    [--only openai|429|tgi|sdk]
 
 Timings on a shared host swing from run to run; the run is timed once per setting (a run is
 thousands of calls). Prints figures; asserts nothing timed.
@@ -89,7 +95,9 @@ def warm_up(url: str) -> None:
 
 
 def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
-             provider: str = "openai") -> dict[str, Any]:
+             provider: str = "openai", direct: bool = True) -> dict[str, Any]:
+    from agentsim.llm.openai_backend import OpenAIModel
+
     spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
     scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none", max_in_flight=agents // 2)
     options = BackendOptions(limits=Limits(max_in_flight=cap), cache=cache is not None, cache_path=cache,
@@ -97,6 +105,9 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: 
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1, llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
+    backend = layer(experiment.backends[spec], OpenAIModel)
+    if isinstance(backend, OpenAIModel):
+        backend.direct = direct  # read on the first call
     cpu, wall = time.process_time(), time.perf_counter()
     asyncio.run(experiment.run())
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -107,15 +118,16 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: 
     unanswered = connection.execute("SELECT COUNT(*) FROM moves m WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE "
                                      "c.run = m.run AND c.t = m.t AND c.agent = m.agent AND c.error IS NULL)").fetchone()[0]
     connection.close()
+    route = backend.route.name if isinstance(backend, OpenAIModel) and backend.route is not None else None
     return {"run": run, "wall": wall, "cpu": cpu, "times_ok": times == list(range(agents // 2 * rounds)),
-            "unanswered": unanswered, "limiter": limiter}
+            "unanswered": unanswered, "limiter": limiter, "route": route}
 
 
 def report(label: str, result: dict[str, Any], capacity: int, service_time: float, requests: int) -> None:
     run, wall, cpu = result["run"], result["wall"], result["cpu"]
     calls = run["calls"]
     ceiling = capacity / service_time
-    print(f"{label}:")
+    print(f"{label}:" + (f" (route: {result['route']})" if result["route"] else ""))
     print(f"  {run['interactions']} interactions, {calls} answered calls, {requests} requests reached the server, "
           f"{wall:.2f} s")
     print(f"  throughput: {requests / wall:.0f} requests/s = {requests / wall / ceiling:.2f} of capacity "
@@ -163,15 +175,19 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi"], default=None, help="run one setting only")
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "sdk"], default=None,
+                        help="run one setting only; sdk: the clean setting with every call through AsyncOpenAI.post")
     options = parser.parse_args()
     print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
           f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
-    settings = [("OpenAI backend, clean", "openai", []), ("OpenAI backend, 20% of requests answered 429", "openai", ["429=0.2"]),
-                ("reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
+    settings = [("openai", "OpenAI backend, clean", "openai", []),
+                ("429", "OpenAI backend, 20% of requests answered 429", "openai", ["429=0.2"]),
+                ("tgi", "reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
+    if options.only == "sdk":
+        settings = [("sdk", "reference: OpenAI backend, every call through AsyncOpenAI.post, clean", "openai", [])]
     with tempfile.TemporaryDirectory() as scratch:
-        for number, (label, provider, faults) in enumerate(settings):
-            if options.only and options.only != ("429" if faults else provider):
+        for number, (name, label, provider, faults) in enumerate(settings):
+            if options.only and options.only != name:
                 continue
             server, url = start_server(options.capacity, options.service_time, faults)
             try:
@@ -179,7 +195,8 @@ def main() -> None:
                 before = process_cpu_seconds(server.pid)
                 cache = None if options.no_cache else Path(scratch) / f"cache-{number}.db"
                 result = run_once(url, agents=options.agents, rounds=options.rounds, cap=options.cap,
-                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider)
+                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider,
+                                  direct=name != "sdk")
                 requests = server_requests(url)
                 report(label, result, options.capacity, options.service_time, requests)
                 after = process_cpu_seconds(server.pid)

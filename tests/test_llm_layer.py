@@ -14,8 +14,8 @@ from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
 from agentsim.llm.cache import cache_key
 from agentsim.llm.faults import error_for_status, rate_limit_signals, retry_after
 from agentsim.llm.limiter import LimitedModel, Limits
-from agentsim.llm.logprobs import from_token_list, option_probabilities
-from agentsim.llm.prices import cost_usd
+from agentsim.llm.logprobs import at_answer, from_token_list, option_probabilities
+from agentsim.llm.prices import cost_usd, register_price
 from agentsim.llm.retries import RetryingModel, RetryPolicy
 from agentsim.llm.specs import parse_population, parse_spec
 
@@ -65,6 +65,14 @@ def test_option_probabilities_apply_temperature_and_top_k_then_renormalise() -> 
     tokens = [("{'", []), ("value", []), ("':", []), (" B", [(" B", math.log(0.6)), (" A", math.log(0.4))]), (";", [])]
     assert from_token_list("{'value': B;", tokens, ["A", "B"], temperature=1.0, top_k=None) == pytest.approx(
         {"A": 0.4, "B": 0.6})
+    read: list[int] = []
+
+    def alternatives(index: int) -> list[tuple[str, float]]:
+        read.append(index)
+        return tokens[index][1]
+
+    found = at_answer("{'value': B;", [token for token, _ in tokens], alternatives, ["A", "B"], temperature=1.0, top_k=None)
+    assert found == pytest.approx({"A": 0.4, "B": 0.6}) and read == [3], "only the answer position's alternatives are read"
 
 
 def test_the_cache_key_covers_everything_that_determines_an_answer() -> None:
@@ -89,6 +97,15 @@ def test_prices_match_the_longest_prefix() -> None:
     assert cost_usd("gpt-4o-mini-2024-07-18", 1_000_000, 0) == pytest.approx(0.15)
     assert cost_usd("gpt-4o-2024-08-06", 0, 1_000_000) == pytest.approx(10.0)
     assert cost_usd("my-own-llama", 10**6, 10**6) == 0.0
+
+
+def test_a_price_registered_later_reaches_a_model_already_priced() -> None:
+    """Prices are matched once per model name and remembered; registering one forgets them."""
+    assert cost_usd("late-priced-model-v2", 10**6, 0) == 0.0
+    register_price("late-priced-model", 2.0, 4.0)
+    assert cost_usd("late-priced-model-v2", 10**6, 10**6) == pytest.approx(6.0)
+    register_price("late-priced-model-v2", 1.0, 1.0)
+    assert cost_usd("late-priced-model-v2", 10**6, 0) == pytest.approx(1.0)
 
 
 class Scripted:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 TopTokens = Sequence[tuple[str, float]]  # (token text, log probability), most likely first
 
@@ -82,7 +82,16 @@ def _option_started_by(token: str, options: Sequence[str]) -> str | None:
 def from_token_list(text: str, tokens: Sequence[tuple[str, TopTokens]], options: Sequence[str], *,
                     temperature: float, top_k: int | None) -> Mapping[str, float] | None:
     """The whole path for providers that give (token, top alternatives) per position."""
-    position = answer_position(text, [token for token, _ in tokens], options)
+    return at_answer(text, [token for token, _ in tokens], lambda index: tokens[index][1], options,
+                     temperature=temperature, top_k=top_k)
+
+
+def at_answer(text: str, tokens: Sequence[str], alternatives: Callable[[int], TopTokens], options: Sequence[str], *,
+              temperature: float, top_k: int | None) -> Mapping[str, float] | None:
+    """The whole path, reading the alternatives of the answer position only: an HTTP backend
+    gets every token's alternatives as JSON, and converting all of them cost more CPU than
+    the rest of reading the answer."""
+    position = answer_position(text, tokens, options)
     if position is None:
         return None
-    return option_probabilities(tokens[position][1], options, temperature=temperature, top_k=top_k)
+    return option_probabilities(alternatives(position), options, temperature=temperature, top_k=top_k)

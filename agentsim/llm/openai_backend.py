@@ -2,12 +2,16 @@
 base URL, through the official SDK (`AsyncOpenAI`).
 
 The SDK's own retries are off (`max_retries=0`): agentsim's retry wrapper retries, and two
-layers would multiply attempts. Calls go through the SDK's client (`AsyncOpenAI.post`: its
-auth, headers, error classes and HTTP stack) on its aiohttp transport, with the body built
-here (as JSON bytes) and the answer read from the raw JSON: `chat.completions.create` walks every typed
-parameter through its transform layer and builds a typed model of the answer, which with
-httpx's connection pool (a readability check of every pooled connection per request) cost
-several milliseconds of CPU per call, more than the whole engine spends on a decision. Against a compatible server (a base URL is given),
+layers would multiply attempts. The SDK makes the request: its base URL, auth header, default
+headers and timeout, and its exception classes for every error answer. The body is built here
+(as JSON bytes) and the answer read from the raw JSON: `chat.completions.create` walks every
+typed parameter through its transform layer and builds a typed model of the answer, several
+milliseconds of CPU per call. Even `AsyncOpenAI.post` rebuilds the same URL and headers through
+httpx2's models on every call (about 1 ms), so the SDK builds its request once per backend and
+each body is sent with it over one aiohttp session (`openai_routes.DirectRoute`); where that
+request is not the same for every call (a per-call auth hook, a proxy, an SDK whose internals
+moved) every call goes through `post` (`SdkRoute`). Either way the SDK's exceptions come out,
+translated once in `faults.sdk_errors`. Against a compatible server (a base URL is given),
 top_k and repetition_penalty go in the body beside the standard parameters (what the SDK's
 `extra_body` does), the way vLLM expects, and every sampling
 parameter is sent explicitly, since such servers substitute their own defaults for omitted
@@ -22,10 +26,11 @@ from typing import Any
 from ..errors import BackendError
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors
-from .logprobs import from_token_list
+from .logprobs import at_answer
+from .openai_routes import Route, open_route
 
 KEY_VARIABLE = "OPENAI_API_KEY"
-_JSON: Any = {"headers": {"Content-Type": "application/json"}}
+PATH = "/chat/completions"
 TOP_LOGPROBS = 5
 
 
@@ -33,7 +38,7 @@ class OpenAIModel:
     immediate = False
 
     def __init__(self, *, name: str, model: str, api_key: str, base_url: str | None = None,
-                 timeout_s: float = 60.0, max_connections: int = 256) -> None:
+                 timeout_s: float = 60.0, max_connections: int = 256, direct: bool = True) -> None:
         try:
             import httpx2 as httpx
         except ImportError:  # older SDKs ride on httpx
@@ -49,10 +54,12 @@ class OpenAIModel:
             http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
         except RuntimeError:  # an SDK without its aiohttp transport: its default httpx client
             http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s)
-        self._response_type = httpx.Response
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
                                          http_client=http_client)
         self.endpoint = str(self.client.base_url)
+        self.max_connections = max_connections
+        self.direct = direct  # False: every call through the SDK's `post` (tests and benchmarks compare)
+        self.route: Route | None = None  # chosen on the first call: building the SDK's request is async
 
     def arguments(self, request: Request) -> dict[str, Any]:
         """The chat.completions.create arguments for `request`."""
@@ -91,11 +98,16 @@ class OpenAIModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
+        content = _dumps(self.arguments(request))
         with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
-            response = await self.client.post("/chat/completions", content=_dumps(self.arguments(request)),
-                                              options=_JSON, cast_to=self._response_type)
+            route = self.route
+            if route is None:
+                opened = await open_route(self.client, self._openai, PATH, direct=self.direct,
+                                          max_connections=self.max_connections)
+                route = self.route = self.route or opened  # a concurrent first call may have chosen already
+            answer, headers = await route.post(content)
         try:
-            body = json.loads(response.content)
+            body = json.loads(answer)
             choice = body["choices"][0]
             text = choice["message"]["content"] or ""
             usage = body.get("usage") or {}
@@ -112,25 +124,30 @@ class OpenAIModel:
             option_probabilities=probabilities,
             raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
                  "system_fingerprint": body.get("system_fingerprint")},
-            signals=rate_limit_signals(response.headers) or None,
+            signals=rate_limit_signals(headers) or None,
         )
 
     async def aclose(self) -> None:
+        if self.route is not None:  # kept: it says which route the calls took, and reopens its session
+            await self.route.aclose()
         await self.client.close()
 
 
 def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
     if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
-    tokens = [(entry.get("token", ""), [(alt.get("token", ""), float(alt.get("logprob", -1e9)))
-                                        for alt in entry.get("top_logprobs") or []])
-              for entry in logprobs["content"]]
+    entries = logprobs["content"]
+
+    def alternatives(index: int) -> list[tuple[str, float]]:
+        return [(alt.get("token", ""), float(alt.get("logprob", -1e9))) for alt in entries[index].get("top_logprobs") or []]
+
     sampling = request.sampling
-    return from_token_list(text, tokens, request.options, temperature=sampling.temperature, top_k=sampling.top_k)
+    return at_answer(text, [entry.get("token", "") for entry in entries], alternatives, request.options,
+                     temperature=sampling.temperature, top_k=sampling.top_k)
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
-    """The request body as JSON bytes: the SDK deep-copies a body given as data on every
-    attempt, and not bytes."""
+    """The request body as JSON bytes, sent as they are on either route (the SDK deep-copies a
+    body given as data on every attempt, and not bytes)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 

@@ -32,10 +32,14 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 _loaded_from: str | None = None
+# Each model name's price once matched: the prefix search ran on every answer. Cleared whenever
+# a price is registered (change prices through `register_price`, not PRICES directly).
+_MATCHED: dict[str, tuple[float, float]] = {}
 
 
 def register_price(model: str, prompt_usd_per_mtok: float, completion_usd_per_mtok: float) -> None:
     PRICES[model] = (float(prompt_usd_per_mtok), float(completion_usd_per_mtok))
+    _MATCHED.clear()
 
 
 def _load_user_prices() -> None:
@@ -55,11 +59,14 @@ def _load_user_prices() -> None:
 
 def price_of(model: str) -> tuple[float, float]:
     _load_user_prices()
-    best = ""
-    for name in PRICES:
-        if model.startswith(name) and len(name) > len(best):
-            best = name
-    return PRICES[best] if best else (0.0, 0.0)
+    price = _MATCHED.get(model)
+    if price is None:
+        best = ""
+        for name in PRICES:
+            if model.startswith(name) and len(name) > len(best):
+                best = name
+        price = _MATCHED[model] = PRICES[best] if best else (0.0, 0.0)
+    return price
 
 
 def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float:

@@ -21,7 +21,7 @@ from ..errors import BackendError
 from . import chat_format
 from .base import Completion, Request
 from .faults import error_for_status, rate_limit_signals
-from .logprobs import from_token_list
+from .logprobs import at_answer
 
 KEY_VARIABLE = "HF_TOKEN"
 TOP_N_TOKENS = 5
@@ -129,10 +129,13 @@ def _option_probabilities(text: str, details: dict[str, Any], request: Request) 
     tokens, top = details.get("tokens") or [], details.get("top_tokens") or []
     if not tokens or len(top) != len(tokens):
         return None
-    pairs = [(token.get("text", ""), [(alt.get("text", ""), float(alt.get("logprob") or -1e9)) for alt in alternatives])
-             for token, alternatives in zip(tokens, top)]
+
+    def alternatives(index: int) -> list[tuple[str, float]]:
+        return [(alt.get("text", ""), float(alt.get("logprob") or -1e9)) for alt in top[index]]
+
     sampling = request.sampling
-    return from_token_list(text, pairs, request.options, temperature=sampling.temperature, top_k=sampling.top_k)
+    return at_answer(text, [token.get("text", "") for token in tokens], alternatives, request.options,
+                     temperature=sampling.temperature, top_k=sampling.top_k)
 
 
 def _json(raw: bytes) -> Any:
