@@ -25,6 +25,10 @@ from ..errors import ReplayMissError
 from .base import Completion, LanguageModel, Request
 
 FORMAT_VERSION = 1
+# Encoders made once: `json.dumps` with any argument builds a new encoder per call, and a key
+# and a stored answer are encoded for every call. The bytes are what `json.dumps` gives.
+_KEY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_VALUE_JSON = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def default_cache_path() -> Path:
@@ -64,7 +68,7 @@ class ResponseStore:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
-        self.pending[key] = (key, backend, json.dumps(value, separators=(",", ":")), time.time())
+        self.pending[key] = (key, backend, _VALUE_JSON(value), time.time())
         if len(self.pending) >= self.batch or time.monotonic() - self.flushed >= self.flush_seconds:
             self.flush()
 
@@ -97,7 +101,7 @@ def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str
         request.seed, list(request.options), request.replicate,
         None if grammar is None else [grammar.kind, grammar.value],
     ]
-    return hashlib.sha256(json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_KEY_JSON(document).encode()).hexdigest()
 
 
 _STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "raw")

@@ -32,6 +32,7 @@ from .openai_routes import Route, open_route
 KEY_VARIABLE = "OPENAI_API_KEY"
 PATH = "/chat/completions"
 TOP_LOGPROBS = 5
+_BODY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # made once, not per call
 
 
 class OpenAIModel:
@@ -149,5 +150,5 @@ def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
 def _dumps(body: dict[str, Any]) -> bytes:
     """The request body as JSON bytes, sent as they are on either route (the SDK deep-copies a
     body given as data on every attempt, and not bytes)."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    return _BODY_JSON(body).encode()
 
