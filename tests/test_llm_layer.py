@@ -85,8 +85,13 @@ def test_the_cache_key_covers_everything_that_determines_an_answer() -> None:
         Request(messages=base.messages, sampling=Sampling(), seed=2),
         Request(messages=base.messages, sampling=Sampling(), seed=1, replicate=1),
         Request(messages=base.messages, sampling=Sampling(), seed=1, grammar=Grammar(kind="regex", value="[AB]")),
+        Request(messages=(Message("system", "hi"),), sampling=Sampling(), seed=1),
+        Request(messages=base.messages, sampling=Sampling(), seed=1, options=("A", "B")),
+        # The same text split differently between messages is a different prompt.
+        Request(messages=(Message("user", "h"), Message("user", "i")), sampling=Sampling(), seed=1),
+        Request(messages=(Message("user", "hi"), Message("user", "")), sampling=Sampling(), seed=1),
     ]
-    assert len({key, *(cache_key("openai", "http://h/v1", "m", request) for request in variants)}) == 7
+    assert len({key, *(cache_key("openai", "http://h/v1", "m", request) for request in variants)}) == 11
     assert cache_key("tgi", "http://h/v1", "m", base) != key and cache_key("openai", "http://h/v1", "m2", base) != key
     assert cache_key("openai", "http://h/v1", "m", base) == key
     with pytest.raises(ParameterError):

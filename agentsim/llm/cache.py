@@ -4,7 +4,9 @@ that outlives runs and output directories.
 The key is everything that determines an answer: provider, endpoint, model, messages, every
 sampling parameter, seed, grammar, the valid options (they decide the option
 probabilities), the replicate index, and a format version bumped whenever what is stored or
-how the key is built changes. Re-running an experiment with the same seeds into a new output
+how the key is built changes. The prompts' texts are hashed as they are, after a JSON head that
+gives every other part and each message's role and length: encoding a whole prompt as JSON cost
+more than the rest of the key. Re-running an experiment with the same seeds into a new output
 directory therefore makes no call at all; with `replay` a miss is an error (exact
 reproduction, or nothing). The default database lives in the user's cache directory
 (platformdirs; AGENTSIM_CACHE overrides it), so every experiment of a user shares it.
@@ -24,7 +26,7 @@ import platformdirs
 from ..errors import ReplayMissError
 from .base import Completion, LanguageModel, Request
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: message texts hashed raw after the head
 # Encoders made once: `json.dumps` with any argument builds a new encoder per call, and a key
 # and a stored answer are encoded for every call. The bytes are what `json.dumps` gives.
 _KEY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -93,15 +95,19 @@ class ResponseStore:
 def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str:
     sampling = request.sampling
     grammar = request.grammar
-    document = [
+    messages = request.messages
+    head = [
         FORMAT_VERSION, provider, endpoint, model,
-        [[message.role, message.content] for message in request.messages],
+        [[message.role, len(message.content)] for message in messages],
         [sampling.temperature, sampling.top_k, sampling.top_p, sampling.max_tokens, sampling.repetition_penalty,
          list(sampling.stop)],
         request.seed, list(request.options), request.replicate,
         None if grammar is None else [grammar.kind, grammar.value],
     ]
-    return hashlib.sha256(_KEY_JSON(document).encode()).hexdigest()
+    digest = hashlib.sha256(_KEY_JSON(head).encode())
+    for message in messages:  # their lengths are in the head, so the concatenation is unambiguous
+        digest.update(message.content.encode())
+    return digest.hexdigest()
 
 
 _STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "raw")
