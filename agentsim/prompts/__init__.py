@@ -128,12 +128,8 @@ class PromptTemplate:
         values: dict[str, str] = {}
         position = len(head)
         find = text.find
-        for name, literal, prefix, width, repeated in steps:
-            # Find a short prefix (cheap), then check the whole literal there: searching for
-            # a long needle makes `str.find` build its tables anew on every call.
-            end = find(prefix, position)
-            while end >= 0 and not text.startswith(literal, end):
-                end = find(prefix, end + 1)
+        for name, literal, width, repeated in steps:
+            end = find(literal, position)
             if end < 0:
                 return None
             if name is not None:
@@ -198,8 +194,8 @@ def _split_pieces(section: str) -> object:
 
 def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     """What `read` walks: the leading literal; then, for each literal it must find, the field it
-    ends (or None when that field is not wanted), the literal, a short prefix of it, its length
-    and whether the field appeared before; then the last field (or None) and the trailing
+    ends (or None when that field is not wanted), the literal, its length and whether the field
+    appeared before; then the last field (or None) and the trailing
     literal. _NEEDS_REGEX when two fields touch and only backtracking could split them."""
     literals = [""]
     names: list[str] = []
@@ -218,8 +214,7 @@ def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     for number, literal in enumerate(literals[1:-1]):
         # The literal after field `number` is needed to end that field or to start the next.
         if wanted(number) or wanted(number + 1):
-            steps.append((names[number] if wanted(number) else None, literal, literal[:16], len(literal),
-                          names[number] in names[:number]))
+            steps.append((names[number] if wanted(number) else None, literal, len(literal), names[number] in names[:number]))
     return literals[0], steps, (names[-1] if wanted(len(names) - 1) else None, literals[-1])
 
 

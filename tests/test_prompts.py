@@ -1,0 +1,57 @@
+"""Prompt templates read back what they render: the stand-in understands prompts this way, and
+prompts rebuilt from the store are checked against what was sent."""
+
+from __future__ import annotations
+
+import random
+import string
+
+import pytest
+
+from agentsim.prompts import PromptTemplate
+
+BUILT_IN = [("naming", variant) for variant in ("standard", "narrative", "bullet")] + [
+    ("sign", variant) for variant in ("nl", "nl_sw", "schema")]
+
+
+def _fields(template: PromptTemplate, section: str) -> list[str]:
+    return sorted({name for _, name, _, _ in string.Formatter().parse(template.sections[section]) if name})
+
+
+@pytest.mark.parametrize(("game", "variant"), BUILT_IN)
+def test_every_built_in_section_reads_back_what_it_rendered(game: str, variant: str) -> None:
+    template = PromptTemplate.load(game, variant)
+    rng = random.Random(variant)
+    for section in template.sections:
+        names = _fields(template, section)
+        for _ in range(20):
+            values = {name: "".join(rng.choice(string.ascii_letters + " ,[]\n") for _ in range(rng.randrange(1, 30)))
+                      for name in names}
+            text = template.render(section, **values)
+            read = template.read(section, text)
+            assert read is not None and template.render(section, **read) == text
+            if names:
+                wanted = (names[0],)
+                assert template.read(section, text, only=wanted) == {names[0]: read[names[0]]}
+
+
+def test_a_text_the_section_did_not_render_reads_as_none() -> None:
+    template = PromptTemplate.parse("t", "[s]\nPick one of {options}. History:\n{history}It is round {round}.")
+    assert template.read("s", "Pick one of [A, B]. History:\nIt is round 3.") == {"options": "[A, B]", "history": "",
+                                                                                   "round": "3"}
+    assert template.read("s", "Pick one of [A, B]. History:\nIt is round 3") is None  # the tail is missing
+    assert template.read("s", "Choose one of [A, B]. History:\nIt is round 3.") is None  # the head differs
+    assert template.read("s", "Pick one of [A, B] History:\nIt is round 3.") is None  # a literal is missing
+
+
+def test_a_field_used_twice_must_read_the_same_both_times() -> None:
+    template = PromptTemplate.parse("t", "[s]\nName: {name}. Again: {name}. End {tail}.")
+    assert template.read("s", "Name: A. Again: A. End x.") == {"name": "A", "tail": "x"}
+    assert template.read("s", "Name: A. Again: B. End x.") is None
+
+
+def test_bound_sections_render_like_render() -> None:
+    template = PromptTemplate.load("naming", "standard")
+    bound = template.bind("system", success_payoff="+100", failure_payoff="-50")
+    values = {"options": "[A, B]", "history": "", "round": 1, "score": 0}
+    assert bound(**values) == template.render("system", success_payoff="+100", failure_payoff="-50", **values)
