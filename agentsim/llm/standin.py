@@ -46,9 +46,7 @@ class StandInModel:
         else:
             text = "I cannot tell what this prompt asks of me."
         text = text[: 4 * request.sampling.max_tokens]
-        prompt_tokens = 0
-        for _, content in request.messages:
-            prompt_tokens += (len(content) + 3) // 4  # estimate_tokens, inline: it runs per message per call
+        prompt_tokens = sum([estimate_tokens(content) for _, content in request.messages])
         return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(text), model=NAME)
 
     async def aclose(self) -> None:
