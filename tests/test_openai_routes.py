@@ -219,3 +219,27 @@ def test_an_sdk_whose_helpers_moved_keeps_the_sdk_path() -> None:
 
     model.client._build_request = gone
     assert isinstance(_route_for(model), SdkRoute)
+
+
+def test_an_https_endpoint_gets_the_direct_route_with_the_sdks_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing connects here: the route and its session are built, as on a first call to the
+    real API, and the session verifies certificates with the SDK's TLS settings."""
+    import ssl
+
+    for variable in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+
+    async def build() -> tuple[Any, Any]:
+        model = OpenAIModel(name="openai:x", model="gpt-x", api_key=KEY)  # the default https endpoint
+        try:
+            route = await open_route(model.client, openai, PATH, max_connections=4)
+            assert isinstance(route, DirectRoute)
+            connector = route.session.connector
+            await route.aclose()
+            return str(route.url), getattr(connector, "_ssl", None)
+        finally:
+            await model.aclose()
+
+    url, context = asyncio.run(build())
+    assert url.startswith("https://") and url.endswith(PATH)
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
