@@ -226,7 +226,8 @@ def test_an_https_endpoint_gets_the_direct_route_with_the_sdks_tls_context(monke
     real API, and the session verifies certificates with the SDK's TLS settings."""
     import ssl
 
-    for variable in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy", "OPENAI_BASE_URL"):
+    for variable in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy",
+                     "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
 
     async def build() -> tuple[Any, Any]:
