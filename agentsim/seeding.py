@@ -8,9 +8,10 @@ reproducible and makes every call's cache key stable across reruns.
 from __future__ import annotations
 
 import math
+import operator
 import random
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -71,34 +72,78 @@ def unit_uniforms(seed: int, count: int) -> list[float]:
 
 def shuffled(rng: random.Random, items: Sequence[T]) -> tuple[T, ...]:
     """A uniformly random ordering of `items` from one draw of the run's generator: the draw
-    is a permutation's index in [0, n!) decoded as a Lehmer code (the last seven digits at once,
-    from a table), which costs a third of `random.sample` for every prompt's options."""
+    is a permutation's index in [0, n!) decoded as a Lehmer code. Decoding it digit by digit
+    cost more than the rest of drawing an encounter, so a tuple of up to ten items (a name
+    pool, shuffled for every prompt) is decoded with two table lookups instead."""
+    orderings = _ORDERINGS.get(id(items))
+    if orderings is None or orderings.items is not items:
+        if not isinstance(items, tuple) or len(items) > _WHOLLY_TABLED:
+            return _decoded(rng, items)
+        if len(_ORDERINGS) >= 64:
+            _ORDERINGS.clear()
+        orderings = _ORDERINGS[id(items)] = _Orderings(items)
+    tail, head = divmod(rng.randrange(orderings.count), len(orderings.heads))
+    return orderings.heads[head] + orderings.tails[tail](orderings.rests[head])
+
+
+_TABLED = 7  # the last seven Lehmer digits (7! = 5040 orders) are decoded by one table
+_WHOLLY_TABLED = 10  # up to ten items, the leading digits too (at most 720 heads per tuple)
+
+
+class _Orderings:
+    """The orderings of one tuple: its leading Lehmer digits pick the first items and leave
+    the rest in the order digit-by-digit decoding would; its last digits pick an order of the
+    rest (an `itemgetter` per order, so picking is one C call)."""
+
+    __slots__ = ("items", "count", "heads", "rests", "tails")
+
+    def __init__(self, items: tuple[T, ...]) -> None:
+        size = len(items)
+        tail = min(size, _TABLED)
+        self.items = items
+        self.count = math.factorial(size)
+        self.tails = _tail_pickers(tail)
+        self.heads: list[tuple[T, ...]] = []
+        self.rests: list[tuple[T, ...]] = []
+        for code in range(self.count // math.factorial(tail)):
+            pool, head = list(items), []
+            for base in range(size, tail, -1):
+                code, position = divmod(code, base)
+                head.append(pool.pop(position))
+            self.heads.append(tuple(head))
+            self.rests.append(tuple(pool))
+
+
+_ORDERINGS: dict[int, _Orderings] = {}  # by id; an entry holds its tuple, so ids are not reused
+
+
+def _decoded(rng: random.Random, items: Sequence[T]) -> tuple[T, ...]:
+    """`shuffled` for what has no table: the leading digits one by one, the last by table."""
     pool = list(items)
-    size = len(pool)
-    code = rng.randrange(math.factorial(size))
+    code = rng.randrange(math.factorial(len(pool)))
     ordering = []
-    for base in range(size, _TABLED, -1):
+    for base in range(len(pool), _TABLED, -1):
         code, position = divmod(code, base)
         ordering.append(pool.pop(position))
-    if pool:
-        tails = _TAILS.get(len(pool)) or _tail_orders(len(pool))
-        ordering.extend(map(pool.__getitem__, tails[code]))
-    return tuple(ordering)
+    return tuple(ordering) + _tail_pickers(len(pool))[code](pool)
 
 
-_TABLED = 7  # 7! = 5040 orders in the largest table
-_TAILS: dict[int, list[tuple[int, ...]]] = {}
+_TAILS: dict[int, list[Callable[[Sequence[Any]], tuple[Any, ...]]]] = {}
 
 
-def _tail_orders(size: int) -> list[tuple[int, ...]]:
-    """For a Lehmer code of `size` digits read as one number, the positions it picks (made
-    on first use and kept)."""
-    orders = []
+def _tail_pickers(size: int) -> list[Callable[[Sequence[Any]], tuple[Any, ...]]]:
+    """For a Lehmer code of `size` digits read as one number, a function that picks the
+    order it decodes to from a pool of `size` items (made on first use and kept)."""
+    pickers = _TAILS.get(size)
+    if pickers is not None:
+        return pickers
+    pickers = []
     for code in range(math.factorial(size)):
         pool, order = list(range(size)), []
         for base in range(size, 0, -1):
             code, position = divmod(code, base)
             order.append(pool.pop(position))
-        orders.append(tuple(order))
-    _TAILS[size] = orders
-    return orders
+        # One item or none has one order, and itemgetter of one index returns no tuple.
+        pickers.append(operator.itemgetter(*order) if size > 1 else tuple)
+    _TAILS[size] = pickers
+    return pickers
