@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from ..llm.base import Request
 from ..prompts import PromptTemplate
@@ -48,7 +49,7 @@ class NamingStandIn:
         self.bias = bias
         self.noise = noise
         self.invalid_rate = invalid_rate
-        self._memories: dict[str, list[tuple[str, ...]]] = {}  # history blocks recur; read each once
+        self._recalled: dict[str, _Recalled] = {}  # history blocks recur; read each once
 
     def answer(self, request: Request) -> str | None:
         if not request.messages or request.messages[0].role != "system":
@@ -62,12 +63,9 @@ class NamingStandIn:
             return None
         options = read_options(fields)
         history = fields.get("history") or ""
-        memory = self._memories.get(history)
-        if memory is None:
-            memory = template.findall("entry", history, "own", "partner") if history else []
-            if len(self._memories) > 16_384:
-                self._memories.clear()
-            self._memories[history] = memory
+        recalled = self._recalled.get(history)
+        if recalled is None:
+            recalled = self._recall(template, history)
         seed = request.seed or 0
         # The dice are a function of the seed alone, so they are rolled only where needed.
         invalid_die, noise_die, _ = unit_uniforms(seed, 3) if self.invalid_rate or self.noise else (1.0, 1.0, 1.0)
@@ -75,15 +73,25 @@ class NamingStandIn:
             if invalid_die < self.invalid_rate / 2 or len(options) < 2:
                 return f"{{'{key}': <{key.upper()}_OF_PLAYER_1>; 'reason': 'not sure yet'}}"
             return f"{{'{key}': {options[0]} or {options[1]}; 'reason': 'either works'}}"
-        name, reason = self.choose(options, memory, noise_die, seed)
+        followed = recalled.followed if all(map(options.__contains__, recalled.mentioned)) else None
+        name, reason = self.choose(options, recalled.memory, noise_die, seed, followed)
         return f"{{'{key}': {name}; 'reason': '{reason}'}}"
 
+    def _recall(self, template: PromptTemplate, history: str) -> _Recalled:
+        memory = template.findall("entry", history, "own", "partner") if history else []
+        mentioned = tuple({memory[-1][0], *(entry[1] for entry in memory)}) if memory else ()
+        if len(self._recalled) > 16_384:
+            self._recalled.clear()
+        recalled = self._recalled[history] = _Recalled(memory, mentioned, self.follow(mentioned, memory) if memory else None)
+        return recalled
+
     def choose(self, options: Sequence[str], memory: Sequence[tuple[str, str]], noise_die: float,
-               seed: int) -> tuple[str, str]:
-        """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
+               seed: int, followed: tuple[str | None, str] | None = None) -> tuple[str, str]:
+        """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior; `followed` is
+        what `follow` gives for these options and memory, where the caller already knows it."""
         if noise_die < self.noise or not memory:
             return self.prior(options, seed), "no history yet" if not memory else "trying another name"
-        name, reason = self.follow(options, memory)
+        name, reason = followed or self.follow(options, memory)
         if name is None:
             return self.prior(options, seed), reason
         return name, reason
@@ -140,6 +148,15 @@ class NamingStandIn:
             die = (die - self.bias) / (1 - self.bias)
         ordered = sorted(options)
         return ordered[min(int(die * len(ordered)), len(ordered) - 1)]
+
+
+class _Recalled(NamedTuple):
+    """A history block as read: its entries (own, partner), the names `follow` asks to be
+    offered, and what `follow` makes of the entries when all of those are offered."""
+
+    memory: list[tuple[str, ...]]
+    mentioned: tuple[str, ...]
+    followed: tuple[str | None, str] | None
 
 
 def _answer_key(template: PromptTemplate) -> str:
