@@ -54,4 +54,33 @@ def test_bound_sections_render_like_render() -> None:
     template = PromptTemplate.load("naming", "standard")
     bound = template.bind("system", success_payoff="+100", failure_payoff="-50")
     values = {"options": "[A, B]", "history": "", "round": 1, "score": 0}
-    assert bound(**values) == template.render("system", success_payoff="+100", failure_payoff="-50", **values)
+    assert bound(values) == template.render("system", success_payoff="+100", failure_payoff="-50", **values)
+
+
+def test_a_bound_section_keeps_quotes_braces_and_backslashes_in_its_literals() -> None:
+    """Bound renderers are compiled to f-strings; literal text must pass through untouched."""
+    section = 'say "{a}" or \'{b}\'\\n {{x}} """ \\{c}\nend {a}'
+    template = PromptTemplate.parse("t", "[s]\n" + section)
+    values = {"a": 'q"}', "b": 7, "c": "{d}\\"}
+    assert template.bind("s")(values) == section.format(**values)
+    assert template.bind("s", b="B")({"a": "1", "c": "2"}) == section.format(a="1", b="B", c="2")
+
+
+@pytest.mark.parametrize(("game", "variant"), [pair for pair in BUILT_IN if pair[0] == "naming"])
+def test_findall_reads_line_by_line_what_one_search_of_the_whole_text_finds(game: str, variant: str) -> None:
+    """Entries are read line by line and each line is kept; that must find exactly what one
+    search of the whole history finds, also for lines holding two entries, none, or debris."""
+    template = PromptTemplate.load(game, variant)
+    pattern = template.reader("entry", anchored=False)
+    rng = random.Random(variant)
+    for _ in range(200):
+        lines = []
+        for _ in range(rng.randrange(0, 7)):
+            entries = [template.render("entry", round=rng.randrange(1, 6), own=rng.choice("ABC"),
+                                       partner=rng.choice("ABC"), payoff=rng.choice((100, -50)))
+                       for _ in range(rng.choice((0, 1, 1, 1, 2)))]
+            lines.append(rng.choice(("", "x ", "} ")).join(entries) + rng.choice(("", " trailing")))
+        text = "\n".join(lines)
+        expected = [(match.group("own"), match.group("partner")) for match in pattern.finditer(text)]
+        assert template.findall("entry", text, "own", "partner") == expected
+        assert template.findall("entry", text, "own", "partner") == expected  # read again, from the kept lines

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 
 import asyncio
+import operator
 import random
 import string
 from dataclasses import dataclass
 from functools import cached_property
-from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from ..agents import PopulationAgent
 from ..llm.base import Message, Sampling
@@ -37,6 +38,8 @@ from .answers import AnswerReader
 from .naming_standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,25 +288,27 @@ class NamingGame(Scenario[NamingParams]):
     # --- hooks: what an LLM sees and how its answer is read -------------------------------
     def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
         memory = situation.memory
-        history, _, score = self._memory_view(memory)
-        system = self._render_system(**self._option_fields(situation.options), history=history,
-                                     round=len(memory) + 1, score=score)
-        return (Message("system", system), self._user_message)
+        fields = self._option_fields(situation.options)
+        fields["history"], _, fields["score"] = self._memory_view(memory)
+        fields["round"] = len(memory) + 1
+        return (Message("system", self._render_system(fields)), self._user_message)
 
     def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str, int]:
         """A memory's history block, its code for the store and its score, kept by memory:
         the same memories recur across agents and rounds (all of them, once a convention
-        holds), and a decision asks for its own twice (prompt, then store)."""
+        holds), and a decision asks for its own twice (prompt, then store). Until a convention
+        holds most memories are new, so a new one is put together from kept pieces."""
         if memory is self._last_memory[0]:
             return self._last_memory[1]
         view = self._memory_views.get(memory)
         if view is None:
-            code = self._codes[0]
-            view = (self._render_history(memory), "".join(code[own] + code[partner] for own, partner, _ in memory),
-                    sum([entry[2] for entry in memory]))
             if len(self._memory_views) > 16_384:
                 self._memory_views.clear()
-            self._memory_views[memory] = view
+            view = self._memory_views[memory] = (
+                self._render_history(memory),
+                "".join(map(self._entry_codes.__getitem__, memory)),
+                sum(map(_payoff_of, memory)),
+            )
         self._last_memory = (memory, view)
         return view
 
@@ -313,12 +318,17 @@ class NamingGame(Scenario[NamingParams]):
     def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str, int]]:
         return {}
 
+    @cached_property
+    def _entry_codes(self) -> _Kept[Memory, str]:
+        code = self._codes[0]
+        return _Kept(lambda entry: code[entry[0]] + code[entry[1]])
+
     def prompt_fields(self) -> dict[str, object]:
         """Extra fields a custom template uses, fixed for the whole experiment (rendered once)."""
         return {}
 
     @cached_property
-    def _render_system(self) -> Callable[..., str]:
+    def _render_system(self) -> Callable[[Mapping[str, object]], str]:
         params = self.params
         return self.template.bind("system", success_payoff=f"{params.success_payoff:+d}",
                                   failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
@@ -330,20 +340,23 @@ class NamingGame(Scenario[NamingParams]):
     def _render_history(self, memory: tuple[Memory, ...]) -> str:
         if not memory:
             return ""
-        template = self.template
-        entries = self._entry_cache
-        lines = []
-        for number, entry in enumerate(memory, start=1):
-            line = entries.get((number, entry))
-            if line is None:
-                own, partner, payoff = entry
-                line = entries[(number, entry)] = template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
-            lines.append(line)
-        return template.render("history", entries="\n".join(lines)) + "\n"
+        lines = map(operator.getitem, self._entry_lines, memory)
+        return self._render_history_block({"entries": "\n".join(lines)}) + "\n"
 
     @cached_property
-    def _entry_cache(self) -> dict[tuple[int, Memory], str]:
-        return {}
+    def _entry_lines(self) -> list[_Kept[Memory, str]]:
+        """Per position in memory, each entry's line as rendered there (kept once rendered)."""
+        template = self.template
+
+        def lines_at(number: int) -> _Kept[Memory, str]:
+            return _Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1],
+                                                       payoff=entry[2]))
+
+        return [lines_at(number) for number in range(1, self.params.memory_length + 1)]
+
+    @cached_property
+    def _render_history_block(self) -> Callable[[Mapping[str, object]], str]:
+        return self.template.bind("history")
 
     def parse(self, text: str, situation: NamingSituation) -> Parsed:
         return self._answers.parse(text)
@@ -364,9 +377,9 @@ class NamingGame(Scenario[NamingParams]):
         ordered = sorted(situation.options)
         return ordered[int(unit * len(ordered))]
 
-    def _option_fields(self, options: tuple[str, ...]) -> dict[str, str]:
+    def _option_fields(self, options: tuple[str, ...]) -> dict[str, object]:
         """The option list as the template words it: `[A, B, C]` and/or `A, B and C`."""
-        fields = {}
+        fields: dict[str, object] = {}
         listed, spoken = self._option_styles
         if listed:
             fields["options"] = f"[{', '.join(options)}]"
@@ -383,7 +396,10 @@ class NamingGame(Scenario[NamingParams]):
     def encode(self, situation: NamingSituation) -> str:
         """The option order then (own, partner) per memory entry, one character per name;
         payoffs follow from `payoff`."""
-        return "".join(map(self._codes[0].__getitem__, situation.options)) + self._memory_view(situation.memory)[1]
+        options = situation.options
+        # One itemgetter call picks every option's code (a prompt is encoded per decision).
+        order = "".join(operator.itemgetter(*options)(self._codes[0])) if options else ""
+        return order + self._memory_view(situation.memory)[1]
 
     def decode(self, context: str) -> NamingSituation:
         name = self._codes[1]
@@ -493,6 +509,24 @@ def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
         if name not in pool:
             pool.append(name)
     return tuple(pool)
+
+
+_payoff_of = operator.itemgetter(2)
+
+
+class _Kept(dict[K, V]):
+    """What `make` gives for each key, made on first use and kept (up to a bound: a subclass
+    may remember payoffs that never recur)."""
+
+    def __init__(self, make: Callable[[K], V]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: K) -> V:
+        if len(self) >= 65_536:
+            self.clear()
+        value = self[key] = self.make(key)
+        return value
 
 
 def _code(index: int) -> str:

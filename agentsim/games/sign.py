@@ -242,8 +242,8 @@ class SignGame(NamingGame):
 
     # --- hooks: what the model sees and how its reply is read -----------------------------
     def messages(self, situation: SignSituation) -> tuple[Message, ...]:  # type: ignore[override]
-        system = self._render_sign_system(agent=situation.agent, round=situation.round, current=situation.current,
-                                          history=self._history(situation.memory))
+        system = self._render_sign_system({"agent": situation.agent, "round": situation.round, "current": situation.current,
+                                           "history": self._history(situation.memory)})
         return (Message("system", system), self._user_message)
 
     @cached_property

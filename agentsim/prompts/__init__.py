@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -31,8 +31,7 @@ class PromptTemplate:
     _readers: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
     _plans: dict[tuple[str, tuple[str, ...] | None], object] = field(default_factory=dict, compare=False, repr=False)
     _pieces: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
-    _finders: dict[tuple[str, tuple[str, ...]], tuple[re.Pattern[str], Callable[[Any], tuple[str, ...]]]] = field(
-        default_factory=dict, compare=False, repr=False)
+    _finders: dict[tuple[str, tuple[str, ...]], _Finder] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, name: str, text: str) -> PromptTemplate:
@@ -80,13 +79,13 @@ class PromptTemplate:
             parts.append(literal)
         return "".join(parts)
 
-    def bind(self, section: str, /, **static: object) -> Callable[..., str]:
-        """A renderer for `section` with `static` fields filled in once: what is left to render
-        per call is a join of literals and the remaining fields (passed as keywords)."""
+    def bind(self, section: str, /, **static: object) -> Callable[[Mapping[str, object]], str]:
+        """A renderer for `section` with `static` fields filled in once; it takes the remaining
+        fields as one mapping (a prompt is rendered per decision, and keywords cost more)."""
         pieces = _split_pieces(self.sections[section])
         if pieces is _NEEDS_FORMAT:
             text = self.sections[section]
-            return lambda **values: text.format(**static, **values)
+            return lambda values: text.format(**static, **values)
         literals, names = pieces  # type: ignore[misc]
         merged: list[str] = [literals[0]]
         dynamic: list[str] = []
@@ -96,16 +95,7 @@ class PromptTemplate:
             else:
                 dynamic.append(name)
                 merged.append(literal)
-        head, tails = merged[0], list(zip(dynamic, merged[1:]))
-
-        def render(**values: object) -> str:
-            parts = [head]
-            for name, literal in tails:
-                parts.append(str(values[name]))
-                parts.append(literal)
-            return "".join(parts)
-
-        return render
+        return _compiled_renderer(merged, dynamic)
 
     def read(self, section: str, text: str, only: tuple[str, ...] | None = None) -> dict[str, str] | None:
         """The field values that render `section` into `text`, or None if it does not fit;
@@ -149,20 +139,19 @@ class PromptTemplate:
 
     def findall(self, section: str, text: str, *names: str) -> list[tuple[str, ...]]:
         """The values of fields `names` in every non-overlapping rendering of `section` inside
-        `text` (history entries), as tuples in the order asked."""
+        `text` (history entries), as tuples in the order asked.
+
+        A section of one line renders within a line, so each line is read alone and kept:
+        histories differ, but their entry lines recur throughout a run."""
         key = (section, names)
-        found = self._finders.get(key)
-        if found is None:
-            pattern = self.reader(section, anchored=False)
-            positions = [pattern.groupindex[name] - 1 for name in names]
-            if pattern.groups == 1:
-                found = (pattern, lambda row: (row,))
-            else:
-                getter = operator.itemgetter(*positions)
-                found = (pattern, getter if len(positions) > 1 else lambda row: (getter(row),))
-            self._finders[key] = found
-        pattern, pick = found
-        return list(map(pick, pattern.findall(text)))
+        finder = self._finders.get(key)
+        if finder is None:
+            text_of_section = self.sections[section]
+            literal = "".join(piece for piece, *_ in string.Formatter().parse(text_of_section))
+            # Without literal text a rendering can be empty, and would be found at line ends too.
+            finder = self._finders[key] = _Finder(self.reader(section, anchored=False), names,
+                                                  one_line="\n" not in text_of_section and bool(literal))
+        return finder.findall(text)
 
     def reader(self, section: str, *, anchored: bool = True) -> re.Pattern[str]:
         key = f"{section}:{anchored}"
@@ -171,6 +160,34 @@ class PromptTemplate:
             pattern = _compile_reader(self.sections[section], anchored)
             self._readers[key] = pattern
         return pattern
+
+
+class _Finder:
+    """`findall` for one section and one choice of fields."""
+
+    def __init__(self, pattern: re.Pattern[str], names: tuple[str, ...], *, one_line: bool) -> None:
+        self.pattern = pattern
+        positions = [pattern.groupindex[name] - 1 for name in names]
+        if pattern.groups == 1:
+            self.pick: Callable[[Any], tuple[str, ...]] = lambda row: (row,)
+        else:
+            getter = operator.itemgetter(*positions)
+            self.pick = getter if len(positions) > 1 else lambda row: (getter(row),)
+        self.lines: dict[str, tuple[tuple[str, ...], ...]] | None = {} if one_line else None
+
+    def findall(self, text: str) -> list[tuple[str, ...]]:
+        lines = self.lines
+        if lines is None:
+            return list(map(self.pick, self.pattern.findall(text)))
+        rows: list[tuple[str, ...]] = []
+        for line in text.split("\n"):
+            found = lines.get(line)
+            if found is None:
+                if len(lines) >= 4096:
+                    lines.clear()
+                found = lines[line] = tuple(map(self.pick, self.pattern.findall(line)))
+            rows += found
+        return rows
 
 
 _NEEDS_REGEX = object()
@@ -190,6 +207,17 @@ def _split_pieces(section: str) -> object:
             names.append(name)
             literals.append("")
     return literals, names
+
+
+def _compiled_renderer(literals: list[str], names: list[str]) -> Callable[[Mapping[str, object]], str]:
+    """`literals[0] + str(values[names[0]]) + literals[1] + ...` compiled into one f-string,
+    which joins all its parts in one step: half the cost of a loop over them. Field names are
+    identifiers (`_split_pieces` checks) and the literals are passed as globals, never spliced
+    into the source."""
+    namespace: dict[str, Any] = {f"_{number}": literal for number, literal in enumerate(literals)}
+    fields = "".join(f"{{values[{name!r}]!s}}{{_{number}}}" for number, name in enumerate(names, start=1))
+    exec(f'def render(values):\n    return f"{{_0}}{fields}"\n', namespace)
+    return namespace["render"]  # type: ignore[no-any-return]
 
 
 def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
