@@ -53,8 +53,9 @@ class LLMPolicy:
         model = agent.model
         game = model.scenario
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
-        request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
-                          options=situation.options, replicate=model.replicate, grammar=self.grammar)
+        # messages, sampling, seed, options, replicate, grammar (by position: keywords cost more)
+        request = Request(game.messages(situation), self.sampling, agent.next_call_seed(), situation.options,
+                          model.replicate, self.grammar)
         context = game.encode(situation)
         calls: list[CallRecord] = []
         for attempt in range(self.max_reasks + 1):

@@ -58,14 +58,14 @@ class Grammar:
             raise ParameterError("grammar value must be a non-empty regex or JSON schema")
 
 
-@dataclasses.dataclass(slots=True, kw_only=True)
+@dataclasses.dataclass(slots=True)
 class Request:
     """What determines an answer. `options` lists the valid answers when the game knows them,
     so backends that expose token probabilities can report each option's probability.
 
     Requests and completions are values: nothing changes them after they are made (`with_turns`
-    makes a new one). They are not frozen only because a frozen dataclass costs a microsecond
-    more to build, on a path taken for every decision."""
+    makes a new one). They are not frozen, and their leading fields may be passed by position,
+    only because either costs a microsecond more on a path taken for every decision."""
 
     messages: tuple[Message, ...]
     sampling: Sampling
@@ -79,7 +79,7 @@ class Request:
         return dataclasses.replace(self, messages=self.messages + turns, seed=self.seed if seed is None else seed)
 
 
-@dataclasses.dataclass(slots=True, kw_only=True)
+@dataclasses.dataclass(slots=True)
 class Completion:
     """What came back, with what accounting and analysis need."""
 
@@ -87,6 +87,7 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: str = ""
+    _: dataclasses.KW_ONLY
     option_probabilities: Mapping[str, float] | None = None
     raw: Any = None
     cached: bool = False

@@ -47,7 +47,7 @@ class StandInModel:
             text = "I cannot tell what this prompt asks of me."
         text = text[: 4 * request.sampling.max_tokens]
         prompt_tokens = sum([estimate_tokens(content) for _, content in request.messages])
-        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(text), model=NAME)
+        return Completion(text, prompt_tokens, estimate_tokens(text), NAME)
 
     async def aclose(self) -> None:
         return None
