@@ -71,38 +71,49 @@ CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, stat
 
 @dataclass
 class Recorder:
-    """Buffers one run's rows until the next checkpoint commits them."""
+    """Buffers one run's rows until the next checkpoint commits them.
+
+    Decision rows come in three shapes, each with its own INSERT: most are a final answer
+    with no error and no probabilities (`answered`), a committed agent's is a bare move
+    (`bare`), and the rest carry every column (`decisions`). The shorter shapes leave their
+    NULL columns out, because binding a None costs the sqlite3 module an adapter lookup that
+    fails with an exception: two of them per row were a tenth of writing the row."""
 
     run: int
     encounters: list[tuple[Any, ...]] = field(default_factory=list)
     decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    answered: list[tuple[Any, ...]] = field(default_factory=list)
+    bare: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: list[tuple[Any, ...]] = field(default_factory=list)
 
     def add(self, record: EncounterRecord) -> None:
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
-        rows = self.decisions
         calls = record.calls
         for move in record.moves:
-            own = [call for call in calls if call.agent == move.agent] if calls else calls
+            agent = move.agent
+            own = [call for call in calls if call.agent == agent] if calls else calls
             if not own:
-                rows.append((run, t, move.agent, 0, move.action, move.payoff, None, None, None, None, None, None, None, None))
+                self.bare.append((run, t, agent, 0, move.action, move.payoff))
                 continue
-            last = len(own) - 1
-            for number, call in enumerate(own):
-                final = number == last
-                rows.append((run, t, move.agent, call.attempt, move.action if final else None, move.payoff if final else None,
-                             call.action, call.context, call.reply, call.prompt_tokens, call.completion_tokens,
-                             call.latency_us, call.error,
-                             json.dumps(dict(call.probabilities)) if call.probabilities else None))
+            last = own[-1]
+            for call in own:
+                if call is last and call.error is None and not call.probabilities:
+                    self.answered.append((run, t, agent, call.attempt, move.action, move.payoff, call.action, call.context,
+                                          call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
+                    continue
+                final = call is last
+                self.decisions.append((run, t, agent, call.attempt, move.action if final else None,
+                                       move.payoff if final else None, call.action, call.context, call.reply,
+                                       call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
+                                       json.dumps(dict(call.probabilities)) if call.probabilities else None))
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
         self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
 
     def clear(self) -> None:
-        self.encounters.clear()
-        self.decisions.clear()
-        self.rounds.clear()
+        for rows in (self.encounters, self.decisions, self.answered, self.bare, self.rounds):
+            rows.clear()
 
 
 class Store:
@@ -172,6 +183,11 @@ class Store:
             connection = self.connection
             connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
             connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
+            connection.executemany(
+                "INSERT INTO decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
+                " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
+            connection.executemany("INSERT INTO decisions (run, t, agent, attempt, action, payoff) VALUES (?, ?, ?, ?, ?, ?)",
+                                   recorder.bare)
             connection.executemany("INSERT INTO rounds VALUES (?, ?, ?)", recorder.rounds)
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
         recorder.clear()
