@@ -84,3 +84,18 @@ def test_findall_reads_line_by_line_what_one_search_of_the_whole_text_finds(game
         expected = [(match.group("own"), match.group("partner")) for match in pattern.finditer(text)]
         assert template.findall("entry", text, "own", "partner") == expected
         assert template.findall("entry", text, "own", "partner") == expected  # read again, from the kept lines
+
+
+def test_a_naming_history_renders_every_entry_it_is_given() -> None:
+    """History lines are kept per position; a memory longer than H (a probe's) still shows
+    every entry, numbered in order, and reads back whole."""
+    from agentsim.games.naming import NamingGame, NamingSituation
+
+    game = NamingGame(agents=4, names=("A", "B"), memory_length=2)
+    memory = (("A", "B", -50), ("B", "B", 100), ("A", "A", 100))
+    for shown in (memory[:1], memory, memory[1:]):
+        system = game.messages(NamingSituation(("A", "B"), shown))[0].content
+        entries = [game.template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+                   for number, (own, partner, payoff) in enumerate(shown, start=1)]
+        assert "\n".join(entries) in system
+        assert game.template.findall("entry", system, "own", "partner") == [entry[:2] for entry in shown]

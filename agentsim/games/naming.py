@@ -340,19 +340,20 @@ class NamingGame(Scenario[NamingParams]):
     def _render_history(self, memory: tuple[Memory, ...]) -> str:
         if not memory:
             return ""
-        lines = map(operator.getitem, self._entry_lines, memory)
+        kept = self._entry_lines
+        while len(kept) < len(memory):  # a probe may show more than H entries
+            kept.append(self._lines_at(len(kept) + 1))
+        lines = map(operator.getitem, kept, memory)
         return self._render_history_block({"entries": "\n".join(lines)}) + "\n"
 
     @cached_property
     def _entry_lines(self) -> list[_Kept[Memory, str]]:
         """Per position in memory, each entry's line as rendered there (kept once rendered)."""
+        return []
+
+    def _lines_at(self, number: int) -> _Kept[Memory, str]:
         template = self.template
-
-        def lines_at(number: int) -> _Kept[Memory, str]:
-            return _Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1],
-                                                       payoff=entry[2]))
-
-        return [lines_at(number) for number in range(1, self.params.memory_length + 1)]
+        return _Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1], payoff=entry[2]))
 
     @cached_property
     def _render_history_block(self) -> Callable[[Mapping[str, object]], str]:
