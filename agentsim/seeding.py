@@ -106,11 +106,8 @@ class _Orderings:
         self.heads: list[tuple[T, ...]] = []
         self.rests: list[tuple[T, ...]] = []
         for code in range(self.count // math.factorial(tail)):
-            pool, head = list(items), []
-            for base in range(size, tail, -1):
-                code, position = divmod(code, base)
-                head.append(pool.pop(position))
-            self.heads.append(tuple(head))
+            pool = list(items)
+            self.heads.append(tuple(_pick(pool, code, size - tail)[0]))
             self.rests.append(tuple(pool))
 
 
@@ -120,12 +117,18 @@ _ORDERINGS: dict[int, _Orderings] = {}  # by id; an entry holds its tuple, so id
 def _decoded(rng: random.Random, items: Sequence[T]) -> tuple[T, ...]:
     """`shuffled` for what has no table: the leading digits one by one, the last by table."""
     pool = list(items)
-    code = rng.randrange(math.factorial(len(pool)))
-    ordering = []
-    for base in range(len(pool), _TABLED, -1):
-        code, position = divmod(code, base)
-        ordering.append(pool.pop(position))
+    ordering, code = _pick(pool, rng.randrange(math.factorial(len(pool))), max(0, len(pool) - _TABLED))
     return tuple(ordering) + _tail_pickers(len(pool))[code](pool)
+
+
+def _pick(pool: list[T], code: int, digits: int) -> tuple[list[T], int]:
+    """Decode the first `digits` Lehmer digits of `code`, taking the items they pick out of
+    `pool`: those items in order, and the code of what is left."""
+    picked = []
+    for base in range(len(pool), len(pool) - digits, -1):
+        code, position = divmod(code, base)
+        picked.append(pool.pop(position))
+    return picked, code
 
 
 _TAILS: dict[int, list[Callable[[Sequence[Any]], tuple[Any, ...]]]] = {}
@@ -139,10 +142,7 @@ def _tail_pickers(size: int) -> list[Callable[[Sequence[Any]], tuple[Any, ...]]]
         return pickers
     pickers = []
     for code in range(math.factorial(size)):
-        pool, order = list(range(size)), []
-        for base in range(size, 0, -1):
-            code, position = divmod(code, base)
-            order.append(pool.pop(position))
+        order = _pick(list(range(size)), code, size)[0]
         # One item or none has one order, and itemgetter of one index returns no tuple.
         pickers.append(operator.itemgetter(*order) if size > 1 else tuple)
     _TAILS[size] = pickers

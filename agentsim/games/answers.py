@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..kept import Kept
 from ..scenario import Parsed
 
 NO_OPTION = "no valid option"
@@ -38,17 +39,12 @@ class AnswerReader:
         self._exact = re.compile(word)
         self._loose = re.compile(word, re.IGNORECASE)
         self._canonical = {option.lower(): option for option in self.options}
-        self._read: dict[str, Parsed] = {}
+        self._read = Kept(self._parse, limit=_REMEMBERED)
 
     def parse(self, text: str) -> Parsed:
         """The option `text` answers with, or the problem that makes it unusable. Replies a
         few tokens long recur endlessly in a population, so each distinct one is read once."""
-        parsed = self._read.get(text)
-        if parsed is None:
-            if len(self._read) >= _REMEMBERED:
-                self._read.clear()
-            parsed = self._read[text] = self._parse(text)
-        return parsed
+        return self._read[text]
 
     def _parse(self, text: str) -> Parsed:
         field = _FIELD.search(text)

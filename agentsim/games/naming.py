@@ -20,9 +20,10 @@ import string
 from dataclasses import dataclass
 from functools import cached_property
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple
 
 from ..agents import PopulationAgent
+from ..kept import Kept
 from ..llm.base import Message, Sampling
 from ..metrics import ConventionMetrics
 from ..model import PopulationModel
@@ -38,8 +39,6 @@ from .answers import AnswerReader
 from .naming_standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,28 +299,21 @@ class NamingGame(Scenario[NamingParams]):
         holds most memories are new, so a new one is put together from kept pieces."""
         if memory is self._last_memory[0]:
             return self._last_memory[1]
-        view = self._memory_views.get(memory)
-        if view is None:
-            if len(self._memory_views) > 16_384:
-                self._memory_views.clear()
-            view = self._memory_views[memory] = (
-                self._render_history(memory),
-                "".join(map(self._entry_codes.__getitem__, memory)),
-                sum(map(_payoff_of, memory)),
-            )
+        view = self._memory_views[memory]
         self._last_memory = (memory, view)
         return view
 
     _last_memory: tuple[object, tuple[str, str, int]] = (object(), ("", "", 0))
 
     @cached_property
-    def _memory_views(self) -> dict[tuple[Memory, ...], tuple[str, str, int]]:
-        return {}
+    def _memory_views(self) -> Kept[tuple[Memory, ...], tuple[str, str, int]]:
+        return Kept(lambda memory: (self._render_history(memory), "".join(map(self._entry_codes.__getitem__, memory)),
+                                    sum(map(_payoff_of, memory))), limit=16_384)
 
     @cached_property
-    def _entry_codes(self) -> _Kept[Memory, str]:
+    def _entry_codes(self) -> Kept[Memory, str]:
         code = self._codes[0]
-        return _Kept(lambda entry: code[entry[0]] + code[entry[1]])
+        return Kept(lambda entry: code[entry[0]] + code[entry[1]])
 
     def prompt_fields(self) -> dict[str, object]:
         """Extra fields a custom template uses, fixed for the whole experiment (rendered once)."""
@@ -347,13 +339,13 @@ class NamingGame(Scenario[NamingParams]):
         return self._render_history_block({"entries": "\n".join(lines)}) + "\n"
 
     @cached_property
-    def _entry_lines(self) -> list[_Kept[Memory, str]]:
+    def _entry_lines(self) -> list[Kept[Memory, str]]:
         """Per position in memory, each entry's line as rendered there (kept once rendered)."""
         return []
 
-    def _lines_at(self, number: int) -> _Kept[Memory, str]:
+    def _lines_at(self, number: int) -> Kept[Memory, str]:
         template = self.template
-        return _Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1], payoff=entry[2]))
+        return Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1], payoff=entry[2]))
 
     @cached_property
     def _render_history_block(self) -> Callable[[Mapping[str, object]], str]:
@@ -513,21 +505,6 @@ def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
 
 
 _payoff_of = operator.itemgetter(2)
-
-
-class _Kept(dict[K, V]):
-    """What `make` gives for each key, made on first use and kept (up to a bound: a subclass
-    may remember payoffs that never recur)."""
-
-    def __init__(self, make: Callable[[K], V]) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, key: K) -> V:
-        if len(self) >= 65_536:
-            self.clear()
-        value = self[key] = self.make(key)
-        return value
 
 
 def _code(index: int) -> str:

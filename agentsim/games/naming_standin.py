@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import NamedTuple
 
+from ..kept import Kept
 from ..llm.base import Request
 from ..prompts import PromptTemplate
 from ..seeding import unit_uniforms
@@ -44,18 +46,19 @@ class NamingStandIn:
         noise: float = 0.0,
         invalid_rate: float = 0.0,
     ) -> None:
-        self.templates = [(template, _answer_key(template)) for template in templates]
+        # Per template: its answer key, and each history block it rendered as read (they recur).
+        self.templates = [(template, _answer_key(template), Kept(partial(self._recall, template), limit=16_384))
+                          for template in templates]
         self.bias_name = bias_name
         self.bias = bias
         self.noise = noise
         self.invalid_rate = invalid_rate
-        self._recalled: dict[str, _Recalled] = {}  # history blocks recur; read each once
 
     def answer(self, request: Request) -> str | None:
         if not request.messages or request.messages[0].role != "system":
             return None
         system = request.messages[0].content
-        for template, key in self.templates:
+        for template, key, recalled_by_history in self.templates:
             fields = template.read("system", system, only=_WANTED)
             if fields is not None:
                 break
@@ -63,9 +66,7 @@ class NamingStandIn:
             return None
         options = read_options(fields)
         history = fields.get("history") or ""
-        recalled = self._recalled.get(history)
-        if recalled is None:
-            recalled = self._recall(template, history)
+        recalled = recalled_by_history[history]
         seed = request.seed or 0
         # The dice are a function of the seed alone, so they are rolled only where needed.
         invalid_die, noise_die, _ = unit_uniforms(seed, 3) if self.invalid_rate or self.noise else (1.0, 1.0, 1.0)
@@ -80,10 +81,7 @@ class NamingStandIn:
     def _recall(self, template: PromptTemplate, history: str) -> _Recalled:
         memory = template.findall("entry", history, "own", "partner") if history else []
         mentioned = tuple({memory[-1][0], *(entry[1] for entry in memory)}) if memory else ()
-        if len(self._recalled) > 16_384:
-            self._recalled.clear()
-        recalled = self._recalled[history] = _Recalled(memory, mentioned, self.follow(mentioned, memory) if memory else None)
-        return recalled
+        return _Recalled(memory, mentioned, self.follow(mentioned, memory) if memory else None)
 
     def choose(self, options: Sequence[str], memory: Sequence[tuple[str, str]], noise_die: float,
                seed: int, followed: tuple[str | None, str] | None = None) -> tuple[str, str]:

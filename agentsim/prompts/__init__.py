@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ParameterError
+from ..kept import Kept
 
 _HEADER = re.compile(r"^\[([a-z_]+)\]$")
 
@@ -173,7 +174,10 @@ class _Finder:
         else:
             getter = operator.itemgetter(*positions)
             self.pick = getter if len(positions) > 1 else lambda row: (getter(row),)
-        self.lines: dict[str, tuple[tuple[str, ...], ...]] | None = {} if one_line else None
+        self.lines = Kept(self._in_line, limit=4096) if one_line else None
+
+    def _in_line(self, line: str) -> tuple[tuple[str, ...], ...]:
+        return tuple(map(self.pick, self.pattern.findall(line)))
 
     def findall(self, text: str) -> list[tuple[str, ...]]:
         lines = self.lines
@@ -181,12 +185,7 @@ class _Finder:
             return list(map(self.pick, self.pattern.findall(text)))
         rows: list[tuple[str, ...]] = []
         for line in text.split("\n"):
-            found = lines.get(line)
-            if found is None:
-                if len(lines) >= 4096:
-                    lines.clear()
-                found = lines[line] = tuple(map(self.pick, self.pattern.findall(line)))
-            rows += found
+            rows += lines[line]
         return rows
 
 
