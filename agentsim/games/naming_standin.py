@@ -46,9 +46,9 @@ class NamingStandIn:
         noise: float = 0.0,
         invalid_rate: float = 0.0,
     ) -> None:
-        # Per template: its answer key, and each history block it rendered as read (they recur).
-        self.templates = [(template, _answer_key(template), Kept(partial(self._recall, template), limit=16_384))
-                          for template in templates]
+        self.templates = [(template, _answer_key(template)) for template in templates]
+        # Per template, each history block it rendered as read (history blocks recur).
+        self._recalled = [Kept(partial(self._recall, template), limit=16_384) for template in templates]
         self.bias_name = bias_name
         self.bias = bias
         self.noise = noise
@@ -58,7 +58,7 @@ class NamingStandIn:
         if not request.messages or request.messages[0].role != "system":
             return None
         system = request.messages[0].content
-        for template, key, recalled_by_history in self.templates:
+        for (template, key), recalled_by_history in zip(self.templates, self._recalled):
             fields = template.read("system", system, only=_WANTED)
             if fields is not None:
                 break
