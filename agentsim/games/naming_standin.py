@@ -47,8 +47,10 @@ class NamingStandIn:
         invalid_rate: float = 0.0,
     ) -> None:
         self.templates = [(template, _answer_key(template)) for template in templates]
-        # Per template, each history block it rendered as read (history blocks recur).
-        self._recalled = [Kept(partial(self._recall, template), limit=16_384) for template in templates]
+        # Per template: its system prompt's reader, its answer key, and each history block it
+        # rendered as read (history blocks recur).
+        self._readers = [(template.reading("system", _WANTED), key, Kept(partial(self._recall, template), limit=16_384))
+                         for template, key in self.templates]
         self.bias_name = bias_name
         self.bias = bias
         self.noise = noise
@@ -58,8 +60,8 @@ class NamingStandIn:
         if not request.messages or request.messages[0].role != "system":
             return None
         system = request.messages[0].content
-        for (template, key), recalled_by_history in zip(self.templates, self._recalled):
-            fields = template.read("system", system, only=_WANTED)
+        for read, key, recalled_by_history in self._readers:
+            fields = read(system)
             if fields is not None:
                 break
         else:

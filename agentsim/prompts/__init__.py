@@ -14,6 +14,7 @@ import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ class PromptTemplate:
     text: str
     sections: dict[str, str]
     _readers: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
-    _plans: dict[tuple[str, tuple[str, ...] | None], object] = field(default_factory=dict, compare=False, repr=False)
+    _readings: dict[tuple[str, tuple[str, ...] | None], Callable[[str], dict[str, str] | None]] = field(
+        default_factory=dict, compare=False, repr=False)
     _pieces: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
     _finders: dict[tuple[str, tuple[str, ...]], _Finder] = field(default_factory=dict, compare=False, repr=False)
 
@@ -100,43 +102,25 @@ class PromptTemplate:
 
     def read(self, section: str, text: str, only: tuple[str, ...] | None = None) -> dict[str, str] | None:
         """The field values that render `section` into `text`, or None if it does not fit;
-        with `only`, just those fields (the literals that bound no wanted field are skipped).
+        with `only`, just those fields (the literals that bound no wanted field are skipped)."""
+        return self.reading(section, only)(text)
+
+    def reading(self, section: str, only: tuple[str, ...] | None = None) -> Callable[[str], dict[str, str] | None]:
+        """`read` of `section` (with `only`) as one function of the text, made once.
 
         Each field ends where the literal text after it next occurs (what a lazy regex group
-        would match, found with `str.find`: a prompt is read on every stand-in call)."""
+        would match, found with `str.find`); the stand-in reads a prompt on every call, so the
+        walk over the literals is compiled into straight-line code."""
         key = (section, only)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _reading_plan(self.sections[section], only)
-        if plan is _NEEDS_REGEX:
-            match = self.reader(section).fullmatch(text)
-            if match is None:
-                return None
-            return {name: value for name, value in match.groupdict().items() if only is None or name in only}
-        head, steps, (last_name, tail) = plan  # type: ignore[misc]
-        if not text.startswith(head) or not text.endswith(tail):
-            return None
-        values: dict[str, str] = {}
-        position = len(head)
-        find = text.find
-        for name, literal, width, repeated in steps:
-            end = find(literal, position)
-            if end < 0:
-                return None
-            if name is not None:
-                value = text[position:end]
-                if repeated and values.setdefault(name, value) != value:
-                    return None
-                values[name] = value
-            position = end + width
-        end = len(text) - len(tail)
-        if end < position:
-            return None
-        if last_name is not None:
-            value = text[position:end]
-            if values.setdefault(last_name, value) != value:
-                return None
-        return values
+        reading = self._readings.get(key)
+        if reading is None:
+            plan = _reading_plan(self.sections[section], only)
+            if plan is _NEEDS_REGEX:
+                reading = partial(_read_by_regex, self.reader(section), only)
+            else:
+                reading = _compiled_reading(*plan)  # type: ignore[misc]
+            self._readings[key] = reading
+        return reading
 
     def findall(self, section: str, text: str, *names: str) -> list[tuple[str, ...]]:
         """The values of fields `names` in every non-overlapping rendering of `section` inside
@@ -221,9 +205,9 @@ def _compiled_renderer(literals: list[str], names: list[str]) -> Callable[[Mappi
 
 def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     """What `read` walks: the leading literal; then, for each literal it must find, the field it
-    ends (or None when that field is not wanted), the literal, its length and whether the field
-    appeared before; then the last field (or None) and the trailing
-    literal. _NEEDS_REGEX when two fields touch and only backtracking could split them."""
+    ends (or None when that field is not wanted), the literal and its length; then the last
+    field (or None) and the trailing literal. _NEEDS_REGEX when two fields touch and only
+    backtracking could split them."""
     literals = [""]
     names: list[str] = []
     for literal, name, _spec, _conversion in string.Formatter().parse(section):
@@ -237,12 +221,62 @@ def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     def wanted(number: int) -> bool:
         return only is None or names[number] in only
 
-    steps = []
-    for number, literal in enumerate(literals[1:-1]):
-        # The literal after field `number` is needed to end that field or to start the next.
-        if wanted(number) or wanted(number + 1):
-            steps.append((names[number] if wanted(number) else None, literal, len(literal), names[number] in names[:number]))
-    return literals[0], steps, (names[-1] if wanted(len(names) - 1) else None, literals[-1])
+    # Every literal up to the one that ends the last wanted field is found, in order: a later
+    # literal may also occur inside an earlier field, so none can be skipped. After the last
+    # wanted field the rest need not be read.
+    last = len(names) - 1
+    needed = last - 1 if wanted(last) else max((number for number in range(last) if wanted(number)), default=-1)
+    steps = [(names[number] if wanted(number) else None, literal, len(literal))
+             for number, literal in enumerate(literals[1:-1]) if number <= needed]
+    return literals[0], steps, (names[last] if wanted(last) else None, literals[-1])
+
+
+def _compiled_reading(head: str, steps: list[tuple[str | None, str, int]],
+                      last: tuple[str | None, str]) -> Callable[[str], dict[str, str] | None]:
+    """The walk of a reading plan as one function: find each literal in turn, slice out the
+    wanted fields, and check that a field used twice reads the same both times. As in
+    `_compiled_renderer`, the literals and field names are globals, never spliced into the
+    source; only variable numbers and widths are."""
+    last_name, tail = last
+    namespace: dict[str, Any] = {"_head": head, "_tail": tail, "_tail_width": len(tail)}
+    lines = ["def read(text):",
+             "    if not text.startswith(_head) or not text.endswith(_tail):",
+             "        return None",
+             "    find = text.find",
+             f"    position = {len(head)}"]
+    first: dict[str, str] = {}  # a field's name -> the variable holding its first reading
+
+    def take(name: str, variable: str) -> None:
+        if name in first:
+            lines.extend((f"    if {variable} != {first[name]}:", "        return None"))
+        else:
+            first[name] = variable
+
+    for number, (name, literal, width) in enumerate(steps):
+        namespace[f"_literal{number}"] = literal
+        lines.extend((f"    end = find(_literal{number}, position)", "    if end < 0:", "        return None"))
+        if name is not None:
+            lines.append(f"    value{number} = text[position:end]")
+            take(name, f"value{number}")
+        lines.append(f"    position = end + {width}")
+    lines.extend(("    end = len(text) - _tail_width", "    if end < position:", "        return None"))
+    if last_name is not None:
+        lines.append("    value_last = text[position:end]")
+        take(last_name, "value_last")
+    entries = []
+    for number, (name, variable) in enumerate(first.items()):
+        namespace[f"_name{number}"] = name
+        entries.append(f"_name{number}: {variable}")
+    lines.append(f"    return {{{', '.join(entries)}}}")
+    exec("\n".join(lines) + "\n", namespace)
+    return namespace["read"]  # type: ignore[no-any-return]
+
+
+def _read_by_regex(pattern: re.Pattern[str], only: tuple[str, ...] | None, text: str) -> dict[str, str] | None:
+    match = pattern.fullmatch(text)
+    if match is None:
+        return None
+    return {name: value for name, value in match.groupdict().items() if only is None or name in only}
 
 
 def _compile_reader(section: str, anchored: bool) -> re.Pattern[str]:
