@@ -82,7 +82,16 @@ def shuffled(rng: random.Random, items: Sequence[T]) -> tuple[T, ...]:
         if len(_ORDERINGS) >= 64:
             _ORDERINGS.clear()
         orderings = _ORDERINGS[id(items)] = _Orderings(items)
-    tail, head = divmod(rng.randrange(orderings.count), len(orderings.heads))
+    if type(rng) is random.Random:
+        # rng.randrange(count), without the two Python-level calls it goes through: the same
+        # draws from the generator and the same result (CPython's `_randbelow_with_getrandbits`).
+        count, bits, getrandbits = orderings.count, orderings.bits, rng.getrandbits
+        code = getrandbits(bits)
+        while code >= count:
+            code = getrandbits(bits)
+    else:
+        code = rng.randrange(orderings.count)
+    tail, head = divmod(code, len(orderings.heads))
     return orderings.heads[head] + orderings.tails[tail](orderings.rests[head])
 
 
@@ -95,13 +104,14 @@ class _Orderings:
     the rest in the order digit-by-digit decoding would; its last digits pick an order of the
     rest (an `itemgetter` per order, so picking is one C call)."""
 
-    __slots__ = ("items", "count", "heads", "rests", "tails")
+    __slots__ = ("items", "count", "bits", "heads", "rests", "tails")
 
     def __init__(self, items: tuple[T, ...]) -> None:
         size = len(items)
         tail = min(size, _TABLED)
         self.items = items
         self.count = math.factorial(size)
+        self.bits = self.count.bit_length()
         self.tails = _tail_pickers(tail)
         self.heads: list[tuple[T, ...]] = []
         self.rests: list[tuple[T, ...]] = []
