@@ -39,6 +39,7 @@ from .answers import AnswerReader
 from .naming_standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
+_new_tuple = tuple.__new__
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,11 +246,12 @@ class NamingGame(Scenario[NamingParams]):
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
         """Each asked agent's view: its memory and the option list in a fresh random order."""
-        names, rng = self.names, model.random
-        return tuple(
-            None if agent.committed else NamingSituation(shuffled(rng, names), tuple(agent.memory))
+        names, rng = self.params.names or self.names, model.random
+        # tuple.__new__ builds the named tuple in C (its own __new__ is a Python function).
+        return tuple([
+            None if agent.committed else _new_tuple(NamingSituation, (shuffled(rng, names), tuple(agent.memory)))
             for agent in encounter.agents
-        )
+        ])
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
         first, second = encounter.agents
