@@ -61,6 +61,8 @@ def test_compiled_readings_match_the_regex_on_random_templates() -> None:
         literals = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4))) for _ in range(len(names) + 1)]
         if rng.random() < 0.3:
             literals[0] = ""
+        if rng.random() < 0.3:
+            literals[-1] = ""
         section = literals[0] + "".join(f"{{{name}}}{literal}" for name, literal in zip(names, literals[1:]))
         template = PromptTemplate.parse("t", "[s]\n" + section)
         values = {name: "".join(rng.choice("ABC ,[]") for _ in range(rng.randrange(0, 6))) for name in names}

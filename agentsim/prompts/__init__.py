@@ -205,8 +205,8 @@ def _compiled_renderer(literals: list[str], names: list[str]) -> Callable[[Mappi
 
 def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     """What `read` walks: the leading literal; then, for each literal it must find, the field it
-    ends (or None when that field is not wanted), the literal and its length; then the last
-    field (or None) and the trailing literal. _NEEDS_REGEX when two fields touch and only
+    ends (or None when that field is not wanted) and the literal; then the last field (or
+    None) and the trailing literal. _NEEDS_REGEX when two fields touch and only
     backtracking could split them."""
     literals = [""]
     names: list[str] = []
@@ -226,24 +226,28 @@ def _reading_plan(section: str, only: tuple[str, ...] | None) -> object:
     # wanted field the rest need not be read.
     last = len(names) - 1
     needed = last - 1 if wanted(last) else max((number for number in range(last) if wanted(number)), default=-1)
-    steps = [(names[number] if wanted(number) else None, literal, len(literal))
+    steps = [(names[number] if wanted(number) else None, literal)
              for number, literal in enumerate(literals[1:-1]) if number <= needed]
     return literals[0], steps, (names[last] if wanted(last) else None, literals[-1])
 
 
-def _compiled_reading(head: str, steps: list[tuple[str | None, str, int]],
+def _compiled_reading(head: str, steps: list[tuple[str | None, str]],
                       last: tuple[str | None, str]) -> Callable[[str], dict[str, str] | None]:
-    """The walk of a reading plan as one function: find each literal in turn, slice out the
-    wanted fields, and check that a field used twice reads the same both times. As in
-    `_compiled_renderer`, the literals and field names are globals, never spliced into the
-    source; only variable numbers and widths are."""
+    """The walk of a reading plan as one function: split off each literal in turn with
+    `str.partition`, keep the wanted fields, and check that a field used twice reads the same
+    both times. `partition` takes its one argument without the argument parsing that `find`
+    and `startswith` go through, which cost more than the search itself on a prompt.
+
+    As in `_compiled_renderer`, the literals and field names are globals, never spliced into
+    the source; only variable numbers and lengths are."""
     last_name, tail = last
-    namespace: dict[str, Any] = {"_head": head, "_tail": tail, "_tail_width": len(tail)}
-    lines = ["def read(text):",
-             "    if not text.startswith(_head) or not text.endswith(_tail):",
-             "        return None",
-             "    find = text.find",
-             f"    position = {len(head)}"]
+    namespace: dict[str, Any] = {"_head": head, "_tail": tail}
+    lines = ["def read(text):"]
+    if head:
+        lines.extend((f"    if text[:{len(head)}] != _head:", "        return None"))
+    if tail:
+        lines.extend((f"    if text[-{len(tail)}:] != _tail:", "        return None"))
+    lines.append(f"    rest = text[{len(head)}:]" if head else "    rest = text")
     first: dict[str, str] = {}  # a field's name -> the variable holding its first reading
 
     def take(name: str, variable: str) -> None:
@@ -252,16 +256,16 @@ def _compiled_reading(head: str, steps: list[tuple[str | None, str, int]],
         else:
             first[name] = variable
 
-    for number, (name, literal, width) in enumerate(steps):
+    for number, (name, literal) in enumerate(steps):
         namespace[f"_literal{number}"] = literal
-        lines.extend((f"    end = find(_literal{number}, position)", "    if end < 0:", "        return None"))
+        value = f"value{number}" if name is not None else "_"
+        lines.extend((f"    {value}, found, rest = rest.partition(_literal{number})", "    if not found:", "        return None"))
         if name is not None:
-            lines.append(f"    value{number} = text[position:end]")
-            take(name, f"value{number}")
-        lines.append(f"    position = end + {width}")
-    lines.extend(("    end = len(text) - _tail_width", "    if end < position:", "        return None"))
+            take(name, value)
+    if tail:  # the tail must follow what was read, not overlap it
+        lines.extend((f"    if len(rest) < {len(tail)}:", "        return None"))
     if last_name is not None:
-        lines.append("    value_last = text[position:end]")
+        lines.append(f"    value_last = rest[:len(rest) - {len(tail)}]" if tail else "    value_last = rest")
         take(last_name, "value_last")
     entries = []
     for number, (name, variable) in enumerate(first.items()):
