@@ -39,7 +39,7 @@ from .answers import AnswerReader
 from .naming_standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
-_new_tuple = tuple.__new__
+_new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,7 +247,6 @@ class NamingGame(Scenario[NamingParams]):
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
         """Each asked agent's view: its memory and the option list in a fresh random order."""
         names, rng = self.params.names or self.names, model.random
-        # tuple.__new__ builds the named tuple in C (its own __new__ is a Python function).
         return tuple([
             None if agent.committed else _new_tuple(NamingSituation, (shuffled(rng, names), tuple(agent.memory)))
             for agent in encounter.agents
@@ -292,7 +291,7 @@ class NamingGame(Scenario[NamingParams]):
         fields = self._option_fields(situation.options)
         fields["history"], _, fields["score"] = self._memory_view(memory)
         fields["round"] = len(memory) + 1
-        return (Message("system", self._render_system(fields)), self._user_message)
+        return (_new_tuple(Message, ("system", self._render_system(fields))), self._user_message)
 
     def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str, int]:
         """A memory's history block, its code for the store and its score, kept by memory:

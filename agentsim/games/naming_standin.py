@@ -76,7 +76,11 @@ class NamingStandIn:
             if invalid_die < self.invalid_rate / 2 or len(options) < 2:
                 return f"{{'{key}': <{key.upper()}_OF_PLAYER_1>; 'reason': 'not sure yet'}}"
             return f"{{'{key}': {options[0]} or {options[1]}; 'reason': 'either works'}}"
-        followed = recalled.followed if all(map(options.__contains__, recalled.mentioned)) else None
+        followed = recalled.followed
+        for name in recalled.mentioned:
+            if name not in options:  # `follow` would count among other options: let it
+                followed = None
+                break
         name, reason = self.choose(options, recalled.memory, noise_die, seed, followed)
         return f"{{'{key}': {name}; 'reason': '{reason}'}}"
 
