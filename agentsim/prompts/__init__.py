@@ -102,15 +102,15 @@ class PromptTemplate:
 
     def read(self, section: str, text: str, only: tuple[str, ...] | None = None) -> dict[str, str] | None:
         """The field values that render `section` into `text`, or None if it does not fit;
-        with `only`, just those fields (the literals that bound no wanted field are skipped)."""
+        with `only`, just those fields (the text after the last wanted field is not read)."""
         return self.reading(section, only)(text)
 
     def reading(self, section: str, only: tuple[str, ...] | None = None) -> Callable[[str], dict[str, str] | None]:
         """`read` of `section` (with `only`) as one function of the text, made once.
 
         Each field ends where the literal text after it next occurs (what a lazy regex group
-        would match, found with `str.find`); the stand-in reads a prompt on every call, so the
-        walk over the literals is compiled into straight-line code."""
+        would match); the stand-in reads a prompt on every call, so the walk over the literals
+        is compiled into straight-line code."""
         key = (section, only)
         reading = self._readings.get(key)
         if reading is None:
