@@ -50,6 +50,7 @@ def test_default_output_directory_is_under_results(tmp_path: Path) -> None:
         ((CRITICAL_MASS, "--backend", "gpt5"), ("unknown backend 'gpt5'", "stand-in")),
         ((CRITICAL_MASS, "--set", "names=Q"), ("names must hold at least 2 names",)),
         ((CRITICAL_MASS, "--set", "names=", "--set", "pool_size=1"), ("pool_size (W) must be at least 2",)),
+        ((CRITICAL_MASS, "--set", "pool_size=1"), ("pool_size=1 does not apply: the name pool is given (Q, M)", "names=")),
         ((CRITICAL_MASS, "--set", "memory_length=-1"), ("memory_length (H) must be >= 0",)),
         ((CRITICAL_MASS, "--set", "committed=30"), ("30 committed agents leave no uncommitted agent", "committed_mode=add")),
         ((CRITICAL_MASS, "--set", "committed_name=Z"), ("committed_name 'Z' is not in the name pool",)),

@@ -27,6 +27,7 @@ def test_overrides_take_each_fields_type() -> None:
         ({"temperature": "-1"}, "temperature must be >= 0"),
         ({"max_tokens": "0"}, "max_tokens must be >= 1"),
         ({"pool_size": "27"}, "more than 26 letters; use name_style=random"),
+        ({"names": "Q,M", "pool_size": "3"}, "pool_size=3 does not apply"),
     ],
 )
 def test_bad_overrides_say_what_is_wrong(overrides: dict[str, str], message: str) -> None:

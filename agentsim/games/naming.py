@@ -40,6 +40,7 @@ from .naming_standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
 _new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)
+DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +48,7 @@ class NamingParams(Params):
     # population and names
     agents: int = 24
     names: tuple[str, ...] = ()  # the name pool; empty: drawn once per experiment
-    pool_size: int = 10  # W, when the pool is drawn
+    pool_size: int = DRAWN_POOL_SIZE  # W, when the pool is drawn
     name_style: Literal["letters", "random"] = "letters"  # letters A-Z, or six-character strings
     memory_length: int = 5  # H
     success_payoff: int = 100
@@ -93,6 +94,10 @@ class NamingParams(Params):
             require(len(self.names) >= 2, f"names must hold at least 2 names (got {len(self.names)})")
             require(len(set(self.names)) == len(self.names), "names must be distinct")
             require(all(name.strip() == name and name for name in self.names), "names must be non-empty with no surrounding spaces")
+            # A pool_size the user set would otherwise be ignored without a word: W is len(names) here.
+            require(self.pool_size in (DRAWN_POOL_SIZE, len(self.names)),
+                    f"pool_size={self.pool_size} does not apply: the name pool is given ({', '.join(self.names)}); "
+                    f"clear it with names= to draw pool_size names")
         else:
             require(self.pool_size >= 2, f"pool_size (W) must be at least 2 (got {self.pool_size})")
             if self.name_style == "letters":

@@ -44,7 +44,7 @@ from ..prompts import PromptTemplate
 from ..records import Decision, EncounterRecord, Move
 from ..scenario import Parsed
 from ..scheduler import Encounter
-from .naming import NamingGame, NamingParams
+from .naming import DRAWN_POOL_SIZE, NamingGame, NamingParams
 from .sign_metrics import THRESHOLDS, SignMetrics
 from .sign_schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
 from .sign_standin import SignStandIn
@@ -98,6 +98,7 @@ class SignParams(NamingParams):
 
     def validate(self) -> None:
         require(self.lexicon_size >= 2, f"lexicon_size (M) must be at least 2 (got {self.lexicon_size})")
+        require(self.pool_size == DRAWN_POOL_SIZE, "SIGN's names are C1..CM: set lexicon_size (M), not pool_size")
         require(self.memory_length >= 0, f"memory_length (K) must be >= 0 (got {self.memory_length})")
         require(0 <= self.alpha <= 1, f"alpha (the lose-shift probability) must be in [0, 1] (got {self.alpha})")
         require(self.committed_count() == 0 and self.committed_name is None and self.majority_name is None,
