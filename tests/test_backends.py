@@ -179,9 +179,7 @@ def test_the_adaptive_limiter_shrinks_under_overload_and_recovers(standin_server
 
 
 def test_a_rerun_comes_from_the_cache_with_no_request(tmp_path: Path, standin_server: Any) -> None:
-    """Synchronous rounds resolve in draw order, so a run is a function of its seed and its
-    answers (under continuous draws, which agents are idle depends on the order answers
-    arrive: a rerun may ask questions the first run never asked)."""
+    """A run is a function of its seed and its answers, so a rerun asks nothing new."""
     server = standin_server(capacity=8)
     cache = tmp_path / "cache.db"
     first = run(tmp_path / "first", specs(server.url)["tgi"], cache_path=cache, scenario=game(pairing="rounds"))
