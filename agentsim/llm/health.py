@@ -169,7 +169,7 @@ class BackendGuard:
     and a backend's first request is preceded by the start-up probe."""
 
     def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str,
-                 probe_deadline_s: float | None = None) -> None:
+                 probe: bool = True, probe_deadline_s: float | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.immediate = inner.immediate
@@ -177,7 +177,7 @@ class BackendGuard:
         self.budget = budget
         self.model = model
         self.probe_deadline_s = health.policy.probe_deadline_s if probe_deadline_s is None else probe_deadline_s
-        self._probed = not health.policy.probe
+        self._probed = not (probe and health.policy.probe)
         self._probe_lock = asyncio.Lock()
 
     async def complete(self, request: Request) -> Completion:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .specs import BackendOptions, BackendSpec
 
 _STORES: dict[str, ResponseStore] = {}
+REMOTE = frozenset({"openai", "anthropic", "tgi"})  # providers reached over the network: probed at start-up
 
 
 def response_store(options: BackendOptions) -> ResponseStore:
@@ -40,7 +41,7 @@ def response_store(options: BackendOptions) -> ResponseStore:
 def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, budget: Budget,
          on_warning: Callable[[str], None] | None = None) -> LanguageModel:
     health = BackendHealth(spec.text, options.health, on_warning)
-    guard = BackendGuard(backend, health, budget, model=spec.target,
+    guard = BackendGuard(backend, health, budget, model=spec.target, probe=spec.provider in REMOTE,
                          probe_deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
     limited = LimitedModel(guard, options.limits)
     model: LanguageModel = RetryingModel(limited, options.retry)
