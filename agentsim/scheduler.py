@@ -268,9 +268,7 @@ class SequenceScheduler(_Base):
         last, open_count = self.last, self.open_count
         after = -1
         for agent in encounter.agents + tuple(self.model.scenario.reads(self.model, encounter)):
-            previous = last.get(agent.index, -1)
-            if previous > after:
-                after = previous
+            after = max(after, last.get(agent.index, -1))
         for agent in encounter.agents:
             last[agent.index] = encounter.t
             open_count[agent.index] = open_count.get(agent.index, 0) + 1
