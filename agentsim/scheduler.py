@@ -5,8 +5,8 @@ Pairings come in two shapes:
 - a `SequentialPairing` is the papers' process: encounter t is the t-th uniformly random pair
   of the population (or, with a graph, a uniformly random agent and a uniformly random
   neighbour of it), one after another. `SequenceScheduler` runs that sequence concurrently
-  and exactly: encounter t starts as soon as every earlier encounter of its agents has
-  resolved, and encounters resolve strictly in the order t. An agent's state therefore
+  and exactly: encounter t starts as soon as every earlier encounter of its agents has been
+  applied, and records are taken strictly in the order t. Each agent's state therefore
   changes in the same order as in the one-at-a-time run, and the run is the same, move for
   move, whatever the latencies and whatever `max_in_flight` is;
 - a `RoundPairing` (a random matching per population round) or a `GroupPairing` (the whole
@@ -16,8 +16,10 @@ Pairings come in two shapes:
 What an encounter needs from the run's generator (its pair, then `Scenario.draw`: option
 orders, dice) is drawn in sequence order, so the generator's stream is the sequential run's.
 What it reads of agents' state (`Scenario.start`: the memories shown in prompts) is read when
-it starts, after every earlier encounter of its agents has resolved. Its outcome is applied
-(`Scenario.resolve`) in sequence order, when the whole model is as of its place t.
+it starts, after every earlier encounter of its agents has been applied; its outcome is
+applied to them (`Scenario.resolve`) before any later encounter of theirs starts; its record
+reaches the metrics, the store and the stop rule in order t. docs/architecture.md says which
+hook may read what.
 """
 
 from __future__ import annotations
