@@ -148,3 +148,31 @@ def test_partners_repeat_as_often_as_under_uniform_pairing(tmp_path: Path) -> No
             last_partner[agent] = partner
     assert meetings > 1500
     assert 0.02 < repeats / meetings < 0.07, repeats / meetings
+
+
+class NeighbourGame(NamingGame):
+    """The naming game, but each asked agent also sees the latest entry of the next agent's
+    memory (another agent's state, named in `reads`)."""
+
+    def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[Any, ...]:
+        return tuple(self._neighbour(model, agent) for agent in encounter.agents)
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+        views = super().start(model, encounter)
+        return tuple(None if view is None else
+                     view._replace(memory=view.memory + tuple(self._neighbour(model, agent).memory)[-1:])
+                     for agent, view in zip(encounter.agents, views))
+
+    @staticmethod
+    def _neighbour(model: PopulationModel, agent: Any) -> Any:
+        return model.scheduler.agents[(agent.index + 1) % len(model.scheduler.agents)]
+
+
+def test_an_agent_read_from_another_encounter_is_read_as_of_its_place_in_the_sequence(tmp_path: Path) -> None:
+    game = NeighbourGame(agents=20, pool_size=4, stop_at="none", max_rounds=15)
+    run_experiment(game, tmp_path / "a", seed=6)
+    run_experiment(game.with_params(max_in_flight=10), tmp_path / "b", seed=6,
+                   backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=4))
+    first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
+    assert any(len(row[7] or "") > 4 + 2 * 5 for row in first["decisions"]), "prompts must show the neighbour's entry"
+    assert first == second
