@@ -3,9 +3,9 @@ the client, through the OpenAI backend (the real SDK's request over real HTTP).
 
 The stand-in server (backends/standin_server.py) runs in its own process as a simulated
 inference server: capacity C 32 requests at once, 100 ms per request, so at most
-C / service time = 320 requests per second. The naming game with N 200 drives it (continuous
-draws, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue does
-not run dry while the client waits for the CPU). Printed:
+C / service time = 320 requests per second. The naming game with N 200 drives it (the sequence
+of random pairs, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue
+does not run dry while the client waits for the CPU). Printed:
 
 - achieved requests per second, as a fraction of C / service time (target >= 0.9);
 - client CPU milliseconds per call: this process's CPU time (engine, store, cache, limiter,

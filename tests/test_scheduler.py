@@ -176,3 +176,17 @@ def test_an_agent_read_from_another_encounter_is_read_as_of_its_place_in_the_seq
     first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
     assert any(len(row[7] or "") > 4 + 2 * 5 for row in first["decisions"]), "prompts must show the neighbour's entry"
     assert first == second
+
+
+def test_milestones_are_dated_in_sequence_order(tmp_path: Path) -> None:
+    """The run stops at the encounter that reached consensus: it is the last one recorded,
+    and its round is t // (N/2), the round that encounter belongs to in the sequence."""
+    game = NamingGame(agents=24, pool_size=5, stop_at="consensus", max_rounds=60, max_in_flight=12)
+    (summary,) = run_experiment(game, tmp_path / "out", seed=8,
+                                backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=3))
+    encounters = dump(tmp_path / "out" / "agentsim.db", tables=("encounters",))["encounters"]
+    last_t = max(row[1] for row in encounters)
+    assert summary["consensus"] and summary["stop_reason"] == "consensus"
+    assert summary["interactions"] == len(encounters) == last_t + 1
+    assert summary["consensus_round"] == last_t // 12
+    assert summary["final_agreement"] >= 0.95
