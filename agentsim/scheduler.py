@@ -87,8 +87,8 @@ class RoundPairing:
     def __init__(self, graph: nx.Graph | None = None) -> None:
         self.neighbours = _neighbour_lists(graph)
 
-    def groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
-        order = list(range(len(model.agents)))
+    def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
+        order = list(range(count))
         model.random.shuffle(order)
         if self.neighbours is None:
             return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
@@ -108,8 +108,8 @@ class RoundPairing:
 class GroupPairing:
     """The whole population meets as one group every round (a village meeting)."""
 
-    def groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
-        return [tuple(range(len(model.agents)))]
+    def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
+        return [tuple(range(count))]
 
 
 Pairing = SequentialPairing | RoundPairing | GroupPairing
@@ -180,7 +180,7 @@ class RoundScheduler(_Base):
         else:
             model = self.model
             encounters = []
-            for group in self.pairing.groups(model):
+            for group in self.pairing.groups(model, len(self.agents)):
                 encounter = Encounter(model.time, model.rounds_done, tuple(self.agents[i] for i in group))
                 model.time += 1
                 encounter.drawn = model.scenario.draw(model, encounter)
