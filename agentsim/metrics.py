@@ -27,7 +27,7 @@ from .records import EncounterRecord
 class MovingSum:
     """The sum of the last `size` values pushed (a ring buffer), and of the last `short` of them."""
 
-    __slots__ = ("size", "short", "values", "total", "short_total", "count", "position")
+    __slots__ = ("count", "position", "short", "short_total", "size", "total", "values")
 
     def __init__(self, size: int, short: int = 0) -> None:
         self.size = size

@@ -121,7 +121,8 @@ class PopulationModel(mesa.Model):
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> bytes:
         """Everything needed to continue this run exactly: generators, agents, counters,
-        metrics, accounting, and the encounters in flight with what was drawn for them."""
+        metrics, accounting, and the open part of the sequence (what was drawn for each
+        encounter, and the record of those applied but not recorded yet)."""
         state = {
             "random": self.random.getstate(),
             "rng": self.rng.bit_generator.state,
@@ -133,10 +134,7 @@ class PopulationModel(mesa.Model):
             "agents": [agent.state() for agent in self.agents],
             "metrics": self.metrics,
             "usage": self.usage,
-            "pending": [
-                (encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn)
-                for encounter in self.scheduler.pending()
-            ],
+            "pending": self.scheduler.pending_state(),
             "extra": self.scenario.model_state(self),
         }
         return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)

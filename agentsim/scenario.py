@@ -96,7 +96,10 @@ class Scenario(Generic[P]):
         raise NotImplementedError
 
     def resolve(self, model: PopulationModel, encounter: Encounter, answers: Any) -> EncounterRecord:
-        """Apply the answers' outcome to the participants and return the record of it."""
+        """Apply the answers' outcome to the participants and return the record of it. Under
+        `pairing=sequential` this runs as soon as the answers are in: read and change the
+        participants (and agents `reads` names) only; anything about the whole population
+        belongs in the metrics, which get the records in order t."""
         raise NotImplementedError
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> Any:

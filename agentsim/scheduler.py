@@ -5,8 +5,8 @@ Pairings come in two shapes:
 - a `SequentialPairing` is the papers' process: encounter t is the t-th uniformly random pair
   of the population (or, with a graph, a uniformly random agent and a uniformly random
   neighbour of it), one after another. `SequenceScheduler` runs that sequence concurrently
-  and exactly: encounter t starts as soon as every earlier encounter of its agents has
-  resolved, and encounters resolve strictly in the order t. An agent's state therefore
+  and exactly: encounter t starts as soon as every earlier encounter of its agents has been
+  applied, and records are taken strictly in the order t. Each agent's state therefore
   changes in the same order as in the one-at-a-time run, and the run is the same, move for
   move, whatever the latencies and whatever `max_in_flight` is;
 - a `RoundPairing` (a random matching per population round) or a `GroupPairing` (the whole
@@ -16,8 +16,10 @@ Pairings come in two shapes:
 What an encounter needs from the run's generator (its pair, then `Scenario.draw`: option
 orders, dice) is drawn in sequence order, so the generator's stream is the sequential run's.
 What it reads of agents' state (`Scenario.start`: the memories shown in prompts) is read when
-it starts, after every earlier encounter of its agents has resolved. Its outcome is applied
-(`Scenario.resolve`) in sequence order, when the whole model is as of its place t.
+it starts, after every earlier encounter of its agents has been applied; its outcome is
+applied to them (`Scenario.resolve`) before any later encounter of theirs starts; its record
+reaches the metrics, the store and the stop rule in order t. docs/architecture.md says which
+hook may read what.
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ import networkx as nx
 if TYPE_CHECKING:
     from .agents import PopulationAgent
     from .model import PopulationModel
+    from .records import EncounterRecord
 
-Pending = tuple[int, int, tuple[int, ...], Any]  # t, round, agent indices, what was drawn: a checkpoint's open encounter
+# A checkpoint's open encounter: t, round, agent indices, what was drawn[, its record if applied]
+Pending = tuple[Any, ...]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Encounter:
     """Encounter `t` of the sequence, in population round `round`. `drawn` is what the game
     drew for it from the run's generator (kept in checkpoints); `views` is what its
@@ -134,6 +138,11 @@ class _Base:
     def pending(self) -> list[Encounter]:
         return [self.open[t] for t in sorted(self.open)]
 
+    def pending_state(self) -> list[Pending]:
+        """The open encounters for a checkpoint, each with what was drawn for it."""
+        return [(encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn)
+                for encounter in self.pending()]
+
     def cancel(self) -> list[asyncio.Task[None]]:
         """Stop now. Open encounters stay open (a checkpoint keeps them); returns the
         cancelled tasks, to be awaited."""
@@ -198,60 +207,52 @@ class RoundScheduler(_Base):
     async def resume(self, pending: list[Pending]) -> None:
         """Reopen the encounters a checkpoint kept; `run_round` finishes their round."""
         by_index = self._by_index()
-        for t, round_, members, drawn in pending:
+        for t, round_, members, drawn, *_ in pending:
             self.open[t] = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
 
     async def drain(self) -> None:
         """Nothing runs between rounds."""
 
 
-_MISSING = object()
-
-
 class SequenceScheduler(_Base):
     """The sequence of encounters, run concurrently and exactly.
 
-    Encounters are drawn ahead of the resolved ones, in order, as far as it can help: while
-    fewer than `max_in_flight` are asked, some agent has no open encounter, and the draws
-    stay within 4N of the resolved ones and within the run's last round. Encounter t is asked
-    once encounter `after` (the latest earlier encounter sharing an agent with it) has
-    resolved; since encounters resolve in order, that is `completed > after`. Answers that
-    come back early wait for their turn.
+    Encounter t depends on the previous encounter of each of its agents (and of each agent
+    `Scenario.reads` names). It is asked once those have been applied, and its outcome is
+    applied (`Scenario.resolve`: its participants' state, its record) as soon as its answers
+    are in: each agent's state changes in the order of its own encounters, which is all that
+    its later prompts read, so every prompt is the one the one-at-a-time run shows. Records
+    go to the metrics, the store and the stop rule strictly in order t.
 
-    When the run stops at t* (a consensus, a flip), `drain` still asks every encounter that
-    could have been asked before t* resolved (its agents meet nobody in t*..t-1; at most N/2
-    of them) and records none of them: what was asked is then a function of the seed too, and
-    a rerun finds every answer it asks for in the cache. A stop from outside the run (a
-    budget) cancels what is in flight instead."""
+    The scheduler works at most one population round (`window`, N/2 encounters) past the
+    last recorded encounter, and asks at most `max_in_flight` at once. When the run stops at t* by its own rule (a consensus, a flip),
+    `drain` still asks and applies every encounter of the window past t* (encounters before
+    t* + window), recording none: those are the ones a run may have asked before it knew it
+    would stop, so what is asked is a function of the seed too, and a rerun finds every answer
+    it asks for in the cache. A stop from outside (a budget, a signal) cancels instead."""
 
     def __init__(self, model: PopulationModel, pairing: SequentialPairing) -> None:
         super().__init__(model)
         self.pairing = pairing
+        self.window = model.round_size  # not max_in_flight: what is asked must not depend on it
         self.ready: list[tuple[int, Encounter]] = []  # a heap by t: may be asked now
-        self.waiting: dict[int, list[Encounter]] = {}  # by the encounter they wait for
-        self.answers: dict[int, Any] = {}  # by t: answered, waiting for its turn to resolve
-        self.last: dict[int, int] = {}  # by agent index: the latest t drawn with it
-        self.open_count: dict[int, int] = {}  # by agent index: its open encounters (absent: none)
+        self.records: dict[int, EncounterRecord] = {}  # by t: applied, waiting for its turn to be recorded
+        self.last: dict[int, Encounter] = {}  # by agent index: the latest encounter drawn with it
+        self.blockers: dict[int, int] = {}  # by t: how many of its dependencies are not applied yet
+        self.dependents: dict[int, list[Encounter]] = {}  # by t: the encounters waiting for it
         self.failure: BaseException | None = None
         self.wakeup = asyncio.Event()
-        self.ahead = 4 * len(self.agents)
 
     def population_changed(self) -> None:
         if self.open:
             raise RuntimeError("the population changed while encounters were drawn ahead; a scenario that replaces "
                                "agents between rounds needs pairing=rounds or a group pairing")
         super().population_changed()
-        self.ahead = 4 * len(self.agents)
 
     # --- the sequence ----------------------------------------------------------------------
     def _limit(self) -> int:
         rounds = self.model.scenario.max_rounds()
         return rounds * self.model.round_size if rounds > 0 else 1 << 62
-
-    def _can_draw(self) -> bool:
-        model = self.model
-        return (model.time < self._limit() and model.time - model.completed < self.ahead
-                and len(self.open_count) < len(self.agents))
 
     def _draw(self) -> Encounter:
         """Encounter `model.time`: its pair, then the game's draws for it."""
@@ -265,29 +266,30 @@ class SequenceScheduler(_Base):
         return encounter
 
     def _enqueue(self, encounter: Encounter) -> None:
-        last, open_count = self.last, self.open_count
-        after = -1
+        """Open a drawn encounter behind the earlier open encounters of its agents."""
+        blockers = 0
         for agent in encounter.agents + tuple(self.model.scenario.reads(self.model, encounter)):
-            previous = last.get(agent.index, -1)
-            if previous > after:
-                after = previous
-        for agent in encounter.agents:
-            last[agent.index] = encounter.t
-            open_count[agent.index] = open_count.get(agent.index, 0) + 1
-        encounter.after = after
+            previous = self.last.get(agent.index)
+            if previous is not None and previous.t in self.blockers:
+                waiting = self.dependents[previous.t]
+                if not waiting or waiting[-1] is not encounter:  # the two met last time together
+                    waiting.append(encounter)
+                    blockers += 1
+            self.last[agent.index] = encounter
         self.open[encounter.t] = encounter
-        if after < self.model.completed:
+        self.blockers[encounter.t] = blockers
+        self.dependents[encounter.t] = []
+        if not blockers:
             heapq.heappush(self.ready, (encounter.t, encounter))
-        else:
-            self.waiting.setdefault(after, []).append(encounter)
 
-    def _fill(self) -> None:
-        """Ask ready encounters, drawing ahead for more, up to `max_in_flight`."""
-        running, ready, limit = self.running, self.ready, self.pairing.max_in_flight
+    def _fill(self, horizon: int) -> None:
+        """Ask ready encounters before `horizon`, drawing up to it, up to `max_in_flight` at once."""
+        running, ready, model, limit = self.running, self.ready, self.model, self.pairing.max_in_flight
+        horizon = min(horizon, self._limit())
         while len(running) < limit:
-            if ready:
+            if ready and ready[0][0] < horizon:
                 self._start(heapq.heappop(ready)[1])
-            elif self._can_draw():
+            elif model.time < horizon:
                 self._draw()
             else:
                 return
@@ -300,93 +302,119 @@ class SequenceScheduler(_Base):
     async def _ask(self, encounter: Encounter) -> None:
         try:
             outcome = await self.model.scenario.play(self.model, encounter)
+            self._apply_now(encounter, outcome)
         except Exception as error:  # noqa: BLE001 - handed to the run's loop, which raises it
             if self.failure is None:
                 self.failure = error
-        else:
-            self.answers[encounter.t] = outcome
         del self.running[encounter.t]
         self.wakeup.set()
 
-    def _resolve(self, encounter: Encounter, outcome: Any) -> None:
-        open_count = self.open_count
+    def _apply_now(self, encounter: Encounter, outcome: Any) -> None:
+        """Apply the outcome to the participants (their earlier encounters are applied, their
+        later ones not started) and keep the record for its turn; free what waited for it."""
+        model = self.model
+        self.records[encounter.t] = model.scenario.resolve(model, encounter, outcome)
         for agent in encounter.agents:
-            count = open_count[agent.index] - 1
-            if count:
-                open_count[agent.index] = count
-            else:
-                del open_count[agent.index]
-        self._apply(encounter, outcome)
-        for waiter in self.waiting.pop(encounter.t, ()):
-            heapq.heappush(self.ready, (waiter.t, waiter))
+            agent.encounter_resolved()
+        del self.blockers[encounter.t]
+        for waiter in self.dependents.pop(encounter.t):
+            self.blockers[waiter.t] -= 1
+            if not self.blockers[waiter.t]:
+                heapq.heappush(self.ready, (waiter.t, waiter))
+
+    def _record_next(self) -> bool:
+        """Hand the next encounter's record to the model (metrics, store, stop rule), if applied."""
+        model = self.model
+        record = self.records.pop(model.completed, None)
+        if record is None:
+            return False
+        del self.open[model.completed]
+        model.resolved(record)
+        return True
 
     # --- a round -------------------------------------------------------------------------
     async def run_round(self) -> None:
-        """Resolve the encounters of the next population round (or until the run stops)."""
+        """Record the encounters of the next population round (or until the run stops)."""
         model = self.model
         boundary = min((model.rounds_done + 1) * model.round_size, self._limit())
         if model.immediate:
             await self._run_immediate(boundary)
             return
-        answers, wakeup = self.answers, self.wakeup
+        wakeup = self.wakeup
         while model.completed < boundary and model.stop_reason is None:
-            self._fill()
+            if self._record_next():
+                continue
+            self._fill(model.completed + self.window)
             if self.failure is not None:
                 raise self.failure
-            outcome = answers.pop(model.completed, _MISSING)
-            if outcome is not _MISSING:
-                self._resolve(self.open[model.completed], outcome)
-                continue
-            if not self.running:
+            if not self.running and model.completed not in self.records:
                 raise RuntimeError(f"encounter {model.completed} can never be asked (the scheduler is stuck)")
             wakeup.clear()
             await wakeup.wait()
 
     async def _run_immediate(self, boundary: int) -> None:
-        """Policies that never suspend: draw, ask and resolve one encounter after another,
-        which is what the concurrent path does with nothing to wait for."""
+        """Policies that never suspend: draw, ask, apply and record one encounter after
+        another, which is what the concurrent path amounts to with nothing to wait for."""
         model = self.model
-        scenario, open_, pair, agents, apply, last = (model.scenario, self.open, self.pairing.pair, self.agents,
-                                                      self._apply, self.last)
+        scenario, pair, agents, resolved = model.scenario, self.pairing.pair, self.agents, model.resolved
         round_size, count = model.round_size, len(agents)
         while model.completed < boundary and model.stop_reason is None:
             t = model.time
             first, second = pair(model, count)
             encounter = Encounter(t, t // round_size, (agents[first], agents[second]))
-            last[encounter.agents[0].index] = last[encounter.agents[1].index] = t  # what `drain` reads
             model.time = t + 1
             encounter.drawn = scenario.draw(model, encounter)
-            open_[t] = encounter
             encounter.views = scenario.start(model, encounter)
-            apply(encounter, await scenario.play(model, encounter))
+            record = scenario.resolve(model, encounter, await scenario.play(model, encounter))
+            for agent in encounter.agents:
+                agent.encounter_resolved()
+            resolved(record)
 
     # --- the end, checkpoints --------------------------------------------------------------
     async def drain(self) -> None:
-        """End the run where it stopped: ask what could already have been asked (a stop the
-        run decided) or cancel it (a stop from outside), and keep none of it."""
+        """End the run where it stopped: ask and apply the window past the stop, recording
+        nothing (a stop the run decided), or cancel what is in flight (a stop from outside)."""
         model = self.model
         if model.stop_reason is not None and not model.stopped_from_outside:
-            stopped_at = model.completed - 1
-            while self._can_draw():
-                self._draw()
-            for encounter in self.pending():
-                if encounter.after < stopped_at and encounter.t not in self.running and encounter.t not in self.answers:
-                    self._start(encounter)
-            if self.running:
-                await asyncio.gather(*self.running.values(), return_exceptions=True)
+            horizon = model.completed + self.window - 1  # the stop came at t* = completed - 1
+            if model.immediate:
+                for _ in range(min(horizon, self._limit()) - model.time):
+                    encounter = self._draw()
+                    heapq.heappop(self.ready)
+                    encounter.views = model.scenario.start(model, encounter)
+                    self._apply_now(encounter, await model.scenario.play(model, encounter))
+            else:
+                while True:
+                    self._fill(horizon)
+                    if not self.running:
+                        break
+                    self.wakeup.clear()
+                    await self.wakeup.wait()
         else:
             await asyncio.gather(*self.cancel(), return_exceptions=True)
         self.failure = None
-        for structure in (self.open, self.answers, self.last, self.open_count, self.waiting):
+        for structure in (self.open, self.records, self.last, self.blockers, self.dependents):
             structure.clear()
         self.ready.clear()
 
+    def pending_state(self) -> list[Pending]:
+        """The open part of the sequence for a checkpoint: each encounter with what was drawn
+        for it and, if it was applied but not recorded yet, its record."""
+        return [(encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn,
+                 self.records.get(encounter.t)) for encounter in self.pending()]
+
     async def resume(self, pending: list[Pending]) -> None:
-        """Reopen the pending part of the sequence a checkpoint kept, in order; each is asked
-        again (with the same seeds) when its turn allows."""
+        """Reopen the open part of the sequence a checkpoint kept, in order: an applied one
+        waits to be recorded; the others are asked again (with the same seeds) in their turn."""
         by_index = self._by_index()
-        for t, round_, members, drawn in sorted(pending, key=lambda item: item[0]):
-            self._enqueue(Encounter(t, round_, tuple(by_index[i] for i in members), drawn))
+        for t, round_, members, drawn, *applied in sorted(pending, key=lambda item: item[0]):
+            encounter = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
+            record = applied[0] if applied else None
+            if record is None:
+                self._enqueue(encounter)
+            else:
+                self.open[t] = encounter
+                self.records[t] = record
 
 
 def _neighbour_lists(graph: nx.Graph | None) -> list[list[int]] | None:

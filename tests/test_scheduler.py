@@ -148,3 +148,45 @@ def test_partners_repeat_as_often_as_under_uniform_pairing(tmp_path: Path) -> No
             last_partner[agent] = partner
     assert meetings > 1500
     assert 0.02 < repeats / meetings < 0.07, repeats / meetings
+
+
+class NeighbourGame(NamingGame):
+    """The naming game, but each asked agent also sees the latest entry of the next agent's
+    memory (another agent's state, named in `reads`)."""
+
+    def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[Any, ...]:
+        return tuple(self._neighbour(model, agent) for agent in encounter.agents)
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+        views = super().start(model, encounter)
+        return tuple(None if view is None else
+                     view._replace(memory=view.memory + tuple(self._neighbour(model, agent).memory)[-1:])
+                     for agent, view in zip(encounter.agents, views))
+
+    @staticmethod
+    def _neighbour(model: PopulationModel, agent: Any) -> Any:
+        return model.scheduler.agents[(agent.index + 1) % len(model.scheduler.agents)]
+
+
+def test_an_agent_read_from_another_encounter_is_read_as_of_its_place_in_the_sequence(tmp_path: Path) -> None:
+    game = NeighbourGame(agents=20, pool_size=4, stop_at="none", max_rounds=15)
+    run_experiment(game, tmp_path / "a", seed=6)
+    run_experiment(game.with_params(max_in_flight=10), tmp_path / "b", seed=6,
+                   backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=4))
+    first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
+    assert any(len(row[7] or "") > 4 + 2 * 5 for row in first["decisions"]), "prompts must show the neighbour's entry"
+    assert first == second
+
+
+def test_milestones_are_dated_in_sequence_order(tmp_path: Path) -> None:
+    """The run stops at the encounter that reached consensus: it is the last one recorded,
+    and its round is t // (N/2), the round that encounter belongs to in the sequence."""
+    game = NamingGame(agents=24, pool_size=5, stop_at="consensus", max_rounds=60, max_in_flight=12)
+    (summary,) = run_experiment(game, tmp_path / "out", seed=8,
+                                backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=3))
+    encounters = dump(tmp_path / "out" / "agentsim.db", tables=("encounters",))["encounters"]
+    last_t = max(row[1] for row in encounters)
+    assert summary["consensus"] and summary["stop_reason"] == "consensus"
+    assert summary["interactions"] == len(encounters) == last_t + 1
+    assert summary["consensus_round"] == last_t // 12
+    assert summary["final_agreement"] >= 0.95

@@ -63,7 +63,7 @@ class NamingParams(Params):
     fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
     # who meets whom
     pairing: Literal["sequential", "network", "rounds"] = "sequential"
-    max_in_flight: int = 8
+    max_in_flight: int = 64  # encounters asked at once (never changes the run); --max-in-flight caps calls
     topology: TopologyKind = "complete"
     topology_degree: int = 4
     topology_probability: float = 0.1
