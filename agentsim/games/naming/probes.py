@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..agents import PopulationAgent
-from ..model import PopulationModel
-from ..params import require
-from ..scheduler import Encounter
-from ..seeding import shuffled
-from .naming import Memory, NamingGame, NamingParams, NamingSituation
+from ...agents import PopulationAgent
+from ...model import PopulationModel
+from ...params import require
+from ...scheduler import Encounter
+from ...seeding import shuffled
+from .game import Memory, NamingGame, NamingParams, NamingSituation
 
 
 class FirstChoiceProbe(NamingGame):
