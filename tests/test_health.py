@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +57,21 @@ def test_a_permanent_fault_stops_the_run_with_one_line(tmp_path: Path, standin_s
 def test_a_server_that_dies_mid_run_trips_the_breaker(tmp_path: Path, standin_server: Any) -> None:
     server = standin_server(capacity=8, service_time_s=0.01)
     out = tmp_path / "out"
-    timer = threading.Timer(1.5, server.faults, ({"503": 1.0},))
-    timer.start()
+    done = threading.Event()
+
+    def kill_after_a_while() -> None:  # the server starts failing once the run is well under way
+        while not done.is_set() and server.stats.answered < 100:
+            time.sleep(0.01)
+        server.faults({"503": 1.0})
+
+    watcher = threading.Thread(target=kill_after_a_while, daemon=True)
+    watcher.start()
     try:
         result = cli(NAMING, "--backend", f"tgi:{server.url}", "--out", str(out), "--set", "max_rounds=100000",
                      *QUICK[:2], *QUICK[4:], timeout=60)
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
     summary = assert_backend_failed(result, out, "20 requests in a row failed", "overloaded")
     assert summary["runs"][0]["interactions"] > 0, "the run went well before the server died"
     assert "level='warning' event='backend_warning'" in result.stderr
