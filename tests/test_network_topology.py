@@ -78,7 +78,7 @@ def test_the_ring_converges_slower_than_the_complete_graph_with_stand_in_agents(
     ({"topologies": ("ring", "torus")}, "unknown topology 'torus'"),
     ({"mean_degree": 3}, "mean_degree must be even"),
     ({"agents": 23, "topologies": ("lattice",)}, "23 is prime"),
-    ({"pairing": "continuous"}, "pairs along edges"),
+    ({"pairing": "sequential"}, "pairs along edges"),
 ])
 def test_impossible_networks_are_refused(settings: dict[str, object], message: str) -> None:
     with pytest.raises(ParameterError, match=message):

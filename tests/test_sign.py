@@ -164,7 +164,7 @@ def test_lose_shift_adopts_the_partners_name_with_probability_alpha() -> None:
     def meet(first_die: float, second_die: float, said: tuple[str | None, str | None]) -> tuple[str, str]:
         first.current, second.current = "C1", "C2"
         drawn = (SignSituation(game.names, "C1", (), 1, 0, first_die), SignSituation(game.names, "C2", (), 1, 1, second_die))
-        game.resolve(model, Encounter(0, 0, (first, second), drawn), (Decision(said[0]), Decision(said[1])))
+        game.resolve(model, Encounter(0, 0, (first, second), views=drawn), (Decision(said[0]), Decision(said[1])))
         return first.current, second.current
 
     assert meet(0.49, 0.51, ("C1", "C2")) == ("C2", "C2")  # the first shifts (die < alpha), the second stays

@@ -112,7 +112,7 @@ async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: i
     agents = max(2, min(2 * concurrency, samples + samples % 2))
     rounds = -(-samples // agents)
     probe = FirstChoiceProbe(scenario.params.replace(agents=agents, max_rounds=rounds, stop_at="none",
-                                                     pairing="continuous", topology="complete",
+                                                     pairing="sequential", topology="complete",
                                                      max_in_flight=max(1, concurrency // 2), committed=0,
                                                      committed_fraction=0.0, majority_name=None,
                                                      committed_name=None)).for_experiment(seed)
