@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..games.naming_probes import StrategyProbe
+from ..games.naming import StrategyProbe
 from .bias import backend_label, has_own_section, individual_bias, is_free_run, pool_key
 from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
@@ -46,7 +46,7 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
     """The minimal naming game's success rate per population round (the dashed line of Fig.
     1A), from the theory module when it is installed; None otherwise."""
     try:
-        from ..games.minimal_naming import success_curve  # type: ignore[import-not-found]
+        from ..games.theory import success_curve  # type: ignore[import-not-found]
     except ImportError:
         return None
     offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
@@ -94,7 +94,7 @@ def emergence(context: ReportContext) -> None:
         axis.plot(np.arange(1, curve.size + 1), curve, color="black", linestyle=("--", ":", "-.")[number % 3], linewidth=1.3,
                   label=f"minimal naming game, N={agents}, W={pool} (theory, {THEORY_RUNS} runs)")
     if not drawn:
-        context.note("The theory line (minimal naming game) is not drawn: agentsim.games.minimal_naming is not installed.")
+        context.note("The theory line (minimal naming game) is not drawn: agentsim.games.theory.minimal is not installed.")
     axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
     context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
