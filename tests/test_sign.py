@@ -14,7 +14,7 @@ from helpers import ROOT, cli, run_experiment, run_model
 
 from agentsim.errors import ParameterError
 from agentsim.games.sign import SignGame, SignSituation, sign_grid
-from agentsim.games.sign_schema import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, lexicon
+from agentsim.games.sign import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, lexicon
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..games.naming import NamingGame, generate_names
-from ..games.naming_probes import FirstChoiceProbe
+from ..games.naming import FirstChoiceProbe
 from ..llm.specs import build_backend
 from ..model import BackendShare, PopulationModel
 from .recorded import RecordedExperiment

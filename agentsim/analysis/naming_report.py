@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..games.naming_probes import StrategyProbe
+from ..games.naming import StrategyProbe
 from .bias import backend_label, collective_bias, individual_bias, is_free_run, pool_key
 from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
@@ -39,7 +39,7 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
     """The minimal naming game's success rate per population round (the dashed line of Fig.
     1A), from the theory module when it is installed; None otherwise."""
     try:
-        from ..games.minimal_naming import success_curve  # type: ignore[import-not-found]
+        from ..games.theory import success_curve  # type: ignore[import-not-found]
     except ImportError:
         return None
     offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
@@ -82,7 +82,7 @@ def emergence(context: ReportContext) -> None:
                          int(round_), mean[position], sem[position], int(counts[position]),
                          None if theory is None or position >= theory.size else theory[position]])
     if not theory_drawn:
-        context.note("The theory line (minimal naming game) is not drawn: agentsim.games.minimal_naming is not installed.")
+        context.note("The theory line (minimal naming game) is not drawn: agentsim.games.theory.minimal is not installed.")
     axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate")
     axis.legend(fontsize=7, loc="lower right")
     context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
