@@ -24,8 +24,9 @@ class PopulationAgent(mesa.Agent):
 
     def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int | None) -> None:
         super().__init__(model)
-        self.index = len(model.population)
-        model.population.append(self)
+        # The agent's number in the store and in its call seeds: Mesa's `unique_id` (1, 2, ...
+        # in the order agents are made), counted from 0.
+        self.index: int = self.unique_id - 1
         self.policy = policy
         self.memory: deque[Any] = deque(maxlen=memory_length)
         self.encounters = 0  # resolved encounters

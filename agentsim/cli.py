@@ -1,7 +1,17 @@
 """The command line: `python -m agentsim SCENARIO.py [options]`.
 
-Exit codes: 0 done; 2 a user error, printed as one line that names the fix; 130 interrupted
-(everything recorded so far is kept; `--resume` continues); 1 an unexpected failure.
+Exit codes (every one but 0 comes with one line on stderr saying why and what to do):
+
+    0    every run done
+    1    an unexpected failure (a bug: the traceback is printed)
+    2    a user error: a bad flag, parameter, scenario file, backend spec or key, an output
+         directory that cannot be used, a damaged database; nothing recorded is changed
+    3    a backend failed: its start-up probe, its circuit breaker, or a request it refuses
+         (HTTP 4xx); the runs are recorded as `failed` and `--resume` continues once it is fixed
+    4    the budget (--max-calls, --max-cost) is spent: the runs are recorded as `stopped` with
+         their open encounters; `--resume` with a higher budget continues exactly
+    130  interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: runs recorded as `interrupted`,
+         `--resume` continues
 """
 
 from __future__ import annotations
@@ -16,16 +26,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import ScenarioFileError, UserError
+from .errors import RunStopped, ScenarioFileError, UserError
+from .llm.health import HealthPolicy
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
 from .runner import Experiment, ExperimentConfig
 from .scenario import Scenario
+from .secrets import redact
 from .variants import pinned_variants
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 # Subcommands other issues add (`report`, `sweep`): name -> main(argv) returning an exit code.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
@@ -74,7 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
     llm.add_argument("--max-calls", type=int, default=None, help="stop the experiment cleanly after this many backend calls")
-    llm.add_argument("--max-cost", type=float, default=None, help="stop the experiment cleanly once calls cost this many US dollars")
+    llm.add_argument("--max-cost", type=float, default=None,
+                     help="stop the experiment before a request could make the calls cost more than this many US dollars")
+    health = parser.add_argument_group("run health (a backend that cannot serve the run stops it: exit 3)")
+    health.add_argument("--no-probe", action="store_true",
+                        help="skip the start-up probe (one tiny request before a backend's first)")
+    health.add_argument("--max-consecutive-failures", type=int, default=HealthPolicy.max_consecutive_failures,
+                        metavar="N", help="stop after N failed requests in a row, retries included (default %(default)s)")
+    health.add_argument("--max-failure-share", type=float, default=HealthPolicy.max_failure_share, metavar="F",
+                        help="stop when more than this share of the last --health-window calls failed after their "
+                             "retries (default %(default)s; 1: never)")
+    health.add_argument("--max-fallback-share", type=float, default=HealthPolicy.max_fallback_share, metavar="F",
+                        help="stop when more than this share of the last --health-window decisions fell back "
+                             "(default %(default)s; 1: never)")
+    health.add_argument("--health-window", type=int, default=HealthPolicy.window, metavar="N",
+                        help="calls and decisions the shares are taken over (default %(default)s)")
     return parser
 
 
@@ -87,14 +114,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         experiment = _prepare(options)
     except UserError as error:
         return _user_error(error)
+    received: list[int] = []
+    out = experiment.config.out
     try:
-        asyncio.run(_run(experiment))
+        asyncio.run(_run(experiment, received))
     except UserError as error:
         return _user_error(error)
+    except RunStopped as error:
+        print(f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
+              f"continue with --resume --out {out}", file=sys.stderr)
+        return error.exit_code
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print(f"agentsim: interrupted; everything recorded so far is in {experiment.config.out}; "
-              f"continue with --resume --out {experiment.config.out}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
+        print(f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
+              f"continue with --resume --out {out}", file=sys.stderr)
+        return EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED
     return 0
 
 
@@ -133,20 +167,26 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     return experiment
 
 
-async def _run(experiment: Experiment) -> None:
+async def _run(experiment: Experiment, received: list[int]) -> None:
+    """Run the experiment; SIGINT (Ctrl-C) and SIGTERM both stop it cleanly, once."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
 
-    def interrupt() -> None:
-        loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C is not gentle
+    def interrupt(number: int) -> None:
+        received.append(number)
+        for each in signals:  # a second signal is not gentle
+            loop.remove_signal_handler(each)
         if task is not None:
             task.cancel()
 
-    loop.add_signal_handler(signal.SIGINT, interrupt)
+    for number in signals:
+        loop.add_signal_handler(number, interrupt, number)
     try:
         await experiment.run()
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for number in signals:
+            loop.remove_signal_handler(number)
 
 
 def backend_options(options: argparse.Namespace) -> BackendOptions:
@@ -162,6 +202,9 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
         replay=options.replay,
         max_calls=options.max_calls,
         max_cost_usd=options.max_cost,
+        health=HealthPolicy(probe=not options.no_probe, max_consecutive_failures=options.max_consecutive_failures,
+                            window=options.health_window, max_failure_share=options.max_failure_share,
+                            max_fallback_share=options.max_fallback_share),
     )
 
 

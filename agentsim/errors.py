@@ -7,7 +7,12 @@
     │   ├── BackendSpecError      an unknown or malformed backend spec, a missing API key, an unknown model (404)
     │   ├── BackendAuthError      a server refused the API key (HTTP 401/403)
     │   ├── ReplayMissError       --replay and a request the cache does not hold
-    │   └── OutputDirError        an output directory that cannot be used as asked
+    │   ├── OutputDirError        an output directory that cannot be used as asked
+    │   └── DamagedStoreError     a database or checkpoint that cannot be read back (nothing is changed)
+    ├── RunStopped                the experiment stopped as a whole, its state kept for --resume
+    │   ├── BackendFailedError    a backend failed its start-up probe, tripped the circuit breaker or
+    │   │                         answered a request it will never accept (4xx): exit 3
+    │   └── BudgetExhausted       --max-calls / --max-cost would be passed by the next request: exit 4
     └── BackendError              a language-model call failed (raised by backends, handled by retries)
 
 Messages never contain API keys or auth headers: backends build them from status codes and
@@ -47,6 +52,40 @@ class ReplayMissError(UserError):
 
 class OutputDirError(UserError):
     """An output directory that would mix or overwrite experiments."""
+
+
+class DamagedStoreError(UserError):
+    """An output directory whose database or checkpoint is truncated, corrupted or not agentsim's."""
+
+
+class RunStopped(AgentsimError):
+    """Every run of the experiment stops: not a wrong input, but a condition the user must
+    act on (fix the server, raise the budget). Runs keep their open encounters' state, so
+    `--resume` continues exactly. `status` is what the runs table records, `reason` the
+    stop reason, `exit_code` what the command line returns."""
+
+    status = "failed"
+    reason = "error"
+    exit_code = 1
+
+
+class BackendFailedError(RunStopped):
+    """A backend that cannot serve the run: failed probe, tripped breaker, a fatal 4xx."""
+
+    status = "failed"
+    reason = "backend_failed"
+    exit_code = 3
+
+
+class BudgetExhausted(RunStopped):
+    """The next request would pass --max-calls or --max-cost: it is not sent."""
+
+    status = "stopped"
+    exit_code = 4
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class BackendError(AgentsimError):

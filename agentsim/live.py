@@ -47,6 +47,7 @@ def render(experiment: dict[str, Any], runs: list[RunView]) -> RenderableType:
         f"  seed {experiment.get('seed')}  runs {experiment.get('runs')}  → {experiment.get('out', '')}",
     )
     parts: list[RenderableType] = [title]
+    parts.extend(Text(f"warning: {message}", style="bold red") for message in experiment.get("warnings", []))
     if not runs:
         return Panel(Group(*parts), title="agentsim")
     if len(runs) > 1:
@@ -103,6 +104,12 @@ class RichView:
         self.console = console or Console()
         self.experiment: dict[str, Any] = {}
         self.live: Live | None = None
+        self.runs: list[RunView] = []
+
+    def warn(self, message: str) -> None:
+        """A warning as it happens: the latest three stay under the title."""
+        self.experiment["warnings"] = [*self.experiment.get("warnings", [])[-2:], message]
+        self.update(self.runs)
 
     def start(self, experiment: dict[str, Any]) -> None:
         self.experiment = experiment
@@ -110,6 +117,7 @@ class RichView:
         self.live.start()
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:
+        self.runs = runs
         if self.live is not None:
             self.live.update(render(self.experiment, runs), refresh=True)
 
@@ -127,6 +135,9 @@ class LogView:
         self.every = every_seconds
         self.last: dict[int, float] = {}
         self.ended: set[int] = set()
+
+    def warn(self, message: str) -> None:
+        self.log.warning("backend_warning", message=message)
 
     def start(self, experiment: dict[str, Any]) -> None:
         self.log.info("experiment_started", **experiment,
@@ -146,7 +157,8 @@ class LogView:
             if view.status != "running":
                 if view.run not in self.ended:
                     self.ended.add(view.run)
-                    self.log.info("run_ended", status=view.status, stop_reason=view.stop_reason,
+                    ended = self.log.info if view.status == "done" else self.log.warning
+                    ended("run_ended", status=view.status, stop_reason=view.stop_reason,
                                   **fields, **{label: text for label, text in view.metrics.get("lines", [])})
             elif now - self.last.get(view.run, 0.0) >= self.every:
                 self.last[view.run] = now

@@ -2,13 +2,18 @@
 
 - success rate over a moving window of interactions;
 - each name's production share, per population round (the paper's Fig. 1B);
-- agreement: the share of agents whose current (latest) choice is the most common one;
-- consensus: at least `threshold` success over the last `window` interactions (3N by default);
+- agreement: the leading name's share among the non-committed agents, each counted by its
+  latest name (an agent that has not spoken yet agrees with nobody);
+- consensus: agreement at least `threshold`, with the paper's criterion, at least `threshold`
+  success over the last `window` interactions (3N by default). Success alone is not
+  agreement: two cliques joined by one edge succeed almost always while half the population
+  says A and half B;
 - flip, with a committed minority: the alternative's share among the productions of
   non-committed agents at least `threshold` over the same window.
 
-Metrics consume resolved encounters in the order they resolve and are pickled whole into
-checkpoints, so they hold plain data only.
+Metrics consume resolved encounters in sequence order (t), so a milestone's t and round are
+those of the one-at-a-time process; they are pickled whole into checkpoints, so they hold
+plain data only.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from .records import EncounterRecord
 class MovingSum:
     """The sum of the last `size` values pushed (a ring buffer), and of the last `short` of them."""
 
-    __slots__ = ("size", "short", "values", "total", "short_total", "count", "position")
+    __slots__ = ("count", "position", "short", "short_total", "size", "total", "values")
 
     def __init__(self, size: int, short: int = 0) -> None:
         self.size = size
@@ -56,11 +61,11 @@ class MovingSum:
 
 @dataclass(slots=True)
 class RoundStats:
-    """One population round's tallies (encounters counted by the round they started in)."""
+    """One population round's tallies: encounters t with t // round_size equal to it."""
 
     interactions: int = 0
     successes: int = 0
-    productions: dict[str, int] = field(default_factory=dict)
+    productions: dict[str | None, int] = field(default_factory=dict)
     uncommitted_productions: int = 0
     uncommitted_alternative: int = 0
 
@@ -106,9 +111,10 @@ class ConventionMetrics:
         self.window_size = consensus_window
         self.uncommitted = MovingSum(consensus_window)
         self.uncommitted_alternative = MovingSum(consensus_window)
-        self.current: dict[int, str | None] = {}
+        self.current: dict[int, str | None] = {}  # every agent's latest name
         self.current_counts: dict[str | None, int] = {}
-        self.rounds: dict[int, RoundStats] = {}
+        self.uncommitted_counts: dict[str | None, int] = {}  # the non-committed agents' latest names
+        self.rounds: dict[int, RoundStats] = {}  # by round
         self.success_history: list[float] = []  # one success rate per finished round
         self.consensus: Milestone | None = None
         self.flip: Milestone | None = None
@@ -125,11 +131,12 @@ class ConventionMetrics:
             stats = self.rounds[record.round] = RoundStats()
         stats.interactions += 1
         stats.successes += success
-        productions, window_counts, current, current_counts = (
-            self.window_productions, self.window_counts, self.current, self.current_counts)
+        productions, window_counts, current, current_counts, uncommitted_counts, committed = (
+            self.window_productions, self.window_counts, self.current, self.current_counts,
+            self.uncommitted_counts, self.committed)
         for move in record.moves:
             name = move.action
-            stats.productions[name] = stats.productions.get(name, 0) + 1  # type: ignore[index]
+            stats.productions[name] = stats.productions.get(name, 0) + 1
             productions.append(name)
             window_counts[name] = window_counts.get(name, 0) + 1
             previous = current.get(move.agent, _NOTHING)
@@ -137,6 +144,10 @@ class ConventionMetrics:
                 current_counts[previous] -= 1  # type: ignore[index]
             current[move.agent] = name
             current_counts[name] = current_counts.get(name, 0) + 1
+            if move.agent not in committed:
+                if previous is not _NOTHING:
+                    uncommitted_counts[previous] -= 1  # type: ignore[index]
+                uncommitted_counts[name] = uncommitted_counts.get(name, 0) + 1
         while len(productions) > 2 * self.window_size:
             window_counts[productions.popleft()] -= 1
         if self.alternative is not None:
@@ -153,8 +164,9 @@ class ConventionMetrics:
                     and self.uncommitted_alternative.total / self.uncommitted.total >= self.threshold):
                 self.flip = Milestone(record.t, record.round, self.alternative)
         window = self.consensus_success
-        if self.consensus is None and window.full and window.total >= self.threshold * window.size:
-            self.consensus = Milestone(record.t, record.round, self.leading_name())
+        if (self.consensus is None and window.full and window.total >= self.threshold * window.size
+                and self.agreement >= self.threshold):
+            self.consensus = Milestone(record.t, record.round, self.agreed_name())
 
     # --- readings ------------------------------------------------------------------------
     @property
@@ -164,10 +176,15 @@ class ConventionMetrics:
 
     @property
     def agreement(self) -> float:
-        chosen = sum(count for name, count in self.current_counts.items() if name is not None)
-        if not chosen:
-            return 0.0
-        return max(count for name, count in self.current_counts.items() if name is not None) / chosen
+        """The leading name's share among the non-committed agents (by their latest names)."""
+        deciders = self.population - len(self.committed)
+        counts = [count for name, count in self.uncommitted_counts.items() if name is not None]
+        return max(counts) / deciders if counts and deciders > 0 else 0.0
+
+    def agreed_name(self) -> str | None:
+        """The non-committed agents' most common latest name (ties: the first by text)."""
+        counts = [(-count, name) for name, count in self.uncommitted_counts.items() if name is not None and count]
+        return min(counts)[1] if counts else None
 
     def leading_name(self) -> str | None:
         counts = [(count, name) for name, count in self.window_counts.items() if name is not None and count]

@@ -12,7 +12,7 @@ import mesa
 
 from .llm.base import LanguageModel
 from .records import EncounterRecord
-from .scheduler import Scheduler
+from .scheduler import Pending, make_scheduler
 from .usage import RunUsage
 
 if TYPE_CHECKING:
@@ -29,8 +29,10 @@ class BackendShare:
 
 
 class PopulationModel(mesa.Model):
-    """One run. Time is counted in interactions (`time`: started, `completed`: resolved) and
-    in population rounds of N/2 interactions (`rounds_done`).
+    """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
+    Time is counted in the sequence of encounters (`time`: drawn, `completed`: resolved, in
+    order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
+    t // round_size).
 
     Mesa wraps `step()` and discards what it returns, so the async entry point is `astep()`,
     which runs one population round and ends by calling the synchronous `step()`."""
@@ -51,18 +53,24 @@ class PopulationModel(mesa.Model):
         self.replicate = replicate
         self.run_id = run_id
         self.backends = tuple(backends)
-        self.population: list[PopulationAgent] = []
         self.usage = RunUsage()
         self.time = 0
         self.completed = 0
         self.rounds_done = 0
         self.stop_reason: str | None = None
+        self.stopped_from_outside = False  # a budget or a signal, not the run's own rule
         self._on_resolved = on_resolved
         scenario.build_population(self)
-        self.round_size = max(1, len(self.population) // 2)
-        self.immediate = all(agent.policy.immediate for agent in self.population)
+        self.round_size = max(1, len(self.agents) // 2)
+        self.immediate = all(agent.policy.immediate for agent in self.agents)
         self.metrics = scenario.new_metrics(self)
-        self.scheduler = Scheduler(self, scenario.pairing(self))
+        self.scheduler = make_scheduler(self, scenario.pairing(self))
+
+    @property
+    def population(self) -> list[PopulationAgent]:
+        """The agents as a list, in the order they were made (a copy of `agents`: index it
+        at build time, not in a hot loop)."""
+        return list(self.agents)
 
     def backend_for(self, index: int) -> LanguageModel:
         """The backend agent `index` uses: shares are filled in order of the agents' indices."""
@@ -82,10 +90,12 @@ class PopulationModel(mesa.Model):
 
     async def astep(self) -> None:
         await self.scheduler.run_round()
-        if self.stop_reason is not None:
-            await self.scheduler.drain()
         self.rounds_done += 1
         self.scenario.on_round_end(self)
+        if self.stop_reason is None:  # a rule read at the round's end (agreement on a network)
+            self.stop_reason = self.scenario.stop_reason(self)
+        if self.stop_reason is not None:
+            await self.scheduler.drain()
         self.step()
 
     async def arun(self) -> None:
@@ -103,13 +113,16 @@ class PopulationModel(mesa.Model):
             self.stop_reason = self.scenario.stop_reason(self)
 
     def request_stop(self, reason: str) -> None:
+        """Stop from outside the run's own rules (a budget): what is in flight is cancelled."""
         if self.stop_reason is None:
             self.stop_reason = reason
+            self.stopped_from_outside = True
 
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> bytes:
         """Everything needed to continue this run exactly: generators, agents, counters,
-        metrics, accounting, and the encounters in flight with what was drawn for them."""
+        metrics, accounting, and the open part of the sequence (what was drawn for each
+        encounter, and the record of those applied but not recorded yet)."""
         state = {
             "random": self.random.getstate(),
             "rng": self.rng.bit_generator.state,
@@ -117,18 +130,16 @@ class PopulationModel(mesa.Model):
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
-            "agents": [agent.state() for agent in self.population],
+            "stopped_from_outside": self.stopped_from_outside,
+            "agents": [agent.state() for agent in self.agents],
             "metrics": self.metrics,
             "usage": self.usage,
-            "pending": [
-                (encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn)
-                for encounter in self.scheduler.pending()
-            ],
+            "pending": self.scheduler.pending_state(),
             "extra": self.scenario.model_state(self),
         }
         return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
-    def restore(self, blob: bytes) -> list[tuple[int, int, tuple[int, ...], Any]]:
+    def restore(self, blob: bytes) -> list[Pending]:
         """Load a checkpoint; returns the encounters to relaunch with `Scheduler.resume`."""
         state = pickle.loads(zlib.decompress(blob))
         self.scenario.restore_model_state(self, state["extra"])
@@ -138,7 +149,8 @@ class PopulationModel(mesa.Model):
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
-        for agent, agent_state in zip(self.population, state["agents"], strict=True):
+        self.stopped_from_outside = state.get("stopped_from_outside", False)
+        for agent, agent_state in zip(self.agents, state["agents"], strict=True):
             agent.restore(agent_state)
         self.metrics = state["metrics"]
         self.usage = state["usage"]

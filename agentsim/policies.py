@@ -18,6 +18,7 @@ from .seeding import unit_uniforms
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
+    from .llm.health import BackendHealth
 
 
 class Policy(Protocol):
@@ -48,6 +49,8 @@ class LLMPolicy:
         self.grammar = grammar  # server-side constrained decoding, where the backend offers it
         self.label = backend.name
         self.immediate = backend.immediate
+        # The backend's health (llm/health.py), told of every decision: fallbacks trip its breaker.
+        self.health: BackendHealth | None = getattr(backend, "health", None)
 
     async def decide(self, agent: PopulationAgent, situation: Any) -> Decision:
         model = agent.model
@@ -72,6 +75,9 @@ class LLMPolicy:
                 calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", "", None,
                                         latency_us=int((perf_counter() - started) * 1e6), error=error.kind))
                 break
+            except BaseException:  # the run stops (budget, breaker, interrupt): nothing is in flight
+                usage.in_flight -= 1
+                raise
             latency_us = int((perf_counter() - started) * 1e6)
             usage.in_flight -= 1
             parsed = game.parse(completion.text, situation)
@@ -82,6 +88,8 @@ class LLMPolicy:
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
                                     latency_us, parsed.problem, completion.option_probabilities))
             if parsed.problem is None:
+                if self.health is not None:
+                    self.health.decided(False)
                 return Decision(parsed.action, calls)
             usage.invalid_replies += 1
             if attempt < self.max_reasks:
@@ -92,6 +100,9 @@ class LLMPolicy:
                     seed=agent.next_call_seed(),
                 )
         usage.fallbacks += 1
+        calls[-1].fallback = True  # the row that carries the move says it is a fallback
+        if self.health is not None:
+            self.health.decided(True)
         for call in reversed(calls):
             # The game may still read an action from an unusable reply (SIGN decodes free
             # text); the call that gave it keeps its error and carries the action.

@@ -22,6 +22,7 @@ class CallRecord:
     latency_us: int = 0
     error: str | None = None
     probabilities: Mapping[str, float] | None = None  # each option's probability, where the backend gives them
+    fallback: bool = False  # the decision's last call, when no reply gave the decision (a fallback)
 
 
 @dataclass(slots=True)

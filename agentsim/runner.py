@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import BackendSpecError, OutputDirError
+from .errors import BackendSpecError, OutputDirError, RunStopped, UserError
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
@@ -24,6 +24,7 @@ from .llm.specs import BackendOptions, build_backend, parse_population
 from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
+from .secrets import redact
 from .store import Recorder, Store
 from .variants import variant_cell, variant_scenario
 
@@ -73,7 +74,20 @@ class View(Protocol):
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None: ...
 
+    def warn(self, message: str) -> None: ...
+
     def stop(self) -> None: ...
+
+
+def run_outcome(error: BaseException) -> tuple[str, str]:
+    """The status and stop reason a run records when `error` stops it."""
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        return "interrupted", "interrupted"
+    if isinstance(error, RunStopped):
+        return error.status, error.reason
+    if isinstance(error, UserError):
+        return "failed", "user_error"
+    return "failed", "error"
 
 
 @dataclass
@@ -88,6 +102,7 @@ class Experiment:
     variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
+    stopped_by: BaseException | None = field(init=False, default=None)  # what stopped every run, if anything
     _last_draw: float = field(init=False, default=0.0)
 
     def open(self) -> None:
@@ -99,7 +114,11 @@ class Experiment:
         self.scenario = config.scenario.for_experiment(config.seed)
         self.shares = self._shares()
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
-        self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget) for spec, _ in self.shares}
+        self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, self._warn)
+                         for spec, _ in self.shares}
+        if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
+            raise BackendSpecError("--max-calls and --max-cost limit requests to a model server, and the stand-in "
+                                   "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
         if Store.exists(config.out):
             store = Store(config.out)
@@ -113,6 +132,8 @@ class Experiment:
                     raise OutputDirError(
                         f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
             self.store = store
+            if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
+                self.budget.restore(recorded.get("budget_spent") or {})
         else:
             self.store = Store(config.out)
         self.store.set_experiment({
@@ -177,9 +198,12 @@ class Experiment:
         tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
         try:
             await asyncio.gather(*tasks)
-        except BaseException:
-            # One run failed (a refused key, a --replay miss) or we were interrupted: stop the
-            # others too, each recording what it has, before the store closes.
+        except BaseException as error:
+            # One run failed (a refused key, a --replay miss, a failed backend, the budget) or we
+            # were interrupted: stop the others too, each recording what it has and why, before
+            # the store closes.
+            if self.stopped_by is None:
+                self.stopped_by = error
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -187,6 +211,8 @@ class Experiment:
         finally:
             self.view.update(list(self.views.values()), final=True)
             self.view.stop()
+            if self.budget.limited:
+                self.store.set_experiment({"budget_spent": self.budget.spent()})
             self._write_summary()
             for backend in self.backends.values():
                 await backend.aclose()
@@ -205,7 +231,6 @@ class Experiment:
         model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)
-        self.budget.on_exhausted(model.request_stop)
         blob = store.checkpoint(run) if recorded is not None else None
         if recorded is not None and blob is None:
             store.discard_run(run)
@@ -230,19 +255,24 @@ class Experiment:
             self._collect_rounds(model, recorder, everything=True)
             store.commit(recorder, model.checkpoint(), model.time)
             summary = self._summary(model)
-            store.set_status(run, "done", stop_reason=model.stop_reason or "max_rounds", summary=summary)
+            store.set_status(run, "done", stop_reason=summary["stop_reason"], summary=summary)
             self.summaries[run] = summary
             self._show(model, "done")
         except BaseException as error:
             # Keep what resolved and what was in flight (it resumes), whatever stopped us.
+            if self.stopped_by is None:
+                self.stopped_by = error
+            cause = error if not isinstance(error, asyncio.CancelledError) else self.stopped_by
             blob = model.checkpoint()
             await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             store.commit(recorder, blob, model.time)
-            status = "interrupted" if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)) else "failed"
-            summary = self._summary(model) | {"status": status}
-            store.set_status(run, status, stop_reason=type(error).__name__, summary=summary)
+            status, reason = run_outcome(cause)
+            summary = self._summary(model, status=status, stop_reason=reason)
+            if status != "interrupted":
+                summary["error"] = redact(str(cause)) or type(cause).__name__
+            store.set_status(run, status, stop_reason=reason, summary=summary)
             self.summaries[run] = summary
-            self._show(model, status)
+            self._show(model, status, stop_reason=reason)
             raise
 
     def _collect_rounds(self, model: PopulationModel, recorder: Recorder, *, everything: bool = False) -> None:
@@ -254,15 +284,15 @@ class Experiment:
         for round_, stats in metrics.pop_rounds(before):
             recorder.add_round(round_, stats.as_dict())
 
-    def _summary(self, model: PopulationModel) -> dict[str, Any]:
+    def _summary(self, model: PopulationModel, *, status: str = "done", stop_reason: str | None = None) -> dict[str, Any]:
         usage = model.usage.total()
         return {
             "run": model.run_id,
             "seed": model.seed,
             "replicate": model.replicate,
             "backend": self.config.backend_label,
-            "status": "done",
-            "stop_reason": model.stop_reason or "max_rounds",
+            "status": status,
+            "stop_reason": stop_reason or model.stop_reason or "max_rounds",
             "rounds": model.rounds_done,
             "interactions": model.completed,
             "calls": usage.calls,
@@ -284,12 +314,19 @@ class Experiment:
         variant = self.run_cell(model.replicate)[2]
         return {} if variant is None else {"variant": variant, "variant_params": dict(self.config.variants[variant])}
 
-    def _show(self, model: PopulationModel, status: str) -> None:
+    def _warn(self, message: str) -> None:
+        """A backend's warning, as it happens: to the log and the live view."""
+        warn = getattr(self.view, "warn", None)
+        if warn is not None:
+            warn(redact(message))
+
+    def _show(self, model: PopulationModel, status: str, *, stop_reason: str | None = None) -> None:
         usage = model.usage.total()
         elapsed = max(time.monotonic() - model.usage.started, 1e-9)
         self.views[model.run_id] = RunView(
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
-            max_rounds=model.scenario.max_rounds(), interactions=model.completed, stop_reason=model.stop_reason,
+            max_rounds=model.scenario.max_rounds(), interactions=model.completed,
+            stop_reason=stop_reason or model.stop_reason or (None if status == "running" else "max_rounds"),
             metrics=self.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed,
         )
@@ -311,9 +348,13 @@ class Experiment:
         }
         document["usage_by_backend"] = _sum_usage(document["runs"])
         document["limiter_by_backend"] = self._limiter_stats()
-        if self.budget.reason is not None:
-            document["budget"] = {"stopped_by": self.budget.reason, "calls": self.budget.calls,
-                                  "cost_usd": round(self.budget.cost_usd, 6)}
+        if self.stopped_by is not None:
+            status, reason = run_outcome(self.stopped_by)
+            document["stopped"] = {"status": status, "stop_reason": reason,
+                                   "message": redact(str(self.stopped_by)) or type(self.stopped_by).__name__}
+        if self.budget.limited:
+            document["budget"] = {"stopped_by": self.budget.reason, "max_calls": self.budget.max_calls,
+                                  "max_cost_usd": self.budget.max_cost_usd, **self.budget.spent()}
         path = self.config.out / SUMMARY
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")

@@ -5,8 +5,9 @@ scheduler only knows these hooks, so a new kind of experiment (a group meeting, 
 between generations) is a new scenario, not a new scheduler:
 
     build_population(model)   create the agents and their policies
-    pairing(model)            who meets whom: rounds, continuous, network, or a whole group
-    draw(model, encounter)    every random draw an encounter needs, before any await
+    pairing(model)            who meets whom: the sequence of random pairs, rounds, a group
+    draw(model, encounter)    every random draw an encounter needs; reads no agent's state
+    start(model, encounter)   what the participants see, read from their state; draws nothing
     play(model, encounter)    ask the participants (async); returns their answers
     resolve(model, encounter, answers)
                               apply the outcome (memories, payoffs) and return its record
@@ -25,6 +26,7 @@ from .llm.base import Message
 from .params import Params
 
 if TYPE_CHECKING:
+    from .agents import PopulationAgent
     from .llm.standin import StandInRule
     from .model import PopulationModel
     from .records import EncounterRecord
@@ -94,12 +96,29 @@ class Scenario(Generic[P]):
         raise NotImplementedError
 
     def resolve(self, model: PopulationModel, encounter: Encounter, answers: Any) -> EncounterRecord:
-        """Apply the answers' outcome to the participants and return the record of it."""
+        """Apply the answers' outcome to the participants and return the record of it. Under
+        `pairing=sequential` this runs as soon as the answers are in: read and change the
+        participants (and agents `reads` names) only; anything about the whole population
+        belongs in the metrics, which get the records in order t."""
         raise NotImplementedError
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
-        """Every random draw the encounter needs, made before any await (option orders)."""
+        """Every random draw the encounter needs (option orders, dice), from `model.random`,
+        kept as `encounter.drawn`. Called in sequence order, possibly long before the
+        encounter starts: read no agent's state here."""
         return None
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+        """What the participants see (their memories, with what `draw` drew), kept as
+        `encounter.views` for `play`. Called when the encounter starts, once every earlier
+        encounter of its participants has resolved: read their state, and other agents'
+        only if `reads` names them; draw nothing."""
+        return encounter.drawn
+
+    def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[PopulationAgent, ...]:
+        """Agents besides the participants whose state `start` reads (a neighbour's name):
+        the encounter then also waits for their earlier encounters."""
+        return ()
 
     def new_metrics(self, model: PopulationModel) -> Any:
         return None

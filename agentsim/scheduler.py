@@ -1,22 +1,31 @@
-"""Who meets whom, and how many encounters are in flight. One scheduler serves every scenario.
+"""Who meets whom, and how many encounters are in flight. One scheduler per run.
 
 Pairings come in two shapes:
 
-- a `RoundPairing` proposes every group of a population round at once and the round ends
-  when all of them are resolved (synchronous rounds, a whole-village meeting);
-- a `DrawPairing` draws one group at a time among idle agents and keeps up to
-  `max_in_flight` encounters going (the continuous process, network-restricted or not).
+- a `SequentialPairing` is the papers' process: encounter t is the t-th uniformly random pair
+  of the population (or, with a graph, a uniformly random agent and a uniformly random
+  neighbour of it), one after another. `SequenceScheduler` runs that sequence concurrently
+  and exactly: encounter t starts as soon as every earlier encounter of its agents has been
+  applied, and records are taken strictly in the order t. Each agent's state therefore
+  changes in the same order as in the one-at-a-time run, and the run is the same, move for
+  move, whatever the latencies and whatever `max_in_flight` is;
+- a `RoundPairing` (a random matching per population round) or a `GroupPairing` (the whole
+  population as one group) proposes a round's groups at once; `RoundScheduler` asks them all
+  and resolves them in the order they were drawn once every answer is in.
 
-Every random draw (pairs, and the game's own draws in `Scenario.draw`) happens before any
-await, from the run's generators, so a run is a function of its seed and its answers. An agent
-is marked busy from the moment it is drawn until its encounter resolves, and only idle agents
-can be drawn: no agent is ever in two encounters at once.
+What an encounter needs from the run's generator (its pair, then `Scenario.draw`: option
+orders, dice) is drawn in sequence order, so the generator's stream is the sequential run's.
+What it reads of agents' state (`Scenario.start`: the memories shown in prompts) is read when
+it starts, after every earlier encounter of its agents has been applied; its outcome is
+applied to them (`Scenario.resolve`) before any later encounter of theirs starts; its record
+reaches the metrics, the store and the stop rule in order t. docs/architecture.md says which
+hook may read what.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
+import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,42 +34,50 @@ import networkx as nx
 if TYPE_CHECKING:
     from .agents import PopulationAgent
     from .model import PopulationModel
+    from .records import EncounterRecord
+
+# A checkpoint's open encounter: t, round, agent indices, what was drawn[, its record if applied]
+Pending = tuple[Any, ...]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Encounter:
-    """A group that meets at interaction `t` of population round `round`; `drawn` holds what
-    the game drew for it before any await (and what a checkpoint keeps of it in flight)."""
+    """Encounter `t` of the sequence, in population round `round`. `drawn` is what the game
+    drew for it from the run's generator (kept in checkpoints); `views` is what its
+    participants see, read from their state when it starts; `after` is the latest earlier
+    encounter it waits for (-1: none)."""
 
     t: int
     round: int
     agents: tuple[PopulationAgent, ...]
     drawn: Any = None
+    views: Any = None
+    after: int = -1
 
 
-class IdlePool:
-    """The idle agents' indices, kept sorted so that draws depend only on the rng."""
+class SequentialPairing:
+    """One random pair after another (the papers' process). Without a graph, a uniformly
+    random ordered pair of distinct agents; with one, a uniformly random agent that has a
+    neighbour and a uniformly random neighbour of it. `max_in_flight` caps how many
+    encounters are asked at once; it never changes which pairs meet."""
 
-    def __init__(self, indices: list[int]) -> None:
-        self.members = sorted(indices)
+    def __init__(self, max_in_flight: int, graph: nx.Graph | None = None) -> None:
+        self.max_in_flight = max_in_flight
+        self.neighbours = _neighbour_lists(graph)
+        if self.neighbours is not None and not any(self.neighbours):
+            raise ValueError("no pair of agents can meet: the interaction graph has no edges")
 
-    def __len__(self) -> int:
-        return len(self.members)
-
-    def take_at(self, position: int) -> int:
-        return self.members.pop(position)
-
-    def take(self, index: int) -> None:
-        position = bisect.bisect_left(self.members, index)
-        if position < len(self.members) and self.members[position] == index:
-            del self.members[position]
-
-    def release(self, index: int) -> None:
-        bisect.insort(self.members, index)
-
-    def __contains__(self, index: int) -> bool:
-        position = bisect.bisect_left(self.members, index)
-        return position < len(self.members) and self.members[position] == index
+    def pair(self, model: PopulationModel, count: int) -> tuple[int, int]:
+        """The next pair, as positions in the population."""
+        randrange = model.random.randrange
+        if self.neighbours is None:
+            first, second = randrange(count), randrange(count - 1)
+            return first, second + (second >= first)
+        while True:
+            first = randrange(count)
+            neighbours = self.neighbours[first]
+            if neighbours:
+                return first, neighbours[randrange(len(neighbours))]
 
 
 class RoundPairing:
@@ -70,13 +87,13 @@ class RoundPairing:
     def __init__(self, graph: nx.Graph | None = None) -> None:
         self.neighbours = _neighbour_lists(graph)
 
-    def groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
-        order = list(range(len(model.population)))
+    def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
+        order = list(range(count))
         model.random.shuffle(order)
         if self.neighbours is None:
             return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
         matched = [False] * len(order)
-        pairs = []
+        pairs: list[tuple[int, ...]] = []
         for index in order:
             if matched[index]:
                 continue
@@ -91,174 +108,313 @@ class RoundPairing:
 class GroupPairing:
     """The whole population meets as one group every round (a village meeting)."""
 
-    def groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
-        return [tuple(range(len(model.population)))]
+    def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
+        return [tuple(range(count))]
 
 
-class DrawPairing:
-    """The continuous process: each new pair drawn uniformly among idle agents, up to
-    `max_in_flight` encounters at once; `max_in_flight=1` is one random pair per time step.
-    With a graph, the first agent is drawn among idle agents and its partner among its idle
-    neighbours (network-restricted pairing)."""
-
-    def __init__(self, max_in_flight: int, graph: nx.Graph | None = None) -> None:
-        self.max_in_flight = max_in_flight
-        self.neighbours = _neighbour_lists(graph)
-
-    def draw(self, model: PopulationModel, idle: IdlePool) -> tuple[int, int] | None:
-        rng = model.random
-        if self.neighbours is None:
-            if len(idle) < 2:
-                return None
-            first = idle.take_at(rng.randrange(len(idle)))
-            return first, idle.take_at(rng.randrange(len(idle)))
-        for _ in range(4 * len(idle)):
-            first = idle.members[rng.randrange(len(idle))]
-            free = [other for other in self.neighbours[first] if other in idle]
-            if free:
-                partner = free[rng.randrange(len(free))]
-                idle.take(first)
-                idle.take(partner)
-                return first, partner
-        return None
+Pairing = SequentialPairing | RoundPairing | GroupPairing
 
 
-Pairing = RoundPairing | GroupPairing | DrawPairing
+def make_scheduler(model: PopulationModel, pairing: Pairing) -> SequenceScheduler | RoundScheduler:
+    if isinstance(pairing, SequentialPairing):
+        return SequenceScheduler(model, pairing)
+    return RoundScheduler(model, pairing)
 
 
-class Scheduler:
-    """Runs a model's encounters round by round under its pairing.
+class _Base:
+    """What both schedulers share: the population by position, the open encounters, and
+    applying an outcome."""
 
-    An encounter is open from the moment it is drawn until it is resolved. Under a draw
-    pairing it resolves as soon as its answers are in; under a round pairing every encounter
-    of the round resolves in the order it was drawn once all answers are in, so the round's
-    outcome does not depend on which answer came back first. What is open when a checkpoint is
-    taken is kept with what was drawn for it, and relaunched on resume."""
-
-    def __init__(self, model: PopulationModel, pairing: Pairing) -> None:
+    def __init__(self, model: PopulationModel) -> None:
         self.model = model
-        self.pairing = pairing
-        self.open: dict[int, Encounter] = {}  # by t: drawn, not yet resolved
-        self.in_flight: dict[asyncio.Task[None], Encounter] = {}
-        self.idle = IdlePool(list(range(len(model.population))))
-        self._draws = isinstance(pairing, DrawPairing)  # rounds are disjoint by construction
+        self.agents: list[PopulationAgent] = list(model.agents)  # by position: pairings draw positions
+        self.open: dict[int, Encounter] = {}  # by t: drawn, not resolved (in t order)
+        self.running: dict[int, asyncio.Task[None]] = {}  # by t: asked, answers not in yet
 
     def population_changed(self) -> None:
         """Call after agents were added or replaced between rounds."""
-        busy = {agent.index for encounter in self.open.values() for agent in encounter.agents}
-        self.idle = IdlePool([index for index in range(len(self.model.population)) if index not in busy])
+        self.agents = list(self.model.agents)
 
     def pending(self) -> list[Encounter]:
         return [self.open[t] for t in sorted(self.open)]
 
-    async def run_round(self) -> None:
-        """Advance one population round (or until the model is asked to stop)."""
-        if self._draws:
-            await self._run_draws(self.pairing)  # type: ignore[arg-type]
-        elif self.open:  # a round interrupted and resumed: finish it rather than draw anew
-            await self._finish_round(self.pending())
-        else:
-            await self._run_groups(self.pairing.groups(self.model))  # type: ignore[union-attr]
-
-    async def resume(self, pending: list[tuple[int, int, tuple[int, ...], Any]]) -> None:
-        """Reopen the encounters a checkpoint kept; draws relaunch them at once, a round
-        relaunches them when `run_round` finishes it."""
-        for t, round_, members, drawn in pending:
-            if self._draws:
-                for index in members:
-                    self.idle.take(index)
-            encounter = Encounter(t, round_, tuple(self.model.population[i] for i in members), drawn)
-            self.open[t] = encounter
-            if self._draws:
-                self._launch(encounter)
-
-    async def drain(self) -> None:
-        """Let every encounter in flight finish (their calls are already paid for)."""
-        while self.in_flight:
-            await self._wait_one()
+    def pending_state(self) -> list[Pending]:
+        """The open encounters for a checkpoint, each with what was drawn for it."""
+        return [(encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn)
+                for encounter in self.pending()]
 
     def cancel(self) -> list[asyncio.Task[None]]:
         """Stop now. Open encounters stay open (a checkpoint keeps them); returns the
         cancelled tasks, to be awaited."""
-        tasks = list(self.in_flight)
+        tasks = list(self.running.values())
         for task in tasks:
             task.cancel()
-        self.in_flight.clear()
+        self.running.clear()
         return tasks
 
-    # --- internals -------------------------------------------------------------------
-    async def _run_groups(self, groups: list[tuple[int, ...]]) -> None:
-        encounters = [self._open(group, self.model.rounds_done) for group in groups]
-        if self.model.immediate:
-            # Policies that never suspend: in order, one by one, is what tasks would do.
-            play, resolve = self.model.scenario.play, self._resolve
-            for encounter in encounters:
-                resolve(encounter, await play(self.model, encounter))
-            return
-        await self._finish_round(encounters)
+    def _by_index(self) -> dict[int, PopulationAgent]:
+        return {agent.index: agent for agent in self.agents}
 
-    async def _finish_round(self, encounters: list[Encounter]) -> None:
+
+class RoundScheduler(_Base):
+    """Rounds of disjoint groups: every group of a round is drawn and asked at once; the round
+    resolves in draw order once all its answers are in, so the outcome does not depend on
+    which answer came back first. A round interrupted and resumed is finished, not redrawn."""
+
+    def __init__(self, model: PopulationModel, pairing: RoundPairing | GroupPairing) -> None:
+        super().__init__(model)
+        self.pairing = pairing
+
+    async def run_round(self) -> None:
+        if self.open:
+            encounters = self.pending()
+        else:
+            model = self.model
+            encounters = []
+            for group in self.pairing.groups(model, len(self.agents)):
+                encounter = Encounter(model.time, model.rounds_done, tuple(self.agents[i] for i in group))
+                model.time += 1
+                encounter.drawn = model.scenario.draw(model, encounter)
+                self.open[encounter.t] = encounter
+                encounters.append(encounter)
+        for encounter in encounters:  # the previous round is resolved and a round's groups are disjoint
+            encounter.views = self.model.scenario.start(self.model, encounter)
+        scenario, model = self.model.scenario, self.model
+        if model.immediate:  # policies that never suspend: in order, one by one, is what tasks would do
+            for encounter in encounters:
+                self._apply(encounter, await scenario.play(model, encounter))
+            return
         answers: dict[int, Any] = {}
         for encounter in encounters:
-            self._launch(encounter, answers)
-        await self.drain()
+            self.running[encounter.t] = asyncio.get_running_loop().create_task(self._ask(encounter, answers))
+        await asyncio.gather(*self.running.values())
+        self.running.clear()
         for encounter in encounters:
-            self._resolve(encounter, answers[encounter.t])
+            self._apply(encounter, answers[encounter.t])
 
-    async def _run_draws(self, pairing: DrawPairing) -> None:
-        model = self.model
-        boundary = (model.rounds_done + 1) * model.round_size
-        while model.time < boundary and model.stop_reason is None:
-            while len(self.in_flight) < pairing.max_in_flight and model.time < boundary:
-                group = pairing.draw(model, self.idle)
-                if group is None:
-                    break
-                self._launch(self._open(group, model.time // model.round_size))
-            if not self.in_flight:
-                raise RuntimeError("no pair of idle agents can meet: the interaction graph has no edges")
-            await self._wait_one()
+    async def _ask(self, encounter: Encounter, answers: dict[int, Any]) -> None:
+        answers[encounter.t] = await self.model.scenario.play(self.model, encounter)
 
-    def _open(self, members: tuple[int, ...], round_: int) -> Encounter:
-        model = self.model
-        if self._draws:
-            for index in members:
-                self.idle.take(index)
-        encounter = Encounter(model.time, round_, tuple(map(model.population.__getitem__, members)))
-        model.time += 1
-        encounter.drawn = model.scenario.draw(model, encounter)
-        self.open[encounter.t] = encounter
-        return encounter
-
-    def _launch(self, encounter: Encounter, answers: dict[int, Any] | None = None) -> None:
-        """Ask the encounter's participants in a task; resolve on completion, or leave the
-        answers in `answers` for the round to resolve in order."""
-        task = asyncio.get_running_loop().create_task(self._play(encounter, answers))
-        self.in_flight[task] = encounter
-
-    async def _play(self, encounter: Encounter, answers: dict[int, Any] | None) -> None:
-        outcome = await self.model.scenario.play(self.model, encounter)
-        if answers is None:
-            self._resolve(encounter, outcome)
-        else:
-            answers[encounter.t] = outcome
-
-    async def _wait_one(self) -> None:
-        done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
-        for task in sorted(done, key=lambda task: self.in_flight[task].t):
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
-            del self.in_flight[task]
-
-    def _resolve(self, encounter: Encounter, outcome: Any) -> None:
+    def _apply(self, encounter: Encounter, outcome: Any) -> None:
         """Apply an encounter's outcome: the game's state change and its record, at once."""
         model = self.model
         record = model.scenario.resolve(model, encounter, outcome)
         del self.open[encounter.t]
         for agent in encounter.agents:
             agent.encounter_resolved()
-            if self._draws:
-                self.idle.release(agent.index)
         model.resolved(record)
+
+    async def resume(self, pending: list[Pending]) -> None:
+        """Reopen the encounters a checkpoint kept; `run_round` finishes their round."""
+        by_index = self._by_index()
+        for t, round_, members, drawn, *_ in pending:
+            self.open[t] = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
+
+    async def drain(self) -> None:
+        """Nothing runs between rounds."""
+
+
+class SequenceScheduler(_Base):
+    """The sequence of encounters, run concurrently and exactly.
+
+    Encounter t depends on the previous encounter of each of its agents (and of each agent
+    `Scenario.reads` names). It is asked once those have been applied, and its outcome is
+    applied (`Scenario.resolve`: its participants' state, its record) as soon as its answers
+    are in: each agent's state changes in the order of its own encounters, which is all that
+    its later prompts read, so every prompt is the one the one-at-a-time run shows. Records
+    go to the metrics, the store and the stop rule strictly in order t.
+
+    The scheduler works at most one population round (`window`, N/2 encounters) past the
+    last recorded encounter, and asks at most `max_in_flight` at once. When the run stops at
+    t* by its own rule (a consensus, a flip), `drain` still asks and applies every encounter of the window past t* (encounters before
+    t* + window), recording none: those are the ones a run may have asked before it knew it
+    would stop, so what is asked is a function of the seed too, and a rerun finds every answer
+    it asks for in the cache. A stop from outside (a budget, a signal) cancels instead."""
+
+    def __init__(self, model: PopulationModel, pairing: SequentialPairing) -> None:
+        super().__init__(model)
+        self.pairing = pairing
+        self.window = model.round_size  # not max_in_flight: what is asked must not depend on it
+        self.ready: list[tuple[int, Encounter]] = []  # a heap by t: may be asked now
+        self.records: dict[int, EncounterRecord] = {}  # by t: applied, waiting for its turn to be recorded
+        self.last: dict[int, Encounter] = {}  # by agent index: the latest encounter drawn with it
+        self.blockers: dict[int, int] = {}  # by t: how many of its dependencies are not applied yet
+        self.dependents: dict[int, list[Encounter]] = {}  # by t: the encounters waiting for it
+        self.failure: BaseException | None = None
+        self.wakeup = asyncio.Event()
+
+    def population_changed(self) -> None:
+        if self.open:
+            raise RuntimeError("the population changed while encounters were drawn ahead; a scenario that replaces "
+                               "agents between rounds needs pairing=rounds or a group pairing")
+        super().population_changed()
+
+    # --- the sequence ----------------------------------------------------------------------
+    def _limit(self) -> int:
+        rounds = self.model.scenario.max_rounds()
+        return rounds * self.model.round_size if rounds > 0 else 1 << 62
+
+    def _draw(self) -> Encounter:
+        """Encounter `model.time`: its pair, then the game's draws for it."""
+        model = self.model
+        t = model.time
+        first, second = self.pairing.pair(model, len(self.agents))
+        encounter = Encounter(t, t // model.round_size, (self.agents[first], self.agents[second]))
+        model.time = t + 1
+        encounter.drawn = model.scenario.draw(model, encounter)
+        self._enqueue(encounter)
+        return encounter
+
+    def _enqueue(self, encounter: Encounter) -> None:
+        """Open a drawn encounter behind the earlier open encounters of its agents."""
+        blockers = 0
+        for agent in encounter.agents + tuple(self.model.scenario.reads(self.model, encounter)):
+            previous = self.last.get(agent.index)
+            if previous is not None and previous.t in self.blockers:
+                waiting = self.dependents[previous.t]
+                if not waiting or waiting[-1] is not encounter:  # the two met last time together
+                    waiting.append(encounter)
+                    blockers += 1
+            self.last[agent.index] = encounter
+        self.open[encounter.t] = encounter
+        self.blockers[encounter.t] = blockers
+        self.dependents[encounter.t] = []
+        if not blockers:
+            heapq.heappush(self.ready, (encounter.t, encounter))
+
+    def _fill(self, horizon: int) -> None:
+        """Ask ready encounters before `horizon`, drawing up to it, up to `max_in_flight` at once."""
+        running, ready, model, limit = self.running, self.ready, self.model, self.pairing.max_in_flight
+        horizon = min(horizon, self._limit())
+        while len(running) < limit:
+            if ready and ready[0][0] < horizon:
+                self._start(heapq.heappop(ready)[1])
+            elif model.time < horizon:
+                self._draw()
+            else:
+                return
+
+    def _start(self, encounter: Encounter) -> None:
+        model = self.model
+        encounter.views = model.scenario.start(model, encounter)
+        self.running[encounter.t] = asyncio.get_running_loop().create_task(self._ask(encounter))
+
+    async def _ask(self, encounter: Encounter) -> None:
+        try:
+            outcome = await self.model.scenario.play(self.model, encounter)
+            self._apply_now(encounter, outcome)
+        except Exception as error:  # noqa: BLE001 - handed to the run's loop, which raises it
+            if self.failure is None:
+                self.failure = error
+        del self.running[encounter.t]
+        self.wakeup.set()
+
+    def _apply_now(self, encounter: Encounter, outcome: Any) -> None:
+        """Apply the outcome to the participants (their earlier encounters are applied, their
+        later ones not started) and keep the record for its turn; free what waited for it."""
+        model = self.model
+        self.records[encounter.t] = model.scenario.resolve(model, encounter, outcome)
+        for agent in encounter.agents:
+            agent.encounter_resolved()
+        del self.blockers[encounter.t]
+        for waiter in self.dependents.pop(encounter.t):
+            self.blockers[waiter.t] -= 1
+            if not self.blockers[waiter.t]:
+                heapq.heappush(self.ready, (waiter.t, waiter))
+
+    def _record_next(self) -> bool:
+        """Hand the next encounter's record to the model (metrics, store, stop rule), if applied."""
+        model = self.model
+        record = self.records.pop(model.completed, None)
+        if record is None:
+            return False
+        del self.open[model.completed]
+        model.resolved(record)
+        return True
+
+    # --- a round -------------------------------------------------------------------------
+    async def run_round(self) -> None:
+        """Record the encounters of the next population round (or until the run stops)."""
+        model = self.model
+        boundary = min((model.rounds_done + 1) * model.round_size, self._limit())
+        if model.immediate:
+            await self._run_immediate(boundary)
+            return
+        wakeup = self.wakeup
+        while model.completed < boundary and model.stop_reason is None:
+            if self._record_next():
+                continue
+            self._fill(model.completed + self.window)
+            if self.failure is not None:
+                raise self.failure
+            if not self.running and model.completed not in self.records:
+                raise RuntimeError(f"encounter {model.completed} can never be asked (the scheduler is stuck)")
+            wakeup.clear()
+            await wakeup.wait()
+
+    async def _run_immediate(self, boundary: int) -> None:
+        """Policies that never suspend: draw, ask, apply and record one encounter after
+        another, which is what the concurrent path amounts to with nothing to wait for."""
+        model = self.model
+        scenario, pair, agents, resolved = model.scenario, self.pairing.pair, self.agents, model.resolved
+        round_size, count = model.round_size, len(agents)
+        while model.completed < boundary and model.stop_reason is None:
+            t = model.time
+            first, second = pair(model, count)
+            encounter = Encounter(t, t // round_size, (agents[first], agents[second]))
+            model.time = t + 1
+            encounter.drawn = scenario.draw(model, encounter)
+            encounter.views = scenario.start(model, encounter)
+            record = scenario.resolve(model, encounter, await scenario.play(model, encounter))
+            for agent in encounter.agents:
+                agent.encounter_resolved()
+            resolved(record)
+
+    # --- the end, checkpoints --------------------------------------------------------------
+    async def drain(self) -> None:
+        """End the run where it stopped: ask and apply the window past the stop, recording
+        nothing (a stop the run decided), or cancel what is in flight (a stop from outside)."""
+        model = self.model
+        if model.stop_reason is not None and not model.stopped_from_outside:
+            horizon = model.completed + self.window - 1  # the stop came at t* = completed - 1
+            if model.immediate:
+                for _ in range(min(horizon, self._limit()) - model.time):
+                    encounter = self._draw()
+                    heapq.heappop(self.ready)
+                    encounter.views = model.scenario.start(model, encounter)
+                    self._apply_now(encounter, await model.scenario.play(model, encounter))
+            else:
+                while True:
+                    self._fill(horizon)
+                    if not self.running:
+                        break
+                    self.wakeup.clear()
+                    await self.wakeup.wait()
+        else:
+            await asyncio.gather(*self.cancel(), return_exceptions=True)
+        self.failure = None
+        for structure in (self.open, self.records, self.last, self.blockers, self.dependents):
+            structure.clear()
+        self.ready.clear()
+
+    def pending_state(self) -> list[Pending]:
+        """The open part of the sequence for a checkpoint: each encounter with what was drawn
+        for it and, if it was applied but not recorded yet, its record."""
+        return [(encounter.t, encounter.round, tuple(agent.index for agent in encounter.agents), encounter.drawn,
+                 self.records.get(encounter.t)) for encounter in self.pending()]
+
+    async def resume(self, pending: list[Pending]) -> None:
+        """Reopen the open part of the sequence a checkpoint kept, in order: an applied one
+        waits to be recorded; the others are asked again (with the same seeds) in their turn."""
+        by_index = self._by_index()
+        for t, round_, members, drawn, *applied in sorted(pending, key=lambda item: item[0]):
+            encounter = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
+            record = applied[0] if applied else None
+            if record is None:
+                self._enqueue(encounter)
+            else:
+                self.open[t] = encounter
+                self.records[t] = record
 
 
 def _neighbour_lists(graph: nx.Graph | None) -> list[list[int]] | None:

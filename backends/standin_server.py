@@ -42,19 +42,21 @@ from typing import Any
 from aiohttp import web
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming_standin import read_options
+from agentsim.games.naming import read_options
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel
 
 FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_JITTER = random.SystemRandom()  # real random latency: no seed makes two runs' orders alike
 
 
 @dataclass(kw_only=True)
 class ServerConfig:
     capacity: int = 32
     service_time_s: float = 0.0
+    latency_jitter_s: float = 0.0  # plus a delay uniform in [0, this), from an unseeded generator
     faults: dict[str, float] = field(default_factory=dict)
     retry_after_s: float = 1.0
     timeout_hold_s: float = 30.0
@@ -155,8 +157,9 @@ class StandInServer:
                 stats.waiting -= 1
             queued = time.monotonic() - arrived
             try:
-                if self.config.service_time_s:
-                    await asyncio.sleep(self.config.service_time_s)
+                delay = self.config.service_time_s + self.config.latency_jitter_s * _JITTER.random()
+                if delay:
+                    await asyncio.sleep(delay)
                 response = answer(fault == "unparseable", queued)
             finally:
                 self.slots.release()
@@ -375,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--capacity", type=int, default=32, help="requests served at once (default 32)")
     parser.add_argument("--service-time", type=float, default=0.0, help="seconds each request takes (default 0)")
+    parser.add_argument("--latency-jitter", type=float, default=0.0,
+                        help="plus a random delay up to this many seconds per request, unseeded (default 0)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND=RATE",
                         help=f"inject a fault at a rate (repeatable): {', '.join(FAULT_KINDS)}")
     parser.add_argument("--retry-after", type=float, default=1.0, help="seconds a 429_retry_after asks to wait")
@@ -385,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     try:
         config = ServerConfig(capacity=options.capacity, service_time_s=options.service_time,
+                              latency_jitter_s=options.latency_jitter,
                               faults=parse_faults(options.fault), retry_after_s=options.retry_after,
                               timeout_hold_s=options.timeout_hold, max_waiting=options.max_waiting,
                               api_key=options.api_key, seed=options.seed)

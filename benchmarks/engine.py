@@ -53,8 +53,11 @@ def _digest(messages: tuple[object, ...]) -> bytes:
     return hashlib.blake2b(repr(messages).encode(), digest_size=16).digest()
 
 
+PAIRING = "rounds"  # --pairing: rounds (the figures in the README) or sequential (the default process)
+
+
 def scenario(agents: int, rounds: int) -> NamingGame:
-    return NamingGame(agents=agents, pool_size=10, memory_length=5, pairing="rounds", stop_at="none", max_rounds=rounds)
+    return NamingGame(agents=agents, pool_size=10, memory_length=5, pairing=PAIRING, stop_at="none", max_rounds=rounds)
 
 
 def timed_run(agents: int, rounds: int, directory: Path) -> tuple[float, float, int, int]:
@@ -112,7 +115,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs; the median and the best are printed")
     parser.add_argument("--skip-verify", action="store_true")
+    parser.add_argument("--pairing", choices=["rounds", "sequential"], default="rounds")
     options = parser.parse_args()
+    global PAIRING
+    PAIRING = options.pairing
     work = Path(tempfile.mkdtemp(prefix="agentsim-bench-"))
     try:
         results = [timed_run(options.agents, options.rounds, work / f"timed{number}") for number in range(options.repeat)]
@@ -121,7 +127,8 @@ def main() -> None:
         rates = sorted(decisions / wall for _, wall, _, _ in results)
         cpus = sorted(cpu / decisions * 1e6 for cpu, _, _, _ in results)
         median = len(results) // 2
-        print(f"naming game, stand-in, N={options.agents} W=10 H=5, {options.rounds} rounds, everything recorded")
+        print(f"naming game, stand-in, N={options.agents} W=10 H=5, {options.rounds} rounds, pairing={PAIRING}, "
+              "everything recorded")
         print(f"  interactions              {interactions}")
         print(f"  decisions per second      {rates[median]:,.0f} median, {rates[-1]:,.0f} best of {len(results)}")
         print(f"  CPU µs per decision       {cpus[median]:.1f} median, {cpus[0]:.1f} best")

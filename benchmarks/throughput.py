@@ -3,9 +3,9 @@ the client, through the OpenAI backend (the real SDK's request over real HTTP).
 
 The stand-in server (backends/standin_server.py) runs in its own process as a simulated
 inference server: capacity C 32 requests at once, 100 ms per request, so at most
-C / service time = 320 requests per second. The naming game with N 200 drives it (continuous
-draws, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue does
-not run dry while the client waits for the CPU). Printed:
+C / service time = 320 requests per second. The naming game with N 200 drives it (the sequence
+of random pairs, up to 100 encounters in flight, the limiter's cap at 2C so the server's queue
+does not run dry while the client waits for the CPU). Printed:
 
 - achieved requests per second, as a fraction of C / service time (target >= 0.9);
 - client CPU milliseconds per call: this process's CPU time (engine, store, cache, limiter,
@@ -16,6 +16,17 @@ not run dry while the client waits for the CPU). Printed:
   retries, requests per second and the limiter's trajectory;
 - a reference run through the TGI backend, which is agentsim's own stack on a plain aiohttp
   session with no SDK.
+
+`--only scheduler` (also run by default, last) measures the scheduler: the naming game at
+N 24, 200 and 1000 through the same server, every encounter's pair drawn as the one-at-a-time
+process draws it. It prints the concurrency achieved (encounters done x service time / wall:
+how many unqueued encounters ran at once, on average) against two ceilings: the width of the
+run's dependency graph (the same figure for an ideal run in which every encounter takes the
+service time and starts the moment the previous encounter of each of its agents has
+finished; computed from the recorded sequence) and the server's capacity (requests per
+second against C / service time). Targets: at least 0.8 of the width at N 24
+(the population, not the server, is the limit there), at least 0.9 of the capacity at N 200
+and 1000.
 
 Each OpenAI run prints the route its calls took: `direct` (the SDK builds its request once;
 each body goes out with it over one aiohttp session, see agentsim/llm/openai_routes.py) or
@@ -95,11 +106,12 @@ def warm_up(url: str) -> None:
 
 
 def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
-             provider: str = "openai", direct: bool = True) -> dict[str, Any]:
+             provider: str = "openai", direct: bool = True, max_in_flight: int | None = None) -> dict[str, Any]:
     from agentsim.llm.openai_backend import OpenAIModel
 
     spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
-    scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none", max_in_flight=agents // 2)
+    scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none",
+                          max_in_flight=max_in_flight or agents // 2)
     options = BackendOptions(limits=Limits(max_in_flight=cap), cache=cache is not None, cache_path=cache,
                              retry=RetryPolicy(max_attempts=20, base_s=0.05, cap_s=2.0), timeout_s=30)
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1, llm=options), _Quiet())
@@ -148,6 +160,43 @@ def report(label: str, result: dict[str, Any], capacity: int, service_time: floa
           f" [{points}]")
 
 
+def dependency_width(database: Path, service_time: float) -> tuple[float, int]:
+    """The width of the recorded sequence's dependency graph, and its encounters: the mean
+    number of encounters in flight in an ideal run where every encounter takes `service_time`
+    and starts the moment the previous encounter of each of its agents has finished (no cap,
+    no window, no server limit)."""
+    connection = sqlite3.connect(database)
+    agents_at: dict[int, set[int]] = {}
+    for t, agent in connection.execute("SELECT DISTINCT t, agent FROM decisions WHERE run = 1 ORDER BY t"):
+        agents_at.setdefault(t, set()).add(agent)
+    connection.close()
+    free_at: dict[int, float] = {}  # by agent: when its latest encounter finishes
+    makespan = 0.0
+    for t in sorted(agents_at):
+        finish = max(free_at.get(agent, 0.0) for agent in agents_at[t]) + service_time
+        for agent in agents_at[t]:
+            free_at[agent] = finish
+        makespan = max(makespan, finish)
+    return len(agents_at) * service_time / makespan, len(agents_at)
+
+
+def scheduler_figures(url: str, options: argparse.Namespace, scratch: Path) -> None:
+    service, capacity = options.service_time, options.capacity
+    ceiling = capacity / service
+    print(f"scheduler: the sequence of random pairs against the server (C {capacity}, {service:g} s)")
+    print("      N  encounters  wall s  requests/s  of capacity  achieved  width  of width")
+    for agents, rounds in ((24, 40), (200, 10), (1000, 2)):
+        out = scratch / f"scheduler-{agents}"
+        before = server_requests(url)
+        result = run_once(url, agents=agents, rounds=rounds, cap=options.cap, out=out, cache=None,
+                          max_in_flight=agents // 2)
+        requests = server_requests(url) - before
+        width, encounters = dependency_width(out / "agentsim.db", service)
+        achieved = encounters * service / result["wall"]
+        print(f"  {agents:5d}  {encounters:10d}  {result['wall']:6.2f}  {requests / result['wall']:10.0f}  "
+              f"{requests / result['wall'] / ceiling:11.2f}  {achieved:8.1f}  {width:5.1f}  {achieved / width:8.2f}")
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """Another process's CPU time (user + system), from /proc on Linux."""
     try:
@@ -175,8 +224,9 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi", "sdk"], default=None,
-                        help="run one setting only; sdk: the clean setting with every call through AsyncOpenAI.post")
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "sdk", "scheduler"], default=None,
+                        help="run one setting only; sdk: the clean setting with every call through AsyncOpenAI.post; "
+                             "scheduler: the concurrency figures at N 24, 200 and 1000")
     options = parser.parse_args()
     print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
           f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
@@ -202,6 +252,14 @@ def main() -> None:
                 after = process_cpu_seconds(server.pid)
                 if before is not None and after is not None:
                     print(f"  server CPU (its own process): {(after - before) * 1e3 / requests:.2f} ms per request")
+            finally:
+                server.terminate()
+                server.wait(10)
+        if options.only in (None, "scheduler"):
+            server, url = start_server(options.capacity, options.service_time, [])
+            try:
+                warm_up(url)
+                scheduler_figures(url, options, Path(scratch))
             finally:
                 server.terminate()
                 server.wait(10)

@@ -16,7 +16,7 @@ import pytest
 from helpers import Quiet
 from servers import standin_server  # noqa: F401  (the fixture)
 
-from agentsim.errors import ReplayMissError
+from agentsim.errors import BudgetExhausted, ReplayMissError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
@@ -27,6 +27,7 @@ from agentsim.llm.specs import BackendOptions
 from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.store import Store
 
+PROBE = 1  # the start-up probe: one tiny request before a backend's first (llm/health.py)
 QUICK_RETRY = RetryPolicy(max_attempts=12, base_s=0.005, cap_s=0.05, deadline_s=30)
 
 
@@ -40,10 +41,10 @@ def game(**changes: Any) -> NamingGame:
 
 
 def run(out: Path, backend: str = "stand-in", *, population: str = "", scenario: NamingGame | None = None,
-        seed: int = 3, **options: Any) -> dict[str, Any]:
+        seed: int = 3, resume: bool = False, **options: Any) -> dict[str, Any]:
     llm = BackendOptions(**{"retry": QUICK_RETRY, "timeout_s": 5.0, **options})
     experiment = Experiment(ExperimentConfig(scenario=scenario or game(), out=out, backend=backend, seed=seed,
-                                             population=population, llm=llm), Quiet())
+                                             population=population, llm=llm, resume=resume), Quiet())
     experiment.open()
     asyncio.run(experiment.run())
     return json.loads((out / "summary.json").read_text())
@@ -82,7 +83,7 @@ def test_a_whole_naming_game_runs_through_each_backend(tmp_path: Path, standin_s
     assert_complete(tmp_path / "out", summary)
     (run_summary,) = summary["runs"]
     assert run_summary["consensus"] is True, "the stand-in rule over HTTP converges as it does in process"
-    assert server.stats.answered == run_summary["calls"] > 0
+    assert server.stats.answered == run_summary["calls"] + PROBE > PROBE
     usage = summary["usage_by_backend"][specs(server.url)[provider]]
     assert usage["calls"] == run_summary["calls"] and usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0
 
@@ -179,9 +180,7 @@ def test_the_adaptive_limiter_shrinks_under_overload_and_recovers(standin_server
 
 
 def test_a_rerun_comes_from_the_cache_with_no_request(tmp_path: Path, standin_server: Any) -> None:
-    """Synchronous rounds resolve in draw order, so a run is a function of its seed and its
-    answers (under continuous draws, which agents are idle depends on the order answers
-    arrive: a rerun may ask questions the first run never asked)."""
+    """A run is a function of its seed and its answers, so a rerun asks nothing new."""
     server = standin_server(capacity=8)
     cache = tmp_path / "cache.db"
     first = run(tmp_path / "first", specs(server.url)["tgi"], cache_path=cache, scenario=game(pairing="rounds"))
@@ -223,24 +222,35 @@ def test_replay_answers_a_recorded_experiment_from_the_cache_alone(tmp_path: Pat
     assert failed["status"] == "failed", "the run stopped by the miss is recorded as such"
 
 
-def test_max_calls_stops_the_run_cleanly_with_everything_recorded(tmp_path: Path, standin_server: Any) -> None:
+def test_max_calls_is_hard_and_resume_with_a_higher_budget_continues_exactly(tmp_path: Path,
+                                                                             standin_server: Any) -> None:
     server = standin_server(capacity=8)
     out = tmp_path / "out"
-    summary = run(out, specs(server.url)["tgi"], scenario=game(max_rounds=50, max_in_flight=2), max_calls=10)
+    scenario = game(max_rounds=6, max_in_flight=4)
+    with pytest.raises(BudgetExhausted, match="--max-calls 10 reached"):
+        run(out, specs(server.url)["tgi"], scenario=scenario, max_calls=10, cache=False)
+    assert server.stats.requests <= 10, "a request past the budget was sent"
+    summary = json.loads((out / "summary.json").read_text())
     (run_summary,) = summary["runs"]
-    assert run_summary["status"] == "done" and run_summary["stop_reason"] == "max_calls"
-    assert summary["budget"]["stopped_by"] == "max_calls"
-    assert 10 <= run_summary["calls"] <= 10 + 2 * 2, "at most the encounters in flight finish after the limit"
-    assert_complete(out, summary)
-    assert server.stats.answered == run_summary["calls"]
+    assert run_summary["status"] == "stopped" and run_summary["stop_reason"] == "max_calls"
+    assert summary["budget"]["stopped_by"] == "max_calls" and summary["budget"]["calls"] == 10
+    assert [(row["status"], row["stop_reason"]) for row in Store(out).runs()] == [("stopped", "max_calls")]
+    # The budget is the experiment's: --resume with a higher one continues where it stopped,
+    # and the result is the uninterrupted run's.
+    run(out, specs(server.url)["tgi"], scenario=scenario, max_calls=10_000, cache=False, resume=True)
+    run(tmp_path / "whole", specs(server.url)["tgi"], scenario=scenario, cache=False)
+    assert recorded(out) == recorded(tmp_path / "whole")
+    assert json.loads((out / "summary.json").read_text())["runs"][0]["status"] == "done"
 
 
 def test_max_cost_stops_the_run_from_the_price_table(tmp_path: Path, standin_server: Any) -> None:
     server = standin_server(capacity=8)
     register_price("priced-model", 1000.0, 1000.0)  # dollars per million tokens: a call costs about 0.28
-    summary = run(tmp_path / "out", f"openai:priced-model@{server.url}/v1", scenario=game(max_rounds=50, max_in_flight=2),
-                  max_cost_usd=2.0)
+    with pytest.raises(BudgetExhausted, match="--max-cost 2 reached"):
+        run(tmp_path / "out", f"openai:priced-model@{server.url}/v1", scenario=game(max_rounds=50, max_in_flight=2),
+            max_cost_usd=2.0)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     (run_summary,) = summary["runs"]
-    assert run_summary["stop_reason"] == "max_cost"
-    assert 2.0 <= run_summary["cost_usd"] < 2.0 + 5 * 0.3
+    assert run_summary["stop_reason"] == "max_cost" and run_summary["status"] == "stopped"
+    assert 0.5 < run_summary["cost_usd"] <= 2.0, "no request that could pass the budget was sent"
     assert summary["usage_by_backend"][f"openai:priced-model@{server.url}/v1"]["cost_usd"] == run_summary["cost_usd"]

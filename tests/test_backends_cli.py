@@ -87,8 +87,9 @@ def test_a_mixed_population_of_two_backends_records_each_agents_model(tmp_path: 
     assert set(by_model) == {openai_spec, tgi_spec}
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["usage_by_backend"]) == {openai_spec, tgi_spec}
-    assert server.stats.by_route["openai"] == by_model[openai_spec]
-    assert server.stats.by_route["tgi"] == by_model[tgi_spec]
+    probe = 1  # each backend's start-up probe
+    assert server.stats.by_route["openai"] == by_model[openai_spec] + probe
+    assert server.stats.by_route["tgi"] == by_model[tgi_spec] + probe
     assert_user_error(cli(NAMING, "--population", f"{openai_spec}=5,{tgi_spec}=2", "--out", str(tmp_path / "bad"),
                           *QUICK, env=environment()), "add up to 7", "agents=8")
 

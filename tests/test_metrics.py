@@ -23,9 +23,12 @@ def test_moving_sum_keeps_the_last_values_and_a_shorter_window() -> None:
     assert window.full and window.count == 4
 
 
+EVERYONE_A = [(2 * i, "A", 2 * i + 1, "A") for i in range(5)]  # all ten agents say A once
+
+
 def test_consensus_needs_a_full_window_at_the_threshold() -> None:
     metrics = ConventionMetrics(population=10, success_window=10, consensus_window=30, threshold=0.95)
-    feed(metrics, [(0, "A", 1, "A")] * 29)
+    feed(metrics, EVERYONE_A + [(0, "A", 1, "A")] * 24)
     assert metrics.consensus is None, "29 interactions cannot fill a window of 3N = 30"
     feed(metrics, [(2, "A", 3, "A")], start=29)
     assert metrics.consensus is not None and metrics.consensus.t == 29 and metrics.consensus.name == "A"
@@ -33,10 +36,36 @@ def test_consensus_needs_a_full_window_at_the_threshold() -> None:
 
 def test_consensus_waits_until_failures_leave_the_window() -> None:
     metrics = ConventionMetrics(population=10, success_window=10, consensus_window=30, threshold=0.95)
-    feed(metrics, [(0, "A", 1, "B")] * 2 + [(0, "B", 1, "B")] * 28)  # 28/30 = 0.933
+    everyone_b = [(2 * i, "B", 2 * i + 1, "B") for i in range(5)]
+    feed(metrics, [(0, "A", 1, "B")] * 2 + everyone_b + [(0, "B", 1, "B")] * 23)  # 28/30 = 0.933
     assert metrics.consensus is None
     feed(metrics, [(0, "B", 1, "B")], start=30)  # 29/30 = 0.967
     assert metrics.consensus is not None and metrics.consensus.t == 30 and metrics.consensus.name == "B"
+
+
+def test_consensus_means_agreement_not_success() -> None:
+    """Two cliques joined by one edge: each succeeds within itself, all the time, on its own
+    name; success is 100% but half the population says A and half B. No consensus."""
+    metrics = ConventionMetrics(population=10, success_window=10, consensus_window=30, threshold=0.95)
+    cliques = [(0, "A", 1, "A"), (2, "A", 3, "A"), (1, "A", 4, "A"), (5, "B", 6, "B"), (7, "B", 8, "B"), (9, "B", 5, "B")]
+    feed(metrics, cliques * 20)
+    assert metrics.success_rate == 1.0
+    assert metrics.agreement == 0.5
+    assert metrics.consensus is None
+    # Then the B clique comes round to A: consensus, on A, once nine of ten say it.
+    feed(metrics, [(5, "A", 0, "A"), (6, "A", 1, "A"), (7, "A", 2, "A")], start=120)
+    assert metrics.consensus is None and metrics.agreement == 0.8
+    feed(metrics, [(8, "A", 3, "A")], start=123)
+    assert metrics.agreement == 0.9 and metrics.consensus is None  # below 0.95
+    feed(metrics, [(9, "A", 4, "A")], start=124)
+    assert metrics.agreement == 1.0 and metrics.consensus is not None and metrics.consensus.name == "A"
+
+
+def test_agreement_leaves_the_committed_out() -> None:
+    metrics = ConventionMetrics(population=6, committed=frozenset({4, 5}), alternative="Q", success_window=6,
+                                consensus_window=6)
+    feed(metrics, [(0, "M", 1, "M"), (2, "M", 4, "Q"), (3, "M", 5, "Q")])
+    assert metrics.agreement == 1.0 and metrics.agreed_name() == "M"  # four of four non-committed say M
 
 
 def test_success_rate_is_over_the_success_window() -> None:

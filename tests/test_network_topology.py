@@ -15,9 +15,9 @@ from helpers import ROOT, run_experiment, run_model
 from agentsim.analysis.networks import network_section
 from agentsim.cli import load_scenario
 from agentsim.errors import ParameterError
-from agentsim.games.inventory_naming import MinimalNamingGame
-from agentsim.games.minimal_naming import run_to_consensus
-from agentsim.games.network_naming import NETWORKS, NetworkNamingGame
+from agentsim.games.theory import MinimalNamingGame
+from agentsim.games.theory import run_to_consensus
+from agentsim.games.naming import NETWORKS, NetworkNamingGame
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 
@@ -78,7 +78,7 @@ def test_the_ring_converges_slower_than_the_complete_graph_with_stand_in_agents(
     ({"topologies": ("ring", "torus")}, "unknown topology 'torus'"),
     ({"mean_degree": 3}, "mean_degree must be even"),
     ({"agents": 23, "topologies": ("lattice",)}, "23 is prime"),
-    ({"pairing": "continuous"}, "pairs along edges"),
+    ({"pairing": "sequential"}, "pairs along edges"),
 ])
 def test_impossible_networks_are_refused(settings: dict[str, object], message: str) -> None:
     with pytest.raises(ParameterError, match=message):

@@ -12,7 +12,7 @@ import pytest
 from helpers import JitteryStandIn, dump, run_experiment
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming_standin import NamingStandIn
+from agentsim.games.naming import NamingStandIn
 from agentsim.seeding import derive_seed, shuffled, unit_uniforms
 
 
@@ -49,7 +49,7 @@ def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memo
 def test_max_in_flight_one_is_the_sequential_process(tmp_path: Path, jittery: bool, bias: float) -> None:
     names = ("Q", "M", "F", "J")
     interactions = 12 * 40
-    game = NamingGame(agents=24, names=names, memory_length=5, pairing="continuous", max_in_flight=1,
+    game = NamingGame(agents=24, names=names, memory_length=5, pairing="sequential", max_in_flight=1,
                       stop_at="none", max_rounds=40, standin_bias_name="M", standin_bias=bias, standin_noise=0.05)
     backend = (lambda scenario: JitteryStandIn(scenario.standin_rules())) if jittery else None
     run_experiment(game, tmp_path / "run", seed=5, backend=backend)

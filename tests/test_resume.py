@@ -49,7 +49,7 @@ def interrupt_midway(out: Path, pairing: str, how: signal.Signals) -> subprocess
     return process.returncode, stderr  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("pairing", ["rounds", "continuous"])
+@pytest.mark.parametrize("pairing", ["rounds", "sequential"])
 def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path, pairing: str) -> None:
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert cli(SCENARIO, "--out", str(whole), *settings(pairing), timeout=120).returncode == 0
@@ -66,12 +66,12 @@ def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Pat
 
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    assert cli(SCENARIO, "--out", str(whole), *settings("continuous"), timeout=120).returncode == 0
-    code, stderr = interrupt_midway(stopped, "continuous", signal.SIGINT)
+    assert cli(SCENARIO, "--out", str(whole), *settings("sequential"), timeout=120).returncode == 0
+    code, stderr = interrupt_midway(stopped, "sequential", signal.SIGINT)
     assert code == 130, stderr
     assert "interrupted" in stderr and "--resume" in stderr
     assert "Traceback" not in stderr
     statuses = {row[4] for row in dump(stopped / "agentsim.db")["runs"]}
     assert statuses == {"interrupted"}
-    assert cli(SCENARIO, "--out", str(stopped), "--resume", *settings("continuous"), timeout=120).returncode == 0
+    assert cli(SCENARIO, "--out", str(stopped), "--resume", *settings("sequential"), timeout=120).returncode == 0
     assert dump(stopped / "agentsim.db") == dump(whole / "agentsim.db")

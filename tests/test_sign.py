@@ -14,7 +14,7 @@ from helpers import ROOT, cli, run_experiment, run_model
 
 from agentsim.errors import ParameterError
 from agentsim.games.sign import SignGame, SignSituation, sign_grid
-from agentsim.games.sign_schema import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, lexicon
+from agentsim.games.sign import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, lexicon
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
@@ -164,7 +164,7 @@ def test_lose_shift_adopts_the_partners_name_with_probability_alpha() -> None:
     def meet(first_die: float, second_die: float, said: tuple[str | None, str | None]) -> tuple[str, str]:
         first.current, second.current = "C1", "C2"
         drawn = (SignSituation(game.names, "C1", (), 1, 0, first_die), SignSituation(game.names, "C2", (), 1, 1, second_die))
-        game.resolve(model, Encounter(0, 0, (first, second), drawn), (Decision(said[0]), Decision(said[1])))
+        game.resolve(model, Encounter(0, 0, (first, second), views=drawn), (Decision(said[0]), Decision(said[1])))
         return first.current, second.current
 
     assert meet(0.49, 0.51, ("C1", "C2")) == ("C2", "C2")  # the first shifts (die < alpha), the second stays
@@ -242,7 +242,7 @@ def test_the_scenario_file_runs_its_grid_and_the_analysis_draws_it(tmp_path: Pat
     for name in ("sign_agreement.png", "sign_tokens.png", "sign_agreement_table.csv", "sign_compliance.csv"):
         assert (out / "sign" / name).stat().st_size > 0
     table = (out / "sign" / "sign_agreement_table.csv").read_text().splitlines()
-    assert table[0] == "N,K,NL,NL-SW,Schema" and len(table) == 4
+    assert table[0] == "experiment,N,K,NL,NL-SW,Schema" and len(table) == 4
 
 
 def test_a_bad_parameter_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ def test_every_prompt_is_rebuilt_exactly_from_the_store(tmp_path: Path, prompt: 
         return backends[-1]
 
     game = NamingGame(agents=16, pool_size=4, prompt=prompt, stop_at="none", max_rounds=12, standin_invalid_rate=0.3,
-                      max_reasks=2, pairing="continuous", max_in_flight=3)
+                      max_reasks=2, pairing="sequential", max_in_flight=3)
     run_experiment(game, tmp_path / "out", seed=9, backend=recording)
     store = Store(tmp_path / "out")
     scenario = game.for_experiment(9)

@@ -1,73 +1,112 @@
-"""Accounting at the outside of every backend's stack: each answer's cost, and the
-experiment's budget.
+"""Accounting: each answer's cost, and the experiment's budget.
 
-`AccountedModel` prices each answer that reached the backend (a cache hit costs nothing) and
-charges it to the shared `Budget`. When `--max-calls` or `--max-cost` is reached the budget
-tells every run (through the callbacks the runner registers) to stop opening encounters;
-encounters already in flight finish and are recorded, so the overshoot is bounded by the
-calls in flight. Per-run, per-backend counts (calls, tokens, cost, cache hits, retries,
-errors, latency) are kept by the policy in `agentsim.usage`.
+`--max-calls` and `--max-cost` are hard limits on what is sent. The budget is checked where a
+request leaves for the server (health.BackendGuard, inside the limiter and the retries, so
+every attempt counts and a cache hit costs nothing): a request that would pass the budget is
+not sent, and `BudgetExhausted` stops every run, keeping its open encounters so that `--resume`
+with a higher budget continues exactly. Before a request is sent its cost is reserved at the
+most it can cost (the prompt's estimated tokens and the whole `max_tokens` at the model's
+price); once answered, the reservation is replaced by what it cost. The budget counts the
+whole experiment: a resumed one starts from what was spent before (`spent`).
+
+`AccountedModel` puts each answer's cost on the completion for the per-run usage counts
+(`agentsim.usage`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..errors import ParameterError
-from .base import Completion, LanguageModel, Request
-from .prices import cost_usd
+from ..errors import BackendError, BudgetExhausted, ParameterError
+from .base import Completion, LanguageModel, Request, estimate_tokens
+from .prices import cost_usd, price_of
+
+if TYPE_CHECKING:
+    from .health import BackendHealth
+
+
+def estimate_cost(model: str, request: Request, completion: Completion | None = None) -> float:
+    """What `request` can cost at most (or, given its completion, what it cost)."""
+    if completion is not None:
+        return cost_usd(model, completion.prompt_tokens, completion.completion_tokens)
+    prompt_price, completion_price = price_of(model)
+    if not prompt_price and not completion_price:
+        return 0.0
+    prompt_tokens = sum(estimate_tokens(message.content) for message in request.messages)
+    return (prompt_price * prompt_tokens + completion_price * request.sampling.max_tokens) / 1e6
 
 
 @dataclass(kw_only=True)
 class Budget:
     max_calls: int | None = None
     max_cost_usd: float | None = None
-    calls: int = 0
-    cost_usd: float = 0.0
+    calls: int = 0  # requests sent (reserved), retries included
+    cost_usd: float = 0.0  # spent, plus what requests in flight may still cost
     reason: str | None = None
-    listeners: list[Callable[[str], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.max_calls is not None and self.max_calls < 1:
-            raise ParameterError(f"--max-calls must be at least 1 (got {self.max_calls})")
-        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
-            raise ParameterError(f"--max-cost must be > 0 dollars (got {self.max_cost_usd})")
+        if self.max_calls is not None and not 1 <= self.max_calls <= 10**12:
+            raise ParameterError(f"--max-calls must be between 1 and 10^12 (got {self.max_calls})")
+        if self.max_cost_usd is not None and not (math.isfinite(self.max_cost_usd) and self.max_cost_usd > 0):
+            raise ParameterError(f"--max-cost must be a finite number of dollars > 0 (got {self.max_cost_usd})")
 
-    def charge(self, cost: float) -> None:
+    @property
+    def limited(self) -> bool:
+        return self.max_calls is not None or self.max_cost_usd is not None
+
+    def reserve(self, cost: float) -> None:
+        """Count a request about to be sent, or refuse it if it would pass the budget."""
+        if self.max_calls is not None and self.calls + 1 > self.max_calls:
+            self._refuse("max_calls", f"--max-calls {self.max_calls} reached ({self.calls} requests sent)")
+        if self.max_cost_usd is not None and self.cost_usd + cost > self.max_cost_usd:
+            self._refuse("max_cost", f"--max-cost {self.max_cost_usd:g} reached (${self.cost_usd:.4f} spent or "
+                                     f"reserved, the next request may cost ${cost:.4f})")
         self.calls += 1
         self.cost_usd += cost
-        if self.reason is None:
-            if self.max_calls is not None and self.calls >= self.max_calls:
-                self._exhausted("max_calls")
-            elif self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-                self._exhausted("max_cost")
 
-    def _exhausted(self, reason: str) -> None:
-        self.reason = reason
-        for listener in self.listeners:
-            listener(reason)
+    def release(self, cost: float) -> None:
+        """A reserved request failed before the server did any work worth billing."""
+        self.cost_usd -= cost
 
-    def on_exhausted(self, listener: Callable[[str], None]) -> None:
-        self.listeners.append(listener)
-        if self.reason is not None:
-            listener(self.reason)
+    def settle(self, reserved: float, actual: float) -> None:
+        self.cost_usd += actual - reserved
+
+    def _refuse(self, reason: str, message: str) -> None:
+        self.reason = self.reason or reason
+        raise BudgetExhausted(message, reason=reason)
+
+    def spent(self) -> dict[str, float]:
+        return {"calls": self.calls, "cost_usd": round(self.cost_usd, 6)}
+
+    def restore(self, spent: dict[str, float]) -> None:
+        """Start from what an earlier session of the same experiment spent."""
+        self.calls = int(spent.get("calls", 0))
+        self.cost_usd = float(spent.get("cost_usd", 0.0))
 
 
 class AccountedModel:
-    def __init__(self, inner: LanguageModel, budget: Budget, *, model: str) -> None:
+    def __init__(self, inner: LanguageModel, budget: Budget, *, model: str, health: BackendHealth | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.immediate = inner.immediate
         self.budget = budget
         self.model = model
+        self.health = health  # the backend's BackendHealth: the policy reports its decisions to it
 
     async def complete(self, request: Request) -> Completion:
-        completion = await self.inner.complete(request)
+        try:
+            completion = await self.inner.complete(request)
+        except BackendError as error:
+            if self.health is not None:
+                self.health.call_ended(error)
+            raise
         if not completion.cached:
+            if self.health is not None:
+                self.health.call_ended(None)
             completion.cost_usd = cost_usd(completion.model or self.model, completion.prompt_tokens,
                                            completion.completion_tokens)
-            self.budget.charge(completion.cost_usd)
         return completion
 
     async def aclose(self) -> None:

@@ -16,6 +16,7 @@ is a one-line error naming it.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BackendSpecError, ParameterError
 from .accounting import Budget
 from .base import LanguageModel
+from .health import HealthPolicy
 from .limiter import Limits
 from .retries import RetryPolicy
 from .standin import NAME as STAND_IN
@@ -55,10 +57,11 @@ class BackendOptions:
     replay: bool = False
     max_calls: int | None = None
     max_cost_usd: float | None = None
+    health: HealthPolicy = field(default_factory=HealthPolicy)
 
     def __post_init__(self) -> None:
-        if self.timeout_s <= 0:
-            raise ParameterError(f"--timeout must be > 0 seconds (got {self.timeout_s})")
+        if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
+            raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
         if self.replay and not self.cache:
             raise ParameterError("--replay answers from the cache; drop --no-cache")
 
@@ -165,7 +168,7 @@ def parse_population(text: str) -> list[tuple[str, int]]:
 
 
 def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | None = None,
-                  budget: Budget | None = None) -> LanguageModel:
+                  budget: Budget | None = None, on_warning: Callable[[str], None] | None = None) -> LanguageModel:
     """A ready backend for `text`: the bare provider, wrapped in the stack unless it answers in
     process without suspending (the stand-in)."""
     from .stack import wrap
@@ -175,4 +178,4 @@ def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | 
     backend = PROVIDERS[spec.provider](spec, scenario, options)
     if backend.immediate:
         return backend
-    return wrap(backend, spec, options, budget or Budget())
+    return wrap(backend, spec, options, budget or Budget(), on_warning)

@@ -1,21 +1,24 @@
 """The wrappers around a backend, composed in one place.
 
-    Accounted( Cached( Retrying( Limited( provider ) ) ) )
+    Accounted( Cached( Retrying( Limited( Guard( provider ) ) ) ) )
 
-From the outside in: accounting prices each answer and charges the budget; the cache answers
-what it has seen (a hit costs no call, no retry, no slot); retries ask again after transient
-failures; the limiter admits each attempt (so a 429 shrinks the cap, and a call waiting out
-its backoff holds no slot); the provider speaks HTTP or runs the model. Each is a
-`LanguageModel`, tested alone.
+From the outside in: accounting prices each answer; the cache answers what it has seen (a hit
+costs no call, no retry, no slot); retries ask again after transient failures; the limiter
+admits each attempt (so a 429 shrinks the cap, and a call waiting out its backoff holds no
+slot); the guard (llm/health.py) probes the backend before its first request, keeps the
+circuit breaker and reserves each request in the budget before it is sent; the provider
+speaks HTTP or runs the model. Each is a `LanguageModel`, tested alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .accounting import AccountedModel, Budget
 from .base import LanguageModel
 from .cache import CachedModel, ResponseStore, default_cache_path
+from .health import BackendGuard, BackendHealth
 from .limiter import LimitedModel
 from .retries import RetryingModel
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from .specs import BackendOptions, BackendSpec
 
 _STORES: dict[str, ResponseStore] = {}
+REMOTE = frozenset({"openai", "anthropic", "tgi"})  # providers reached over the network: probed at start-up
 
 
 def response_store(options: BackendOptions) -> ResponseStore:
@@ -34,14 +38,18 @@ def response_store(options: BackendOptions) -> ResponseStore:
     return store
 
 
-def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, budget: Budget) -> LanguageModel:
-    limited = LimitedModel(backend, options.limits)
+def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, budget: Budget,
+         on_warning: Callable[[str], None] | None = None) -> LanguageModel:
+    health = BackendHealth(spec.text, options.health, on_warning)
+    guard = BackendGuard(backend, health, budget, model=spec.target, probe=spec.provider in REMOTE,
+                         probe_deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
+    limited = LimitedModel(guard, options.limits)
     model: LanguageModel = RetryingModel(limited, options.retry)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
                             model=spec.target, replay=options.replay)
-    return AccountedModel(model, budget, model=spec.target)
+    return AccountedModel(model, budget, model=spec.target, health=health)
 
 
 def layer(model: LanguageModel, kind: type) -> object | None:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..agents import PopulationAgent
-from ..model import PopulationModel
-from ..params import require
-from ..scheduler import Encounter
-from ..seeding import shuffled
-from .naming import Memory, NamingGame, NamingParams, NamingSituation
+from ...agents import PopulationAgent
+from ...model import PopulationModel
+from ...params import require
+from ...scheduler import Encounter
+from .game import Memory, NamingGame, NamingParams, NamingSituation
 
 
 class FirstChoiceProbe(NamingGame):
@@ -71,16 +70,12 @@ class StrategyProbe(NamingGame):
             found.extend(itertools.product(entries, repeat=length))
         return tuple(found)
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
-        names, rng, configurations = self.names, model.random, self.configurations
-        views = []
-        for position, agent in enumerate(encounter.agents):
-            if agent.committed:
-                views.append(None)
-                continue
-            memory = configurations[(2 * encounter.t + position) % len(configurations)]
-            views.append(NamingSituation(shuffled(rng, names), memory))
-        return tuple(views)
+    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
+        """Each asked agent's options, with configuration 2t + its position as its memory."""
+        configurations = self.configurations
+        return tuple(None if options is None else
+                     NamingSituation(options, configurations[(2 * encounter.t + position) % len(configurations)])
+                     for position, options in enumerate(encounter.drawn))
 
     def remember(self, agent: PopulationAgent, own: str | None, partner: str | None, payoff: int) -> None:
         return None

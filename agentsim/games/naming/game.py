@@ -22,21 +22,21 @@ from functools import cached_property
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from ..agents import PopulationAgent
-from ..kept import Kept
-from ..llm.base import Message, Sampling
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..params import Params, require
-from ..policies import CommittedPolicy, LLMPolicy, Policy
-from ..prompts import PromptTemplate
-from ..records import Decision, EncounterRecord, Move
-from ..scenario import Parsed, Scenario
-from ..seeding import shuffled
-from ..scheduler import DrawPairing, Encounter, Pairing, RoundPairing
-from ..topology import Topology, TopologyKind
+from ...agents import PopulationAgent
+from ...kept import Kept
+from ...llm.base import Message, Sampling
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...params import Params, require
+from ...policies import CommittedPolicy, LLMPolicy, Policy
+from ...prompts import PromptTemplate
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed, Scenario
+from ...seeding import shuffled
+from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
+from ...topology import Topology, TopologyKind
 from .answers import AnswerReader
-from .naming_standin import NamingStandIn
+from .standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
 _new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)
@@ -62,8 +62,8 @@ class NamingParams(Params):
     max_reasks: int = 2  # re-asks with a reminder after an unusable reply
     fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
     # who meets whom
-    pairing: Literal["rounds", "continuous", "network"] = "continuous"
-    max_in_flight: int = 8
+    pairing: Literal["sequential", "network", "rounds"] = "sequential"
+    max_in_flight: int = 64  # encounters asked at once (never changes the run); --max-in-flight caps calls
     topology: TopologyKind = "complete"
     topology_degree: int = 4
     topology_probability: float = 0.1
@@ -118,8 +118,8 @@ class NamingParams(Params):
                     f"{self.committed_count()} committed agents leave no uncommitted agent among agents={self.agents}; "
                     f"lower committed or use committed_mode=add")
         require(self.stop_at != "flip" or self.committed_count() > 0, "stop_at=flip needs a committed minority (set committed)")
-        require(self.pairing != "continuous" or self.topology == "complete",
-                "pairing=continuous draws partners from the whole population; use pairing=network (or rounds) with a topology")
+        require(self.pairing != "sequential" or self.topology == "complete",
+                "pairing=sequential draws partners from the whole population; use pairing=network (or rounds) with a topology")
         for name, value in (("standin_bias", self.standin_bias), ("standin_noise", self.standin_noise),
                             ("standin_invalid_rate", self.standin_invalid_rate)):
             require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
@@ -217,7 +217,7 @@ class NamingGame(Scenario[NamingParams]):
             committed = CommittedPolicy(self.committed_name())
             if params.committed_mode == "replace":
                 for index in sorted(model.random.sample(range(params.agents), count)):
-                    model.population[index].policy = committed
+                    model.agents[index].policy = committed
             majority = self.majority_name()
             if majority is not None:
                 self.fill_consensus(model, majority)
@@ -236,30 +236,32 @@ class NamingGame(Scenario[NamingParams]):
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""
         entry = (name, name, self.payoff(name, name))
-        for agent in model.population:
+        for agent in model.agents:
             agent.memory.extend([entry] * self.params.memory_length)
 
     def pairing(self, model: PopulationModel) -> Pairing:
         params = self.params
-        size = len(model.population)
+        size = len(model.agents)
         graph = None
         if params.topology != "complete" or params.pairing == "network":
             graph = params.graph_topology().build(size, model.random.getrandbits(32))
         if params.pairing == "rounds":
             return RoundPairing(graph)
-        return DrawPairing(params.max_in_flight, graph)
+        return SequentialPairing(params.max_in_flight, graph)
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
-        """Each asked agent's view: its memory and the option list in a fresh random order."""
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
+        """Each asked agent's option list, in a fresh random order."""
         names, rng = self.params.names or self.names, model.random
-        return tuple([
-            None if agent.committed else _new_tuple(NamingSituation, (shuffled(rng, names), tuple(agent.memory)))
-            for agent in encounter.agents
-        ])
+        return tuple([None if agent.committed else shuffled(rng, names) for agent in encounter.agents])
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
+        """Each asked agent's view: its options and its memory."""
+        return tuple([None if options is None else _new_tuple(NamingSituation, (options, tuple(agent.memory)))
+                      for agent, options in zip(encounter.agents, encounter.drawn)])
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
         first, second = encounter.agents
-        first_view, second_view = encounter.drawn
+        first_view, second_view = encounter.views
         if first.policy.immediate and second.policy.immediate:
             return await first.astep(first_view), await second.astep(second_view)
         first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
@@ -425,8 +427,8 @@ class NamingGame(Scenario[NamingParams]):
     def convention_settings(self, model: PopulationModel) -> dict[str, Any]:
         """The windows and thresholds of the convention metrics, for subclasses that measure more."""
         params = self.params
-        size = len(model.population)
-        committed = frozenset(agent.index for agent in model.population if agent.committed)
+        size = len(model.agents)
+        committed = frozenset(agent.index for agent in model.agents if agent.committed)
         return {
             "population": size,
             "committed": committed,

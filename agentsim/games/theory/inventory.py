@@ -14,7 +14,7 @@ With `names=("A", "B")`, `majority_name` and a committed minority this is the bi
 game of Xie et al., PRE 84, 011130 (2011): everyone starts knowing only the majority word, the
 committed agents only the alternative, and committed agents never change.
 
-The numpy fast path with the same dynamics is `agentsim.games.minimal_naming`.
+The numpy fast path with the same dynamics is `agentsim.games.theory.minimal`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..agents import PopulationAgent
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..policies import CommittedPolicy, RulePolicy
-from ..records import Decision, EncounterRecord, Move
-from ..scheduler import Encounter
-from .naming import NamingGame, NamingParams, NamingSituation
+from ...agents import PopulationAgent
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...policies import CommittedPolicy, RulePolicy
+from ...records import Decision, EncounterRecord, Move
+from ...scheduler import Encounter
+from ..naming.game import NamingGame, NamingParams, NamingSituation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,25 +107,29 @@ class MinimalNamingGame(NamingGame):
         committed = CommittedPolicy(self.committed_name())
         if params.committed_mode == "replace":
             for index in sorted(model.random.sample(range(params.agents), count)):
-                model.population[index].policy = committed
+                model.agents[index].policy = committed
         else:
             for _ in range(count):
                 PopulationAgent(model, committed, memory_length=None)
         majority = self.majority_name()
         if majority is not None:
             self.fill_consensus(model, majority)
-        for agent in model.population:
+        for agent in model.agents:
             if agent.committed:
                 agent.memory.clear()
                 agent.memory.append(self.committed_name())
 
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every inventory holds just `name`."""
-        for agent in model.population:
+        for agent in model.agents:
             agent.memory.clear()
             agent.memory.append(name)
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, None]:
+    def draw(self, model: PopulationModel, encounter: Encounter) -> None:
+        """Nothing: the speaker's dice come from its call seed."""
+        return None
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, None]:
         """The speaker's view: its inventory, and what it would invent from."""
         speaker = encounter.agents[0]
         if speaker.committed:
@@ -135,7 +139,7 @@ class MinimalNamingGame(NamingGame):
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
         speaker = encounter.agents[0]
-        return await speaker.astep(encounter.drawn[0]), Decision(None)
+        return await speaker.astep(encounter.views[0]), Decision(None)
 
     def resolve(self, model: PopulationModel, encounter: Encounter,
                 decisions: tuple[Decision, Decision]) -> EncounterRecord:
@@ -167,7 +171,7 @@ class MinimalNamingGame(NamingGame):
                                [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
 
     def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
-        return InventoryMetrics(inventories=[list(agent.memory) for agent in model.population],
+        return InventoryMetrics(inventories=[list(agent.memory) for agent in model.agents],
                                 **self.convention_settings(model))
 
     def stop_reason(self, model: PopulationModel) -> str | None:

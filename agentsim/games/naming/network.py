@@ -22,12 +22,12 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..params import require
-from ..scheduler import DrawPairing, Pairing, RoundPairing
-from ..topology import Topology
-from .naming import NamingGame, NamingParams
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...params import require
+from ...scheduler import Pairing, RoundPairing, SequentialPairing
+from ...topology import Topology
+from .game import NamingGame, NamingParams
 
 NETWORKS = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
 
@@ -38,7 +38,7 @@ class NetworkNamingParams(NamingParams):
     mean_degree: int = 4  # ring and small-world neighbours, 2 × Barabási-Albert edges, Erdős-Rényi mean
     rewiring: float = 0.1  # small-world rewiring probability
     agreement_threshold: float = 1.0
-    pairing: Literal["rounds", "continuous", "network"] = "network"
+    pairing: Literal["sequential", "network", "rounds"] = "network"
     stop_at: Literal["consensus", "flip", "none"] = "consensus"
 
     def validate(self) -> None:
@@ -46,7 +46,7 @@ class NetworkNamingParams(NamingParams):
         require(bool(self.topologies), "topologies must name at least one graph family")
         for kind in self.topologies:
             require(kind in NETWORKS, f"unknown topology '{kind}'; choose among {', '.join(NETWORKS)}")
-        require(self.pairing != "continuous", "the network scenario pairs along edges: use pairing=network or rounds")
+        require(self.pairing != "sequential", "the network scenario pairs along edges: use pairing=network or rounds")
         require(0 < self.agreement_threshold <= 1, f"agreement_threshold must be in (0, 1] (got {self.agreement_threshold})")
         size = self.population_size()
         require(2 <= self.mean_degree < size and self.mean_degree % 2 == 0,
@@ -93,11 +93,11 @@ class NetworkNamingGame(NamingGame):
 
     def pairing(self, model: PopulationModel) -> Pairing:
         params = self.params
-        size = len(model.population)
+        size = len(model.agents)
         topology = family_topology(self.topology_of(model), size, mean_degree=params.mean_degree, rewiring=params.rewiring)
         graph = connected_graph(topology, size, model.random.getrandbits(32))
         model.graph = graph  # type: ignore[attr-defined]  # for summaries; rebuilt identically on resume
-        return RoundPairing(graph) if params.pairing == "rounds" else DrawPairing(params.max_in_flight, graph)
+        return RoundPairing(graph) if params.pairing == "rounds" else SequentialPairing(params.max_in_flight, graph)
 
     def new_metrics(self, model: PopulationModel) -> NetworkMetrics:
         return NetworkMetrics(**self.convention_settings(model))
@@ -106,12 +106,10 @@ class NetworkNamingGame(NamingGame):
         metrics: NetworkMetrics = model.metrics
         if metrics.agreement_round is None and self._agreed(model):
             metrics.agreement_round = model.rounds_done
-            if self.params.stop_at == "consensus":
-                model.request_stop("agreement")
 
     def _agreed(self, model: PopulationModel) -> bool:
         metrics: NetworkMetrics = model.metrics
-        everyone_spoke = len(metrics.current) == len(model.population)
+        everyone_spoke = len(metrics.current) == len(model.agents)
         return everyone_spoke and metrics.agreement >= self.params.agreement_threshold
 
     def stop_reason(self, model: PopulationModel) -> str | None:

@@ -35,22 +35,22 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..agents import PopulationAgent
-from ..llm.base import Grammar, Message, Sampling
-from ..model import PopulationModel
-from ..params import require
-from ..policies import LLMPolicy
-from ..prompts import PromptTemplate
-from ..records import Decision, EncounterRecord, Move
-from ..scenario import Parsed
-from ..scheduler import Encounter
-from .naming import DRAWN_POOL_SIZE, NamingGame, NamingParams
-from .sign_metrics import THRESHOLDS, SignMetrics
-from .sign_schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
-from .sign_standin import SignStandIn
+from ...agents import PopulationAgent
+from ...llm.base import Grammar, Message, Sampling
+from ...model import PopulationModel
+from ...params import require
+from ...policies import LLMPolicy
+from ...prompts import PromptTemplate
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed
+from ...scheduler import Encounter
+from ..naming.game import DRAWN_POOL_SIZE, NamingGame, NamingParams
+from .metrics import THRESHOLDS, SignMetrics
+from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .standin import SignStandIn
 
 if TYPE_CHECKING:
-    from ..policies import Policy
+    from ...policies import Policy
 
 Condition = Literal["nl", "nl-sw", "schema"]
 CONDITIONS: tuple[Condition, ...] = ("nl", "nl-sw", "schema")
@@ -83,12 +83,12 @@ class SignParams(NamingParams):
     max_tokens: int = 32
     max_reasks: int = 1
     fallback: Literal["random", "previous", "none"] = "none"
-    pairing: Literal["rounds", "continuous", "network"] = "rounds"
+    pairing: Literal["sequential", "network", "rounds"] = "rounds"
     stop_at: Literal["consensus", "flip", "none"] = "none"
     max_rounds: int = 300
     success_payoff: int = 1
     failure_payoff: int = 0
-    # the stand-in's rule (see games/sign_standin.py)
+    # the stand-in's rule (see games/sign/standin.py)
     standin_noise: float = 0.05
     standin_follow_memory: float = 0.6
     standin_free_none_rate: float = 0.15
@@ -210,18 +210,22 @@ class SignGame(NamingGame):
         return LLMPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.retries(),
                           grammar=self.grammar())
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
-        """Each agent's view and its lose-shift die: one draw per agent whatever the
-        condition, so runs of the three conditions with one seed pair the same agents."""
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[float, ...]:
+        """Each agent's lose-shift die: one draw per agent whatever the condition, so runs of
+        the three conditions with one seed pair the same agents."""
         random = model.random.random
+        return tuple(random() for _ in encounter.agents)
+
+    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
+        """Each agent's view: its proposal and its partners' names, with its die."""
         return tuple(
-            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, random())
-            for agent in encounter.agents
+            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, die)
+            for agent, die in zip(encounter.agents, encounter.drawn)
         )
 
     def resolve(self, model: PopulationModel, encounter: Encounter,
                 decisions: tuple[Decision, Decision]) -> EncounterRecord:
-        agents, views = encounter.agents, encounter.drawn
+        agents, views = encounter.agents, encounter.views
         said = (decisions[0].action, decisions[1].action)
         success = said[0] is not None and said[0] == said[1]
         alpha = self.params.alpha
@@ -291,11 +295,11 @@ class SignGame(NamingGame):
 
     # --- measuring -------------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> SignMetrics:
-        size = len(model.population)
+        size = len(model.agents)
         return SignMetrics(population=size, success_window=self.params.success_window or size,
                            consensus_window=max(1, round(self.params.consensus_window * size)),
                            threshold=self.params.consensus_threshold,
-                           labels={agent.index: agent.policy.label for agent in model.population})
+                           labels={agent.index: agent.policy.label for agent in model.agents})
 
     def stop_reason(self, model: PopulationModel) -> str | None:
         return "consensus" if self.params.stop_at == "consensus" and model.metrics.consensus is not None else None
@@ -306,7 +310,7 @@ class SignGame(NamingGame):
         params = self.params
         return {
             "condition": params.condition,
-            "agents": len(model.population),
+            "agents": len(model.agents),
             "memory": params.memory_window(),
             "alpha": params.alpha,
             "lexicon_size": len(self.names),

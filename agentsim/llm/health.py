@@ -1,0 +1,238 @@
+"""Run health: a backend that cannot serve the run stops it, loudly, instead of turning every
+decision into a recorded fallback.
+
+Three checks, each ending the experiment with `BackendFailedError` (status `failed`, one line
+naming the backend and the fix, exit code 3; open encounters are kept, so `--resume` continues
+once the server is fixed):
+
+- **a start-up probe**: the first request a backend would send (the first cache miss) is
+  preceded by one tiny request (`max_tokens` 1) with a short deadline. Nothing listening, a
+  server that answers every request with 5xx or never answers: the run stops within the
+  probe's deadline instead of retrying for minutes. A 429 or an overloaded answer proves the
+  server is there. A rerun answered from the cache sends nothing, probe included.
+- **a circuit breaker** on requests (attempts, retries included): `max_consecutive_failures`
+  failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`
+  calls failing for good (after their retries).
+- **a fallback breaker** on decisions: more than `max_fallback_share` of the last `window`
+  decisions falling back (a server that answers, but with replies the game cannot read: a
+  wrong chat template, an echo, a base model).
+
+A request the server will never accept (HTTP 4xx other than 408 and 429) stops the run at once
+(faults.error_for_status). Warnings (the first error of each kind, a rising fallback share) go
+to `on_warning`: the runner sends them to the log and the live view.
+
+`BackendGuard` is the layer of the stack that sees every request just before it is sent: it
+checks the breaker, reserves the request in the budget (accounting.Budget) and runs the probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import BackendError, BackendFailedError, ParameterError
+from ..secrets import redact
+from .accounting import Budget, estimate_cost
+from .base import Completion, LanguageModel, Message, Request, Sampling
+
+# What to do about each kind of failure, for the one line the user reads.
+FIXES = {
+    "connection": "nothing answers there: start the server, or fix the URL (--base-url or the backend spec)",
+    "timeout": "no answer within --timeout: the server is stuck or overloaded; check it, or raise --timeout "
+               "or lower --max-in-flight",
+    "server": "the server answers with errors (HTTP 5xx): look at its log",
+    "overloaded": "the server keeps answering that it is overloaded: lower --max-in-flight or --rpm",
+    "rate_limited": "the API keeps refusing with HTTP 429: lower --rpm / --max-in-flight, or check the account's quota",
+    "malformed": "the answers are not the provider's API: check that the URL serves it",
+    "bad_request": "the server refuses the request itself: check the model name and the sampling parameters",
+    "error": "check the server and its log",
+}
+# Failures that say the server is there and busy: never a failed probe.
+_ALIVE = frozenset({"rate_limited", "overloaded"})
+_PROBE = Request((Message("user", "Reply with the word OK."),), Sampling(temperature=0.0, max_tokens=1), seed=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthPolicy:
+    probe: bool = True
+    probe_deadline_s: float = 45.0
+    max_consecutive_failures: int = 20
+    window: int = 100
+    max_failure_share: float = 0.5
+    max_fallback_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.probe_deadline_s) or self.probe_deadline_s <= 0:
+            raise ParameterError(f"the probe deadline must be a finite number of seconds > 0 (got {self.probe_deadline_s})")
+        if self.max_consecutive_failures < 1:
+            raise ParameterError(f"--max-consecutive-failures must be at least 1 (got {self.max_consecutive_failures})")
+        if not 1 <= self.window <= 1_000_000:
+            raise ParameterError(f"--health-window must be between 1 and 1000000 (got {self.window})")
+        for flag, value in (("--max-failure-share", self.max_failure_share),
+                            ("--max-fallback-share", self.max_fallback_share)):
+            if not (math.isfinite(value) and 0 < value <= 1):
+                raise ParameterError(f"{flag} must be a share in (0, 1] (got {value}); 1 turns the check off")
+
+
+class _Shares:
+    """The share of `True` among the last `size` observations."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.values: collections.deque[bool] = collections.deque(maxlen=size)
+        self.count = 0
+
+    def add(self, value: bool) -> float:
+        if len(self.values) == self.size:
+            self.count -= self.values[0]
+        self.values.append(value)
+        self.count += value
+        return self.count / len(self.values)
+
+    @property
+    def full(self) -> bool:
+        return len(self.values) == self.size
+
+
+class BackendHealth:
+    """One backend's health, shared by every run of the experiment."""
+
+    def __init__(self, name: str, policy: HealthPolicy, on_warning: Callable[[str], None] | None = None) -> None:
+        self.name = redact(name)
+        self.policy = policy
+        self.on_warning = on_warning
+        self.tripped: str | None = None
+        self.consecutive = 0
+        self.kinds: collections.Counter[str] = collections.Counter()  # failed attempts by kind
+        self.calls = _Shares(policy.window)
+        self.decisions = _Shares(policy.window)
+        self.warned_fallbacks = False
+
+    def check(self) -> None:
+        if self.tripped is not None:
+            raise BackendFailedError(self.tripped)
+
+    def trip(self, message: str) -> BackendFailedError:
+        if self.tripped is None:
+            self.tripped = message
+        return BackendFailedError(self.tripped)
+
+    # --- observations ------------------------------------------------------------------
+    def attempt_succeeded(self) -> None:
+        self.consecutive = 0
+
+    def attempt_failed(self, error: BackendError) -> None:
+        self.consecutive += 1
+        self.kinds[error.kind] += 1
+        if self.kinds[error.kind] == 1:
+            self.warn(f"backend '{self.name}': {redact(str(error))}; retrying")
+        if self.consecutive >= self.policy.max_consecutive_failures:
+            raise self.trip(self._line(f"{self.consecutive} requests in a row failed", error.kind))
+
+    def call_ended(self, error: BackendError | None) -> None:
+        """A call is over, answered or failed for good (its retries spent)."""
+        share = self.calls.add(error is not None)
+        if error is not None and self.calls.full and share > self.policy.max_failure_share:
+            raise self.trip(self._line(f"{self.calls.count} of the last {self.calls.size} calls failed "
+                                       f"(over --max-failure-share {self.policy.max_failure_share:g})", error.kind))
+
+    def decided(self, fallback: bool) -> None:
+        """A language-model decision is taken; `fallback` when no reply gave it."""
+        share = self.decisions.add(fallback)
+        if not fallback:
+            return
+        limit = self.policy.max_fallback_share
+        if not self.warned_fallbacks and len(self.decisions.values) >= 10 and share > limit / 2:
+            self.warned_fallbacks = True
+            self.warn(f"backend '{self.name}': {share:.0%} of recent decisions fell back "
+                      f"(the run stops above {limit:.0%})")
+        if self.decisions.full and share > limit:
+            raise self.trip(
+                f"backend '{self.name}' failed: {self.decisions.count} of the last {self.decisions.size} decisions "
+                f"fell back (replies the game cannot read, over --max-fallback-share {limit:g}); check the model and "
+                f"its chat template, or raise --max-fallback-share")
+
+    def warn(self, message: str) -> None:
+        if self.on_warning is not None:
+            self.on_warning(message)
+
+    def _line(self, what: str, kind: str) -> str:
+        return f"backend '{self.name}' failed: {what}, mostly {kind}; {FIXES.get(kind, FIXES['error'])}"
+
+
+class BackendGuard:
+    """The last layer before the provider: every request passes the breaker and the budget,
+    and a backend's first request is preceded by the start-up probe."""
+
+    def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str,
+                 probe: bool = True, probe_deadline_s: float | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.immediate = inner.immediate
+        self.health = health
+        self.budget = budget
+        self.model = model
+        self.probe_deadline_s = health.policy.probe_deadline_s if probe_deadline_s is None else probe_deadline_s
+        self._probed = not (probe and health.policy.probe)
+        self._probe_lock = asyncio.Lock()
+
+    async def complete(self, request: Request) -> Completion:
+        self.health.check()
+        if not self._probed:
+            await self._probe()
+        return await self._send(request)
+
+    async def _send(self, request: Request) -> Completion:
+        self.health.check()
+        estimate = estimate_cost(self.model, request)
+        self.budget.reserve(estimate)
+        try:
+            completion = await self.inner.complete(request)
+        except BackendError as error:
+            self.budget.release(estimate)
+            if error.kind == "bad_request":
+                raise self.health.trip(f"backend '{self.health.name}' refused a request: {redact(str(error))}; "
+                                       f"{FIXES['bad_request']}") from None
+            self.health.attempt_failed(error)
+            raise
+        except BaseException:
+            self.budget.release(estimate)
+            raise
+        self.budget.settle(estimate, estimate_cost(completion.model or self.model, request, completion))
+        self.health.attempt_succeeded()
+        return completion
+
+    async def _probe(self) -> None:
+        """One tiny request, a few attempts within the probe's deadline, before any other."""
+        async with self._probe_lock:
+            if self._probed:
+                return
+            deadline = time.monotonic() + self.probe_deadline_s
+            attempt, last = 0, None
+            while attempt < 4 and (remaining := deadline - time.monotonic()) > 0:
+                attempt += 1
+                try:
+                    async with asyncio.timeout(remaining):
+                        await self._send(_PROBE)
+                    last = None
+                    break
+                except TimeoutError:
+                    last = BackendError("no answer within the probe's deadline", kind="timeout")
+                    break
+                except BackendError as error:
+                    last = error
+                    if error.kind in _ALIVE:
+                        break
+                    await asyncio.sleep(min(0.25 * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic())))
+            if last is not None and last.kind not in _ALIVE:
+                raise self.health.trip(
+                    f"backend '{self.health.name}' failed its start-up probe ({redact(str(last))}, {attempt} attempts "
+                    f"within {self.probe_deadline_s:g} s); {FIXES.get(last.kind, FIXES['error'])}")
+            self._probed = True
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
