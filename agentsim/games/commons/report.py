@@ -56,6 +56,7 @@ def commons_section(context: ReportContext) -> None:
     ordered = sorted(groups)
     _resource_over_time(context, ordered, groups)
     _survival_curves(context, ordered, groups)
+    _catches(context, ordered, groups)
     _metrics_table(context, ordered, groups)
     _by_model_table(context, runs)
 
@@ -108,6 +109,34 @@ def _survival_curves(context: ReportContext, ordered: list[tuple[str, str, str]]
     axis.legend(fontsize=7)
     context.add_figure("commons_survival", "Survival (Kaplan-Meier)", figure, ["group", "month", "survival", "runs"], rows,
                        caption="Runs that reached the horizon, or stopped without a collapse, are censored.")
+
+
+def _catches(context: ReportContext, ordered: list[tuple[str, str, str]],
+             groups: dict[tuple[str, str, str], list[dict[str, Any]]]) -> None:
+    """Fig. 4: each villager's catch per month (mean over runs), beside the stock before fishing."""
+    columns = len(ordered)
+    figure, axes = context.figure(width=min(4.2 * columns, 16), height=3.6, ncols=columns)
+    rows = []
+    for column, group in enumerate(ordered):
+        axis = axes[0][column]
+        by_villager: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for run in groups[group]:
+            for month, caught in enumerate(run.get("catches") or [], start=1):
+                for name, amount in caught.items():
+                    by_villager[name][month].append(amount)
+        for name in sorted(by_villager):
+            months = sorted(by_villager[name])
+            means = [statistics.fmean(by_villager[name][month]) for month in months]
+            axis.plot(months, means, marker="o", markersize=2.5, linewidth=1, label=name)
+            rows += [[_label(group), name, month, round(mean, 3)] for month, mean in zip(months, means)]
+        axis.set_title(_label(group), fontsize=9)
+        axis.set_xlabel("month")
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=6)
+    axes[0][0].set_ylabel("catch (mean over runs)")
+    context.add_figure("commons_catches", "Each villager's catch per month (Fig. 4)", figure,
+                       ["group", "villager", "month", "catch"], rows,
+                       caption="With a newcomer, the last villager joins after three months.")
 
 
 def _metrics_table(context: ReportContext, ordered: list[tuple[str, str, str]],
