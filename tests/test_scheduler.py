@@ -106,16 +106,21 @@ def _sequential_run(tmp_path: Path, name: str, *, backend: Any = None, **setting
 
 
 def test_sequential_run_is_the_one_at_a_time_run_whatever_the_concurrency(tmp_path: Path) -> None:
-    """The in-process stand-in (one encounter after another, no task) against answers that
-    come back out of order with 1, 8 and 24 encounters in flight: the same run, row for row,
-    stopping at the same consensus."""
-    reference = _sequential_run(tmp_path, "immediate")
+    """Answers that come back out of order with 1, 8 and 24 encounters in flight: the same
+    run, row for row, stopping at the same consensus, having asked the same calls; and the
+    same records as the in-process stand-in, which runs one encounter after another."""
+    def jittery(salt: int) -> Any:
+        return lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=salt)
+
+    reference = _sequential_run(tmp_path, "jittery-1", max_in_flight=1, backend=jittery(1))
     assert len(reference["encounters"]) > 100
-    assert reference["runs"][0][5] == "consensus"  # stopped by its own rule: what could have started is asked too
-    for salt, in_flight in ((1, 1), (2, 8), (3, 24)):
-        jittery = _sequential_run(tmp_path, f"jittery-{in_flight}", max_in_flight=in_flight,
-                                  backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt=salt))
-        assert jittery == reference, f"max_in_flight={in_flight} changed the run"
+    assert reference["runs"][0][5] == "consensus"  # stopped by its own rule: the round past it is asked too
+    for salt, in_flight in ((2, 8), (3, 24)):
+        run = _sequential_run(tmp_path, f"jittery-{in_flight}", max_in_flight=in_flight, backend=jittery(salt))
+        assert run == reference, f"max_in_flight={in_flight} changed the run"
+    immediate = _sequential_run(tmp_path, "immediate")
+    for table in ("agents", "encounters", "decisions", "rounds"):
+        assert immediate[table] == reference[table], table
 
 
 def test_network_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
