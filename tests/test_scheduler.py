@@ -240,3 +240,16 @@ def test_a_checkpoint_keeps_encounters_applied_ahead_of_the_record() -> None:
     got, applied = asyncio.run(interrupted())
     assert applied > 0, "the checkpoint must hold encounters applied ahead of the record to mean anything"
     assert got == expected
+
+
+def test_sign_on_the_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
+    """SIGN's lose-shift dice are drawn with the pair, its proposals read when it starts."""
+    from agentsim.games.sign import SignGame
+
+    game = SignGame(agents=12, lexicon_size=6, pairing="sequential", max_rounds=12, max_in_flight=6)
+    run_experiment(game, tmp_path / "a", seed=2)
+    run_experiment(game, tmp_path / "b", seed=2, backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=7))
+    first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
+    assert len(first["encounters"]) == 12 * 6
+    for table in ("encounters", "decisions", "rounds"):
+        assert first[table] == second[table], table
