@@ -155,15 +155,6 @@ class _Base:
     def _by_index(self) -> dict[int, PopulationAgent]:
         return {agent.index: agent for agent in self.agents}
 
-    def _apply(self, encounter: Encounter, outcome: Any) -> None:
-        """Apply an encounter's outcome: the game's state change and its record, at once."""
-        model = self.model
-        record = model.scenario.resolve(model, encounter, outcome)
-        del self.open[encounter.t]
-        for agent in encounter.agents:
-            agent.encounter_resolved()
-        model.resolved(record)
-
 
 class RoundScheduler(_Base):
     """Rounds of disjoint groups: every group of a round is drawn and asked at once; the round
@@ -204,6 +195,15 @@ class RoundScheduler(_Base):
     async def _ask(self, encounter: Encounter, answers: dict[int, Any]) -> None:
         answers[encounter.t] = await self.model.scenario.play(self.model, encounter)
 
+    def _apply(self, encounter: Encounter, outcome: Any) -> None:
+        """Apply an encounter's outcome: the game's state change and its record, at once."""
+        model = self.model
+        record = model.scenario.resolve(model, encounter, outcome)
+        del self.open[encounter.t]
+        for agent in encounter.agents:
+            agent.encounter_resolved()
+        model.resolved(record)
+
     async def resume(self, pending: list[Pending]) -> None:
         """Reopen the encounters a checkpoint kept; `run_round` finishes their round."""
         by_index = self._by_index()
@@ -225,8 +225,8 @@ class SequenceScheduler(_Base):
     go to the metrics, the store and the stop rule strictly in order t.
 
     The scheduler works at most one population round (`window`, N/2 encounters) past the
-    last recorded encounter, and asks at most `max_in_flight` at once. When the run stops at t* by its own rule (a consensus, a flip),
-    `drain` still asks and applies every encounter of the window past t* (encounters before
+    last recorded encounter, and asks at most `max_in_flight` at once. When the run stops at
+    t* by its own rule (a consensus, a flip), `drain` still asks and applies every encounter of the window past t* (encounters before
     t* + window), recording none: those are the ones a run may have asked before it knew it
     would stop, so what is asked is a function of the seed too, and a rerun finds every answer
     it asks for in the cache. A stop from outside (a budget, a signal) cancels instead."""

@@ -42,7 +42,7 @@ from typing import Any
 from aiohttp import web
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming_standin import read_options
+from agentsim.games.naming import read_options
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel

@@ -26,10 +26,10 @@ import time
 
 import numpy as np
 
-from agentsim.games.best_response import flip_shares, mean_field_critical_mass
-from agentsim.games.committed_naming import consensus_times, mean_field_critical_fraction
-from agentsim.games.inventory_naming import MinimalNamingGame
-from agentsim.games.minimal_naming import run_to_consensus, simulate
+from agentsim.games.theory import flip_shares, mean_field_critical_mass
+from agentsim.games.theory import consensus_times, mean_field_critical_fraction
+from agentsim.games.theory import MinimalNamingGame
+from agentsim.games.theory import run_to_consensus, simulate
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 

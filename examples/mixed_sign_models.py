@@ -18,7 +18,7 @@ from typing import Any
 
 from agentsim.games.sign import CONDITIONS, SignGame
 from agentsim.policies import LLMPolicy
-from agentsim.games.sign_standin import SignStandIn
+from agentsim.games.sign import SignStandIn
 from agentsim.llm.standin import NAME as STAND_IN
 from agentsim.llm.standin import StandInModel
 from agentsim.model import PopulationModel

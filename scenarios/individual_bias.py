@@ -8,7 +8,7 @@ paper used 5,000-15,000). Names {Q, M}; use `--set names=` for another pool, or
 scenarios/collective_bias.py (M wins ties, no prior bias), so both compare in one report. Then `python -m agentsim bias DIR` or `report DIR`.
 """
 
-from agentsim.games.naming_probes import FirstChoiceProbe
+from agentsim.games.naming import FirstChoiceProbe
 
 RUNS = 1
 

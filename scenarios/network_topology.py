@@ -11,7 +11,7 @@ scale-free graph and an Erdős-Rényi random graph (redrawn until connected), al
     from agentsim.analysis.networks import network_section; network_section(OUT)
 """
 
-from agentsim.games.network_naming import NetworkNamingGame
+from agentsim.games.naming import NetworkNamingGame
 
 RUNS = 30
 

@@ -8,7 +8,7 @@ prints the table; `report DIR` draws the heatmaps, and weights them by state fre
 (Fig. S9, S10) when DIR also holds ordinary runs with the same names.
 """
 
-from agentsim.games.naming_probes import StrategyProbe
+from agentsim.games.naming import StrategyProbe
 
 RUNS = 1
 

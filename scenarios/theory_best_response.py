@@ -5,7 +5,7 @@ the last 3N interactions, or after 60 population rounds. Vary with `--set commit
 See docs/theory-baselines.md.
 """
 
-from agentsim.games.best_response import BestResponseNamingGame
+from agentsim.games.theory import BestResponseNamingGame
 
 RUNS = 20
 

@@ -4,7 +4,7 @@ critical fraction 0.0979, so the population converts). Vary the minority with
 `--set committed_fraction=0.06` (below: it does not). See docs/theory-baselines.md.
 """
 
-from agentsim.games.inventory_naming import MinimalNamingGame
+from agentsim.games.theory import MinimalNamingGame
 
 RUNS = 8
 

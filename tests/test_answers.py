@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsim.games.answers import NO_OPTION, SEVERAL, AnswerReader, parse_answer
+from agentsim.games.naming import NO_OPTION, SEVERAL, AnswerReader, parse_answer
 
 LETTERS = ("F", "J", "M", "Q")
 

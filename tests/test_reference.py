@@ -12,7 +12,7 @@ import pytest
 from helpers import JitteryStandIn, dump, run_experiment
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming_standin import NamingStandIn
+from agentsim.games.naming import NamingStandIn
 from agentsim.seeding import derive_seed, shuffled, unit_uniforms
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from helpers import run_model
 
-from agentsim.games.best_response import BestResponseNamingGame, best_response, flip_shares, mean_field_critical_mass
-from agentsim.games.committed_naming import consensus_times, mean_field_critical_fraction
-from agentsim.games.inventory_naming import MinimalNamingGame
+from agentsim.games.theory import BestResponseNamingGame, best_response, flip_shares, mean_field_critical_mass
+from agentsim.games.theory import consensus_times, mean_field_critical_fraction
+from agentsim.games.theory import MinimalNamingGame
 from agentsim.games.naming import NamingSituation
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..games.comprehension import QUESTIONS, ComprehensionStandIn, question_messages, questions_for, score
+from ..games.naming import QUESTIONS, ComprehensionStandIn, question_messages, questions_for, score
 from ..games.naming import NamingGame
 from ..llm.base import LanguageModel, Request, Sampling
 from ..llm.specs import build_backend

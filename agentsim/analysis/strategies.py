@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..games.naming_probes import StrategyProbe
+from ..games.naming import StrategyProbe
 from .recorded import RecordedExperiment
 from .stats import bias_test, proportion_interval
 

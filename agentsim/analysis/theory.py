@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..games.minimal_naming import success_curve
+from ..games.theory import success_curve
 from .report import ReportContext, register_section
 
 MINIMAL = "minimal_naming_game"

@@ -50,13 +50,15 @@ class PromptTemplate:
 
     @classmethod
     def load(cls, game: str, variant: str) -> PromptTemplate:
-        """A built-in variant (`prompts/<game>/<variant>.txt`) or a path to a template file."""
+        """A built-in variant (`agentsim/games/<game>/prompts/<variant>.txt`, next to the game)
+        or a path to a template file."""
         path = Path(variant)
         if path.suffix == ".txt" and path.is_file():
             return cls.parse(path.stem, path.read_text(encoding="utf-8"))
-        resource = resources.files(__package__).joinpath(game, f"{variant}.txt")
+        folder = resources.files(f"agentsim.games.{game}").joinpath("prompts")
+        resource = folder.joinpath(f"{variant}.txt")
         if not resource.is_file():
-            built_in = sorted(item.name.removesuffix(".txt") for item in resources.files(__package__).joinpath(game).iterdir())
+            built_in = sorted(item.name.removesuffix(".txt") for item in folder.iterdir())
             raise ParameterError(
                 f"no prompt template '{variant}' for {game}; use one of {', '.join(built_in)} or a path to a .txt template"
             )

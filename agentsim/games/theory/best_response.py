@@ -22,10 +22,10 @@ from collections import Counter
 import numpy as np
 from scipy.stats import binom
 
-from ..errors import ParameterError
-from ..model import PopulationModel
-from ..policies import Policy, RulePolicy
-from .naming import NamingGame, NamingSituation
+from ...errors import ParameterError
+from ...model import PopulationModel
+from ...policies import Policy, RulePolicy
+from ..naming.game import NamingGame, NamingSituation
 
 
 def best_response(situation: NamingSituation, unit: float) -> str:

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..llm.base import Message, Request
-from ..prompts import PromptTemplate
-from ..seeding import unit_uniforms
-from .naming_standin import read_options
+from ...llm.base import Message, Request
+from ...prompts import PromptTemplate
+from ...seeding import unit_uniforms
+from .standin import read_options
 
 # kind -> (the question as asked of Player 1's prompt, Table S7 group)
 QUESTIONS: dict[str, tuple[str, str]] = {

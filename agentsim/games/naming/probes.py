@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..agents import PopulationAgent
-from ..model import PopulationModel
-from ..params import require
-from ..scheduler import Encounter
-from .naming import Memory, NamingGame, NamingParams, NamingSituation
+from ...agents import PopulationAgent
+from ...model import PopulationModel
+from ...params import require
+from ...scheduler import Encounter
+from .game import Memory, NamingGame, NamingParams, NamingSituation
 
 
 class FirstChoiceProbe(NamingGame):

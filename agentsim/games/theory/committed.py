@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..errors import ParameterError
-from .minimal_naming import run_to_consensus
+from ...errors import ParameterError
+from .minimal import run_to_consensus
 
 
 def rate_equations(p: float):  # noqa: ANN201 - a callable for solve_ivp

@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import NamedTuple
 
-from ..kept import Kept
-from ..llm.base import Request
-from ..prompts import PromptTemplate
-from ..seeding import unit_uniforms
+from ...kept import Kept
+from ...llm.base import Request
+from ...prompts import PromptTemplate
+from ...seeding import unit_uniforms
 
 _ANSWER_KEY = re.compile(r"\{'(\w+)': <")
 _WANTED = ("options", "options_text", "history")

@@ -22,21 +22,21 @@ from functools import cached_property
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from ..agents import PopulationAgent
-from ..kept import Kept
-from ..llm.base import Message, Sampling
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..params import Params, require
-from ..policies import CommittedPolicy, LLMPolicy, Policy
-from ..prompts import PromptTemplate
-from ..records import Decision, EncounterRecord, Move
-from ..scenario import Parsed, Scenario
-from ..seeding import shuffled
-from ..scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
-from ..topology import Topology, TopologyKind
+from ...agents import PopulationAgent
+from ...kept import Kept
+from ...llm.base import Message, Sampling
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...params import Params, require
+from ...policies import CommittedPolicy, LLMPolicy, Policy
+from ...prompts import PromptTemplate
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed, Scenario
+from ...seeding import shuffled
+from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
+from ...topology import Topology, TopologyKind
 from .answers import AnswerReader
-from .naming_standin import NamingStandIn
+from .standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
 _new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)

@@ -14,7 +14,7 @@ With `names=("A", "B")`, `majority_name` and a committed minority this is the bi
 game of Xie et al., PRE 84, 011130 (2011): everyone starts knowing only the majority word, the
 committed agents only the alternative, and committed agents never change.
 
-The numpy fast path with the same dynamics is `agentsim.games.minimal_naming`.
+The numpy fast path with the same dynamics is `agentsim.games.theory.minimal`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..agents import PopulationAgent
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..policies import CommittedPolicy, RulePolicy
-from ..records import Decision, EncounterRecord, Move
-from ..scheduler import Encounter
-from .naming import NamingGame, NamingParams, NamingSituation
+from ...agents import PopulationAgent
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...policies import CommittedPolicy, RulePolicy
+from ...records import Decision, EncounterRecord, Move
+from ...scheduler import Encounter
+from ..naming.game import NamingGame, NamingParams, NamingSituation
 
 
 @dataclass(frozen=True, kw_only=True)

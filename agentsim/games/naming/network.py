@@ -22,12 +22,12 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from ..metrics import ConventionMetrics
-from ..model import PopulationModel
-from ..params import require
-from ..scheduler import Pairing, RoundPairing, SequentialPairing
-from ..topology import Topology
-from .naming import NamingGame, NamingParams
+from ...metrics import ConventionMetrics
+from ...model import PopulationModel
+from ...params import require
+from ...scheduler import Pairing, RoundPairing, SequentialPairing
+from ...topology import Topology
+from .game import NamingGame, NamingParams
 
 NETWORKS = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
 

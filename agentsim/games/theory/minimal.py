@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ..errors import ParameterError
+from ...errors import ParameterError
 
 
 @dataclass(frozen=True, kw_only=True)

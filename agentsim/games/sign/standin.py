@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..llm.base import Request
-from ..prompts import PromptTemplate
-from ..seeding import unit_uniforms
+from ...llm.base import Request
+from ...prompts import PromptTemplate
+from ...seeding import unit_uniforms
 
 _WANTED = ("lexicon", "current", "history")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..kept import Kept
-from ..scenario import Parsed
+from ...kept import Kept
+from ...scenario import Parsed
 
 NO_OPTION = "no valid option"
 SEVERAL = "several options"

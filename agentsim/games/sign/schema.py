@@ -5,7 +5,7 @@ The Schema condition of SIGN (Zhang and Woisetschläger 2026) asks for exactly o
 whitespace and spaces inside the braces are tolerated (they carry no meaning), but quotes,
 a rationale after the braces, a lower-case name, a placeholder, a second line or a name
 outside the lexicon make a reply non-compliant. The free-text decoder is the naming game's
-answer reader (`games/answers.py`, which reads the reply alone): a reply naming exactly one
+answer reader (`games/naming/answers.py`, which reads the reply alone): a reply naming exactly one
 lexicon entry decodes to it, none or several decode to nothing.
 
 `decision_route` names which step of the ladder (compliant, compliant after the retry,
@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..records import CallRecord
-from ..scenario import Parsed
-from .answers import AnswerReader
+from ...records import CallRecord
+from ...scenario import Parsed
+from ..naming.answers import AnswerReader
 
 NOT_COMPLIANT = "not schema-compliant"
 NOT_IN_LEXICON = "name not in the lexicon"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..metrics import ConventionMetrics
-from ..records import EncounterRecord
-from .sign_schema import ROUTES, decision_route
+from ...metrics import ConventionMetrics
+from ...records import EncounterRecord
+from .schema import ROUTES, decision_route
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.9)
 EARLY = 3  # a model's early favourite: the name its agents said most in their first 3 encounters

@@ -35,22 +35,22 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..agents import PopulationAgent
-from ..llm.base import Grammar, Message, Sampling
-from ..model import PopulationModel
-from ..params import require
-from ..policies import LLMPolicy
-from ..prompts import PromptTemplate
-from ..records import Decision, EncounterRecord, Move
-from ..scenario import Parsed
-from ..scheduler import Encounter
-from .naming import DRAWN_POOL_SIZE, NamingGame, NamingParams
-from .sign_metrics import THRESHOLDS, SignMetrics
-from .sign_schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
-from .sign_standin import SignStandIn
+from ...agents import PopulationAgent
+from ...llm.base import Grammar, Message, Sampling
+from ...model import PopulationModel
+from ...params import require
+from ...policies import LLMPolicy
+from ...prompts import PromptTemplate
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed
+from ...scheduler import Encounter
+from ..naming.game import DRAWN_POOL_SIZE, NamingGame, NamingParams
+from .metrics import THRESHOLDS, SignMetrics
+from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .standin import SignStandIn
 
 if TYPE_CHECKING:
-    from ..policies import Policy
+    from ...policies import Policy
 
 Condition = Literal["nl", "nl-sw", "schema"]
 CONDITIONS: tuple[Condition, ...] = ("nl", "nl-sw", "schema")
@@ -88,7 +88,7 @@ class SignParams(NamingParams):
     max_rounds: int = 300
     success_payoff: int = 1
     failure_payoff: int = 0
-    # the stand-in's rule (see games/sign_standin.py)
+    # the stand-in's rule (see games/sign/standin.py)
     standin_noise: float = 0.05
     standin_follow_memory: float = 0.6
     standin_free_none_rate: float = 0.15

@@ -1,0 +1,19 @@
+"""The naming game (Baronchelli et al.; Flint Ashery et al. 2025) played by LLM agents: the game,
+its answer reader and stand-in, the bias and strategy probes, comprehension questions, and the
+same game on a network."""
+
+from .answers import NO_OPTION, SEVERAL, AnswerReader, parse_answer
+from .comprehension import QUESTIONS, ComprehensionStandIn, Question, question_messages, questions_for, score
+from .game import DRAWN_POOL_SIZE, Memory, NamingGame, NamingParams, NamingSituation, generate_names
+from .network import NETWORKS, NetworkMetrics, NetworkNamingGame, NetworkNamingParams, connected_graph, family_topology
+from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
+from .standin import NamingStandIn, read_options
+
+__all__ = [
+    "DRAWN_POOL_SIZE", "NETWORKS", "NO_OPTION", "QUESTIONS", "SEVERAL",
+    "AnswerReader", "ComprehensionStandIn", "FirstChoiceProbe", "Memory", "NamingGame", "NamingParams",
+    "NamingSituation", "NamingStandIn", "NetworkMetrics", "NetworkNamingGame", "NetworkNamingParams", "Question",
+    "StrategyProbe", "StrategyProbeParams",
+    "connected_graph", "family_topology", "generate_names", "parse_answer", "question_messages", "questions_for",
+    "read_options", "score",
+]

@@ -1,0 +1,15 @@
+"""SIGN (Ren et al.): the naming game under three prompt conditions (free text, free text with
+partner history, a strict `@say {name: Ck}` schema), its schema parser, metrics and stand-in."""
+
+from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
+from .metrics import THRESHOLDS, SignMetrics
+from .schema import (NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon,
+                     schema_regex)
+from .standin import SignStandIn
+
+__all__ = [
+    "CONDITIONS", "CONDITION_LABELS", "NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "THRESHOLDS",
+    "FreeTextDecoder", "SchemaParser", "SignAgent", "SignGame", "SignMetrics", "SignParams", "SignSituation",
+    "SignStandIn",
+    "decision_route", "lexicon", "schema_regex", "sign_grid",
+]
