@@ -398,4 +398,4 @@ def test_the_scenario_runs_three_replicates_of_each_condition_with_generations(t
     assert report.returncode == 0, report.stderr
     assert (out / "report" / f"evolution_payoff_{name}_1.png").is_file()
     rows = (out / "report" / f"evolution_payoff_{name}_1.csv").read_text().splitlines()
-    assert len(rows) == 1 + 3 * conditions
+    assert len(rows) == 1 + 3 * conditions  # one figure compares every condition

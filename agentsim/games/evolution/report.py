@@ -21,13 +21,21 @@ GAMES = {"donor_game": "Donor game", "stag_hunt": "Stag Hunt"}
 SECOND_SERIES = {"donor_game": ("donation_fraction", "donation fraction"), "stag_hunt": ("cooperation_rate", "cooperation rate (stag)")}
 
 
-def series(experiment: RecordedExperiment, key: str) -> dict[str, list[list[float]]]:
-    """Condition -> one list per finished run of the value of `key` per generation."""
+def series(experiments: list[RecordedExperiment], key: str) -> dict[str, list[list[float]]]:
+    """Line label -> one list per finished run of the value of `key` per generation, over the
+    cells of one experiment's grid (a label is the condition, with any other parameter the
+    cell changes)."""
     found: dict[str, list[list[float]]] = defaultdict(list)
-    for summary in experiment.summaries():
-        values = [np.nan if generation.get(key) is None else float(generation[key]) for generation in summary.get("generations", [])]
-        found[str(summary.get("condition", "strategies"))].append(values)
-    return {condition: found[condition] for condition in sorted(found, key=_condition_order)}
+    order: dict[str, int] = {}
+    for experiment in experiments:
+        for summary in experiment.summaries():
+            condition = str(summary.get("condition", "strategies"))
+            others = {name: value for name, value in experiment.variant_params.items() if name != "condition"}
+            label = CONDITION_LABELS.get(condition, condition) + "".join(f", {name}={value}" for name, value in others.items())
+            order.setdefault(label, _condition_order(condition))
+            found[label].append([np.nan if generation.get(key) is None else float(generation[key])
+                                 for generation in summary.get("generations", [])])
+    return {label: found[label] for label in sorted(found, key=lambda label: (order[label], label))}
 
 
 def _condition_order(condition: str) -> int:
@@ -57,26 +65,30 @@ def build_section(context: Any) -> None:
     """Per experiment: mean payoff per generation by condition (mean and one standard
     deviation over runs), the second measure (donation fraction or cooperation rate), the
     individual runs, and a table of the first and last generations."""
-    experiments = [experiment for experiment in context.experiments if experiment.scenario_name in GAMES]
-    for number, experiment in enumerate(experiments, 1):
+    grids: dict[Path, list[RecordedExperiment]] = defaultdict(list)  # the cells of one experiment's VARIANTS
+    for experiment in context.experiments:
+        if experiment.scenario_name in GAMES:
+            grids[experiment.directory].append(experiment)
+    for number, cells in enumerate(grids.values(), 1):
+        experiment = cells[0]
         game = experiment.scenario_name
-        params = experiment.params
+        params = experiment.experiment.get("params") or {}
         setting = f"{GAMES[game]}, {params.get('agents')} agents, {params.get('rounds')} rounds, backend {experiment.backend}"
         suffix = f"{game}_{number}"
-        payoffs = series(experiment, "mean_payoff")
+        payoffs = series(cells, "mean_payoff")
         if not payoffs:
             context.note(f"{experiment.directory}: no finished runs yet")
             continue
         key, label = SECOND_SERIES[game]
         for name, title, data, ylabel in (
                 (f"evolution_payoff_{suffix}", f"Mean payoff per generation: {setting}", payoffs, "mean payoff"),
-                (f"evolution_{key}_{suffix}", f"{label.capitalize()} per generation: {setting}", series(experiment, key), label)):
+                (f"evolution_{key}_{suffix}", f"{label.capitalize()} per generation: {setting}", series(cells, key), label)):
             figure, axes = context.figure()
             rows = []
             for condition, runs in data.items():
                 mean, std, low, high = band(runs)
                 generations = np.arange(1, len(mean) + 1)
-                line = axes[0][0].plot(generations, mean, marker="o", label=f"{CONDITION_LABELS.get(condition, condition)} ({len(runs)} runs)")
+                line = axes[0][0].plot(generations, mean, marker="o", label=f"{condition} ({len(runs)} runs)")
                 axes[0][0].fill_between(generations, mean - std, mean + std, alpha=0.2, color=line[0].get_color())
                 rows += [[condition, int(g), len(runs), *(None if np.isnan(v) else round(float(v), 4) for v in values)]
                          for g, *values in zip(generations, mean, std, low, high)]
@@ -92,7 +104,7 @@ def build_section(context: Any) -> None:
             for run_number, run in enumerate(runs, 1):
                 axes[0][column].plot(range(1, len(run) + 1), run, linewidth=1)
                 rows += [[condition, run_number, g, value] for g, value in enumerate(run, 1)]
-            axes[0][column].set_title(CONDITION_LABELS.get(condition, condition), fontsize=9)
+            axes[0][column].set_title(condition, fontsize=9)
             axes[0][column].set_xlabel("generation")
         axes[0][0].set_ylabel("mean payoff")
         context.add_figure(f"evolution_runs_{suffix}", f"Individual runs: {setting}", figure,
@@ -100,7 +112,7 @@ def build_section(context: Any) -> None:
         table = []
         for condition, runs in payoffs.items():
             mean, std, _low, _high = band(runs)
-            table.append([CONDITION_LABELS.get(condition, condition), len(runs), round(float(mean[0]), 3),
+            table.append([condition, len(runs), round(float(mean[0]), 3),
                           round(float(mean[-1]), 3), round(float(std[-1]), 3)])
         context.add_table(f"evolution_summary_{suffix}", f"First and last generation: {setting}",
                           ["condition", "runs", "generation 1 mean payoff", "last generation mean payoff", "last std"], table)
