@@ -215,6 +215,7 @@ def test_the_conditions_differ_as_the_standin_says(tmp_path: Path) -> None:
     default, universal = results["default"], results["universalization"]
     newcomer, silent = results["newcomer"], results["no-communication"]
     assert default["survival_months"] == 12 and default["limits"][0] is not None
+    assert default["stop_reason"] == universal["stop_reason"] == "months" and silent["stop_reason"] == "collapse"
     assert silent["survival_months"] == 2 and silent["limits"] == [None, None] and silent["over_usage"] == 1.0
     assert universal["survival_months"] == 12
     assert universal["gain"] > default["gain"] and universal["efficiency"] > default["efficiency"]

@@ -97,6 +97,14 @@ class CommonsGame(Scenario[CommonsParams]):
     def pairing(self, model: PopulationModel) -> Pairing:
         return StepPairing()
 
+    def max_rounds(self) -> int:
+        """`max_rounds` when set; else a bound the run never reaches (it ends with its months
+        or a collapse), which gives the live view its progress: per month at most three
+        rating rounds, the harvest, the utterances, the limit, the reflection and one rating
+        round per insight."""
+        params = self.params
+        return params.max_rounds or params.months * (7 + params.max_utterances + params.max_insights)
+
     def stop_reason(self, model: PopulationModel) -> str | None:
         return model.metrics.finished  # type: ignore[no-any-return]
 
