@@ -17,6 +17,7 @@ from helpers import ROOT, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
+from agentsim.games.commons.situations import CommonsSituation
 from agentsim.games.commons.metrics import (
     MonthRecord,
     efficiency,
