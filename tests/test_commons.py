@@ -17,7 +17,6 @@ from helpers import ROOT, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
-from agentsim.games.commons.situations import CommonsSituation
 from agentsim.games.commons.metrics import (
     MonthRecord,
     efficiency,
@@ -28,6 +27,7 @@ from agentsim.games.commons.metrics import (
     run_metrics,
     survival_months,
 )
+from agentsim.games.commons.situations import CommonsSituation
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
