@@ -6,6 +6,7 @@
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    transcript DIR          a run's prompts and replies (--run, --agent, --round)
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
 starts as fast as before.
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ..cli import EXIT_USER_ERROR, SUBCOMMANDS, load_scenario, parse_overrides
+from ..cli import EXIT_USER_ERROR, SUBCOMMAND_HELP, SUBCOMMANDS, load_scenario, parse_overrides
 from ..errors import UserError
 
 
@@ -28,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
 
 
-def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def _command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             try:
@@ -37,6 +38,7 @@ def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list
                 print(f"agentsim {name}: error: {error}", file=sys.stderr)
                 return EXIT_USER_ERROR
         SUBCOMMANDS[name] = main
+        SUBCOMMAND_HELP[name] = summary
         return main
     return decorate
 
@@ -48,7 +50,7 @@ def _directory(text: str) -> Path:
     return path
 
 
-@_command("report")
+@_command("report", "figures (PNG + CSV) and one HTML report for a results directory")
 def report(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
@@ -69,7 +71,7 @@ def report(argv: list[str]) -> int:
     return 0
 
 
-@_command("bias")
+@_command("bias", "individual bias of first choices and collective bias of consensus")
 def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
@@ -91,7 +93,7 @@ def bias(argv: list[str]) -> int:
     return 0
 
 
-@_command("strategies")
+@_command("strategies", "the strategy table (Table 1) of strategy-probe runs")
 def strategies(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
@@ -114,7 +116,7 @@ def strategies(argv: list[str]) -> int:
     return 0
 
 
-@_command("critical-mass")
+@_command("critical-mass", "search the critical mass against both conventions of a pair")
 def critical_mass(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim critical-mass",
                      description="Smallest committed minority that flips each convention of a pair.")
@@ -149,7 +151,7 @@ def critical_mass(argv: list[str]) -> int:
     return 0
 
 
-@_command("unbiased-pool")
+@_command("unbiased-pool", "draw random-string pools until one is unbiased")
 def unbiased_pool(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim unbiased-pool",
                      description="Random six-character pools until one's first choices are within a JS distance of uniform.")
@@ -184,7 +186,7 @@ def unbiased_pool(argv: list[str]) -> int:
     return 0
 
 
-@_command("comprehension")
+@_command("comprehension", "ask Table S7's questions at a recorded run's states")
 def comprehension(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
     parser.add_argument("directory", help="the output directory of a naming-game run")
@@ -202,4 +204,25 @@ def comprehension(argv: list[str]) -> int:
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    return 0
+
+
+@_command("transcript", "a run's prompts and replies, call by call (--run, --agent, --round)")
+def transcript(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim transcript",
+                     description="A run's prompts and replies, call by call, rebuilt from the store with the scenario's "
+                                 "rebuild_messages and the prompt template stored with the experiment.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+    parser.add_argument("--run", type=int, default=None, help="only this run (default: every run)")
+    parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
+    parser.add_argument("--round", dest="round_", type=int, default=None,
+                        help="only this population round (a month, a generation: the game's round)")
+    options = parser.parse_args(argv)
+    from .transcript import write_transcript
+
+    try:
+        write_transcript(_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
+                         round_=options.round_)
+    except BrokenPipeError:  # `| head`: the reader has seen enough
+        sys.stderr.close()
     return 0

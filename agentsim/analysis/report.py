@@ -23,6 +23,7 @@ import csv
 import html
 import importlib
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -196,7 +197,7 @@ def build_report(root: Path | str, out: Path | str | None = None) -> dict[str, A
 
 def significance(p_value: float | None) -> str:
     """The usual marks: *** p < 0.001, ** p < 0.01, * p < 0.05, n.s. otherwise."""
-    if p_value is None or p_value != p_value:
+    if p_value is None or math.isnan(p_value):
         return "n.s."
     return "***" if p_value < 0.001 else "**" if p_value < 0.01 else "*" if p_value < 0.05 else "n.s."
 
