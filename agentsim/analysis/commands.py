@@ -7,6 +7,7 @@
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
+    lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
 starts as fast as before.
@@ -225,4 +226,20 @@ def transcript(argv: list[str]) -> int:
                          round_=options.round_)
     except BrokenPipeError:  # `| head`: the reader has seen enough
         sys.stderr.close()
+    return 0
+
+
+@_command("lineage", "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got")
+def lineage(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim lineage",
+                     description="Which survivor's strategy and norms became which new agent's, generation by generation "
+                                 "(Donor game, Stag Hunt).")
+    parser.add_argument("directory", help="the output directory of a donor_game or stag_hunt run")
+    parser.add_argument("--run", type=int, default=None, help="one run (default: all)")
+    parser.add_argument("--full", action="store_true", help="print strategies and norms whole, not cut to one line")
+    options = parser.parse_args(argv)
+    from ..games.evolution.report import lineage_lines
+
+    for line in lineage_lines(_directory(options.directory), options.run, full=options.full):
+        print(line)
     return 0
