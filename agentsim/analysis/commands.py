@@ -21,7 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ..cli import EXIT_USER_ERROR, SUBCOMMAND_HELP, SUBCOMMANDS, load_scenario, parse_overrides
+from ..cli import (
+    EXIT_USER_ERROR,
+    SUBCOMMAND_HELP,
+    SUBCOMMANDS,
+    load_scenario,
+    parse_overrides,
+)
 from ..errors import UserError
 
 
