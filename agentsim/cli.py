@@ -50,7 +50,7 @@ def _subcommands_help() -> str:
     lines = ["subcommands (python -m agentsim NAME --help for each):"]
     for name in sorted(SUBCOMMANDS):
         summary = SUBCOMMAND_HELP.get(name) or (SUBCOMMANDS[name].__doc__ or "").strip().split("\n")[0]
-        lines.append(f"  {name:<16}{summary}")
+        lines.append(f"  {name:<19} {summary}")
     return "\n".join(lines)
 
 
