@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the response cache database (default: responses.db in the user's cache directory)")
     llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
+    llm.add_argument("--sample-locally", action="store_true",
+                     help="answer a prompt whose option distribution the model gave before by a seeded draw from it, "
+                          "without a call (answer-first formats with logprobs; see docs/backends.md)")
     llm.add_argument("--max-calls", type=int, default=None, help="stop the experiment cleanly after this many backend calls")
     llm.add_argument("--max-cost", type=float, default=None,
                      help="stop the experiment before a request could make the calls cost more than this many US dollars")
@@ -214,6 +217,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
         cache=not options.no_cache,
         cache_path=options.cache,
         replay=options.replay,
+        sample_locally=options.sample_locally,
         max_calls=options.max_calls,
         max_cost_usd=options.max_cost,
         health=HealthPolicy(probe=not options.no_probe, max_consecutive_failures=options.max_consecutive_failures,

@@ -82,11 +82,12 @@ class LLMPolicy:
             usage.in_flight -= 1
             parsed = game.parse(completion.text, situation)
             usage.count(completion.prompt_tokens, completion.completion_tokens, latency_us)
-            if completion.cost_usd or completion.cached or completion.retries:
+            if completion.cost_usd or completion.cached or completion.retries or completion.sampled_locally:
                 usage.answered(completion)
             calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", completion.text,
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
-                                    latency_us, parsed.problem, completion.option_probabilities))
+                                    latency_us, parsed.problem, completion.option_probabilities,
+                                    sampled_locally=completion.sampled_locally))
             if parsed.problem is None:
                 if self.health is not None:
                     self.health.decided(False)

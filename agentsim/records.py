@@ -23,6 +23,7 @@ class CallRecord:
     error: str | None = None
     probabilities: Mapping[str, float] | None = None  # each option's probability, where the backend gives them
     fallback: bool = False  # the decision's last call, when no reply gave the decision (a fallback)
+    sampled_locally: bool = False  # drawn from a stored choice distribution: no call was made (llm/choices.py)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,9 @@ Tables (every row of a run carries its `run` number):
                  `action` played and `payoff` (NULL on earlier attempts). Per call: `parsed`
                  (what the reply was read as), `context`, `reply`, tokens, latency, `error`
                  (a backend error kind, or why the reply was unusable), `probabilities`
-                 (JSON: each option's probability, where the backend reports them)
+                 (JSON: each option's probability, where the backend reports them),
+                 `sampled_locally` (1 where the reply was drawn from a stored choice
+                 distribution instead of a call: `--sample-locally`, llm/choices.py)
     rounds       per population round tallies (JSON)
     checkpoints  the state a run resumes from
 
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS encounters (
 CREATE TABLE IF NOT EXISTS decisions (
     run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
     context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
-    probabilities TEXT, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
+    probabilities TEXT, sampled_locally INTEGER, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS moves AS
     SELECT run, t, agent, action, payoff FROM decisions WHERE payoff IS NOT NULL;
 CREATE VIEW IF NOT EXISTS calls AS
@@ -106,7 +108,8 @@ class Recorder:
                 self.decisions.append((run, t, agent, call.attempt, move.action if final else None,
                                        move.payoff if final else None, call.action, call.context, call.reply,
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
-                                       json.dumps(dict(call.probabilities)) if call.probabilities else None))
+                                       json.dumps(dict(call.probabilities)) if call.probabilities else None,
+                                       1 if call.sampled_locally else None))
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
         self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
@@ -129,6 +132,8 @@ class Store:
         columns = {row[1] for row in self.connection.execute("PRAGMA table_info(decisions)")}
         if "probabilities" not in columns:  # a database written before option probabilities were kept
             self.connection.execute("ALTER TABLE decisions ADD COLUMN probabilities TEXT")
+        if "sampled_locally" not in columns:  # written before --sample-locally
+            self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
 
     @classmethod
     def exists(cls, directory: Path | str) -> bool:
@@ -182,7 +187,7 @@ class Store:
         with self._transaction():
             connection = self.connection
             connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
+            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
             connection.executemany(
                 "INSERT INTO decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
                 " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)

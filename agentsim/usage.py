@@ -60,6 +60,7 @@ class BackendUsage:
     in_flight: int = 0
     cost_usd: float = 0.0
     cache_hits: int = 0
+    sampled_locally: int = 0  # answered by a draw from a stored choice distribution, no call (llm/choices.py)
     retries: int = 0
 
     def count(self, prompt_tokens: int, completion_tokens: int, latency_us: int) -> None:
@@ -73,6 +74,7 @@ class BackendUsage:
         """What the backend stack reports beside tokens: cost, a cache hit, retried attempts."""
         self.cost_usd += completion.cost_usd
         self.cache_hits += completion.cached
+        self.sampled_locally += completion.sampled_locally
         if completion.retries:
             self.retries += completion.retries
             for kind in completion.errors:
@@ -89,6 +91,7 @@ class BackendUsage:
             "errors": dict(self.errors),
             "cost_usd": round(self.cost_usd, 6),
             "cache_hits": self.cache_hits,
+            "sampled_locally": self.sampled_locally,
             "retries": self.retries,
             "latency_p50_s": round(self.latency.percentile(0.50), 6),
             "latency_p95_s": round(self.latency.percentile(0.95), 6),
@@ -119,6 +122,7 @@ class RunUsage:
             total.in_flight += usage.in_flight
             total.cost_usd += usage.cost_usd
             total.cache_hits += usage.cache_hits
+            total.sampled_locally += usage.sampled_locally
             total.retries += usage.retries
             for kind, count in usage.errors.items():
                 total.errors[kind] = total.errors.get(kind, 0) + count

@@ -42,7 +42,8 @@ from typing import Any
 from aiohttp import web
 
 from agentsim.games.naming import NamingGame
-from agentsim.games.naming import read_options
+from agentsim.games.naming import NamingSituation, read_options
+from agentsim.games.naming.standin import NamingStandIn
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel
@@ -64,6 +65,10 @@ class ServerConfig:
     api_key: str | None = None
     seed: int = 0
     model_id: str = "stand-in"
+    # the naming rule's prior and exploration (the scenario's standin_bias_name, standin_bias, standin_noise)
+    bias_name: str | None = None
+    bias: float = 0.0
+    noise: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.faults) - set(FAULT_KINDS))
@@ -95,8 +100,10 @@ class StandInServer:
     def __init__(self, config: ServerConfig | None = None) -> None:
         self.config = config or ServerConfig()
         game = NamingGame().for_experiment(0)
-        self.model = StandInModel(game.standin_rules())
-        self.rule = self.model.rules[0]
+        templates = [template for template, _ in game.standin_rules()[0].templates]
+        self.rule = NamingStandIn(templates, bias_name=self.config.bias_name, bias=self.config.bias,
+                                  noise=self.config.noise)
+        self.model = StandInModel([self.rule])
         self.rng = random.Random(self.config.seed)
         self.stats = Stats()
         self.slots = asyncio.Semaphore(self.config.capacity)
@@ -215,28 +222,36 @@ class StandInServer:
         completion = self.model.answer(Request(messages=tuple(messages), sampling=sampling, seed=seed))
         return completion.text, completion.prompt_tokens, completion.completion_tokens
 
-    def _options(self, messages: list[Message]) -> list[str]:
-        system = next((message.content for message in messages if message.role == "system"), "")
-        for template, _ in self.rule.templates:
-            fields = template.read("system", system, only=("options", "options_text"))
-            if fields is not None:
-                return read_options(fields)
-        return []
-
-    def _token_view(self, text: str, options: list[str], count: int) -> list[tuple[str, list[tuple[str, float]]]]:
-        """The reply's tokens, each with its top alternatives: at the first option named, the
-        chosen option at 0.7 and the other options sharing 0.3; elsewhere the token at 0.99."""
+    def _token_view(self, text: str, messages: list[Message], temperature: float,
+                    count: int) -> list[tuple[str, list[tuple[str, float]]]]:
+        """The reply's tokens, each with its top alternatives. At the first option named: the
+        rule's exact probability of each option (its choice distribution for this prompt), as
+        the raw log probabilities that give it once the client applies the request's
+        temperature (T log p); elsewhere the token at 0.99."""
+        distribution = self._choice_distribution(messages)
+        options = list(distribution)
         tokens = _TOKEN.findall(text)
         view, answered = [], False
         for token in tokens:
             if not answered and token in options:
                 answered = True
-                others = [option for option in options if option != token][: max(count - 1, 0)]
-                share = 0.3 / max(len(others), 1)
-                view.append((token, [(token, math.log(0.7))] + [(other, math.log(share)) for other in others]))
+                scale = temperature if temperature > 0 else 1.0
+                ranked = sorted((option for option in options if distribution[option] > 0),
+                                key=lambda option: -distribution[option])[:max(count, 1)]
+                view.append((token, [(option, scale * math.log(distribution[option])) for option in ranked]))
             else:
                 view.append((token, [(token, math.log(0.99))]))
         return view
+
+    def _choice_distribution(self, messages: list[Message]) -> dict[str, float]:
+        """Each option's probability under the rule, read from a naming prompt (empty otherwise)."""
+        system = next((message.content for message in messages if message.role == "system"), "")
+        for template, _ in self.rule.templates:
+            fields = template.read("system", system, only=("options", "options_text", "history"))
+            if fields is not None:
+                memory = template.findall("entry", fields.get("history") or "", "own", "partner")
+                return self.rule.probabilities(NamingSituation(tuple(read_options(fields)), tuple(memory)))
+        return {}
 
     # --- OpenAI chat completions ---------------------------------------------------------
     async def openai(self, request: web.Request) -> web.StreamResponse:
@@ -257,7 +272,7 @@ class StandInServer:
                 count = int(body.get("top_logprobs") or 1)
                 logprobs = {"content": [{"token": token, "logprob": alternatives[0][1],
                                          "top_logprobs": [{"token": alt, "logprob": value} for alt, value in alternatives]}
-                                        for token, alternatives in self._token_view(text, self._options(messages), count)]}
+                                        for token, alternatives in self._token_view(text, messages, sampling.temperature, count)]}
             return web.json_response({
                 "id": f"chatcmpl-{self.stats.requests}", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model", self.config.model_id),
@@ -313,7 +328,7 @@ class StandInServer:
             result: dict[str, Any] = {"generated_text": text}
             if parameters.get("details"):
                 count = int(parameters.get("top_n_tokens") or 0)
-                view = self._token_view(text, self._options(messages), max(count, 1))
+                view = self._token_view(text, messages, sampling.temperature, max(count, 1))
                 details: dict[str, Any] = {
                     "finish_reason": "eos_token", "generated_tokens": len(view), "seed": parameters.get("seed"),
                     "prefill": [], "tokens": [{"id": index, "text": token, "logprob": alternatives[0][1], "special": False}
@@ -387,13 +402,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-waiting", type=int, default=None, help="queue length past which TGI-style overload answers 429")
     parser.add_argument("--api-key", default=None, help="require this key (Bearer or x-api-key)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+    parser.add_argument("--standin-bias-name", default=None, help="the name the rule favours when it draws from its prior")
+    parser.add_argument("--standin-bias", type=float, default=0.0, help="probability of the favoured name in the prior")
+    parser.add_argument("--standin-noise", type=float, default=0.0, help="probability of a draw from the prior (exploration)")
     options = parser.parse_args(argv)
     try:
         config = ServerConfig(capacity=options.capacity, service_time_s=options.service_time,
                               latency_jitter_s=options.latency_jitter,
                               faults=parse_faults(options.fault), retry_after_s=options.retry_after,
                               timeout_hold_s=options.timeout_hold, max_waiting=options.max_waiting,
-                              api_key=options.api_key, seed=options.seed)
+                              api_key=options.api_key, seed=options.seed, bias_name=options.standin_bias_name,
+                              bias=options.standin_bias, noise=options.standin_noise)
     except ValueError as error:
         parser.exit(2, f"standin_server: error: {error}\n")
     try:

@@ -138,8 +138,15 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--backend", default="stand-in")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server for an openai: backend")
+    parser.add_argument("--max-in-flight", type=int, default=32, help="calls in flight, at most (default 32)")
+    parser.add_argument("--cache", type=Path, default=None, metavar="PATH", help="the response cache database")
+    parser.add_argument("--sample-locally", action="store_true",
+                        help="answer prompts whose option distribution is known by a seeded draw from it (no call)")
     options = parser.parse_args(argv)
     from ..games.naming import NamingGame
+    from ..llm.limiter import Limits
+    from ..llm.specs import BackendOptions
     from .critical_mass import CriticalMassSearch, search_both
 
     scenario, module = load_scenario(options.scenario)
@@ -151,7 +158,10 @@ def critical_mass(argv: list[str]) -> int:
     alternative = options.alternative or next(name for name in names if name != majority)
     spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
                               runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)), required_share=options.share,
-                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed)
+                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
+                              llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
+                                                 sample_locally=options.sample_locally,
+                                                 limits=Limits(max_in_flight=options.max_in_flight)))
     for result in search_both(spec, options.out):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
         tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))

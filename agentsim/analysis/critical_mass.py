@@ -15,11 +15,13 @@ conventions of a pair: a stronger convention needs a larger minority to be overt
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..games.naming import NamingGame
+from ..llm.specs import BackendOptions
 from ..params import require
 from ..runner import Experiment, ExperimentConfig
 from ..store import Store
@@ -40,6 +42,7 @@ class CriticalMassSearch:
     max_rounds: int = 30
     backend: str = "stand-in"
     seed: int = 0
+    llm: BackendOptions = field(default_factory=BackendOptions)  # how the backend is reached (cache, --sample-locally)
 
     def __post_init__(self) -> None:
         names = self.scenario.params.names
@@ -95,7 +98,7 @@ def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str
     """Run (or reuse) `search.runs` runs with `committed` agents; how many flipped in time."""
     directory = search.directory(root, committed)
     config = ExperimentConfig(scenario=search.scenario_for(committed), out=directory, backend=search.backend,
-                              runs=search.runs, seed=search.seed, resume=Store.exists(directory),
+                              llm=search.llm, runs=search.runs, seed=search.seed, resume=Store.exists(directory),
                               checkpoint_seconds=5.0)
     experiment = Experiment(config, _Quiet())
     experiment.open()
@@ -133,10 +136,7 @@ def search(search: CriticalMassSearch, root: Path | str) -> CriticalMass:
 def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[CriticalMass]:
     """The critical mass against each convention of the pair, saved for the report."""
     root = Path(root)
-    reverse = CriticalMassSearch(scenario=search_spec.scenario, majority=search_spec.alternative,
-                                 alternative=search_spec.majority, runs=search_spec.runs,
-                                 required_share=search_spec.required_share, max_rounds=search_spec.max_rounds,
-                                 backend=search_spec.backend, seed=search_spec.seed)
+    reverse = dataclasses.replace(search_spec, majority=search_spec.alternative, alternative=search_spec.majority)
     results = [search(search_spec, root), search(reverse, root)]
     save_artifact(root, ARTIFACT, {"backend": search_spec.backend, "results": [result.as_dict() for result in results]})
     return results

