@@ -35,6 +35,7 @@ route, for comparison: the difference is what rebuilding the request per call co
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
                                     [--only openai|429|tgi|sdk]
+    python benchmarks/throughput.py --server llama [--llama-server PATH] [--threads T]   # llama_throughput.py
 
 Timings on a shared host swing from run to run; the run is timed once per setting (a run is
 thousands of calls). Prints figures; asserts nothing timed.
@@ -257,7 +258,23 @@ def main() -> None:
     parser.add_argument("--only", choices=["openai", "429", "tgi", "sdk", "scheduler"], default=None,
                         help="run one setting only; sdk: the clean setting with every call through AsyncOpenAI.post; "
                              "scheduler: the concurrency figures at N 24, 200 and 1000")
+    parser.add_argument("--server", choices=["standin", "llama"], default="standin",
+                        help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
+                             "(benchmarks/llama_throughput.py; N 24 and 3 rounds unless given)")
+    parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
+    parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the plain client runs per setting")
     options = parser.parse_args()
+    if options.server == "llama":
+        import llama_throughput
+
+        if "--agents" not in sys.argv:
+            options.agents = 24
+        if "--rounds" not in sys.argv:
+            options.rounds = 3
+        options.llama_server = options.llama_server or str(llama_throughput.DEFAULT_SERVER)
+        llama_throughput.main(options)
+        return
     print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
           f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
     settings = [("openai", "OpenAI backend, clean", "openai", []),

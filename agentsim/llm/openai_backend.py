@@ -15,7 +15,8 @@ translated once in `faults.sdk_errors`. Against a compatible server (a base URL 
 top_k and repetition_penalty go in the body beside the standard parameters (what the SDK's
 `extra_body` does), the way vLLM expects, and every sampling
 parameter is sent explicitly, since such servers substitute their own defaults for omitted
-ones. A grammar goes as vLLM's `guided_regex` or as a JSON-schema `response_format`.
+ones. A grammar goes as vLLM's `guided_regex` or as a JSON-schema `response_format`; a regex also as
+llama.cpp's GBNF `grammar` (llama-server), where llama-cpp-python is installed to translate it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import BackendError
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors
+from .grammars import gbnf_if_available
 from .logprobs import at_answer
 from .openai_routes import Route, open_route
 
@@ -74,8 +76,13 @@ class OpenAIModel:
         if self.compatible:
             arguments["max_tokens"] = sampling.max_tokens
             arguments["top_p"] = 1.0 if sampling.top_p is None else sampling.top_p
-            extra["top_k"] = -1 if sampling.top_k is None else sampling.top_k
+            # unset: 0, "all tokens" to vLLM (0.8 on) and llama.cpp's servers (llama_cpp.server refuses -1)
+            extra["top_k"] = 0 if sampling.top_k is None else sampling.top_k
             extra["repetition_penalty"] = 1.0 if sampling.repetition_penalty is None else sampling.repetition_penalty
+            # llama.cpp's servers: min_p defaults to 0.05 (it would cut the sampler's tail) and
+            # the penalty goes by another name (llama_cpp.server defaults it to 1.1)
+            extra["min_p"] = 0.0
+            extra["repeat_penalty"] = extra["repetition_penalty"]
         else:
             arguments["max_completion_tokens"] = sampling.max_tokens
             if sampling.top_p is not None:
@@ -95,6 +102,9 @@ class OpenAIModel:
             elif self.compatible:  # vLLM: guided_regex up to 0.10, structured_outputs after
                 extra["guided_regex"] = grammar.value
                 extra["structured_outputs"] = {"regex": grammar.value}
+                gbnf = gbnf_if_available(grammar)  # llama.cpp's llama-server takes GBNF only
+                if gbnf is not None:
+                    extra["grammar"] = gbnf
         arguments.update(extra)
         return arguments
 

@@ -69,6 +69,13 @@ class AnswerReader:
         return _verdict(_named(self._exact, text))
 
 
+def answer_regex(options: tuple[str, ...] | list[str]) -> str:
+    """The prompts' answer-first format over `options` as a regular expression, for
+    constrained decoding: `{'value': NAME; 'reason': '...'}`."""
+    alternatives = "|".join(re.escape(option) for option in sorted(options, key=len, reverse=True))
+    return r"\{'value': (" + alternatives + r"); 'reason': '[^'\n]*'\}"
+
+
 def parse_answer(text: str, options: tuple[str, ...] | list[str]) -> Parsed:
     """`AnswerReader(options).parse(text)`, with readers kept for recent option sets."""
     return _reader(frozenset(options)).parse(text)

@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 from ...agents import PopulationAgent
 from ...kept import Kept
-from ...llm.base import Message, Sampling
+from ...llm.base import Grammar, Message, Sampling
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import Params, require
@@ -35,7 +35,7 @@ from ...scenario import Parsed, Scenario
 from ...seeding import shuffled
 from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology, TopologyKind
-from .answers import AnswerReader
+from .answers import AnswerReader, answer_regex
 from .standin import NamingStandIn
 
 Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
@@ -60,6 +60,7 @@ class NamingParams(Params):
     top_p: float | None = None
     max_tokens: int = 6
     max_reasks: int = 2  # re-asks with a reminder after an unusable reply
+    constrained_decoding: bool = False  # send the answer format as a grammar, where the backend constrains decoding
     fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
     # who meets whom
     pairing: Literal["sequential", "network", "rounds"] = "sequential"
@@ -233,7 +234,16 @@ class NamingGame(Scenario[NamingParams]):
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
         returns a rule policy here)."""
         params = self.params
-        return LLMPolicy(model.backend_for(index), params.sampling(), max_reasks=params.max_reasks)
+        return LLMPolicy(model.backend_for(index), params.sampling(), max_reasks=params.max_reasks,
+                         grammar=self.grammar())
+
+    def grammar(self) -> Grammar | None:
+        """The answer-first format `{'value': NAME; 'reason': '...'}` over the name pool, for
+        backends that constrain decoding (llama.cpp, TGI, vLLM), when `constrained_decoding` is set.
+        Small models never write the format unconstrained (SmolLM2: 0 of 20 replies)."""
+        if not self.params.constrained_decoding:
+            return None
+        return Grammar(kind="regex", value=answer_regex(self.names))
 
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""

@@ -1,0 +1,158 @@
+"""`benchmarks/throughput.py --server llama`: agentsim against llama.cpp's `llama-server`
+serving SmolLM2-135M-Instruct on the CPU, with 1, 2 and 4 slots (`--parallel`).
+
+For each slot count: the server alone, driven by a plain concurrent aiohttp client keeping
+`slots` requests open (the same naming-game request agentsim sends: its prompt, temperature,
+top-k, seed, grammar and logprobs), gives the reference requests/s and generated tokens/s;
+then agentsim runs the naming game (constrained decoding, no response cache, so every call
+reaches the server) with its adaptive limiter allowed up to 4x the slots, and the figures are
+its requests/s and tokens/s as a fraction of the reference (target >= 0.9), with the most
+calls the limiter kept in flight and its final cap (does it find the server's concurrency by
+itself?). Build the server first: `backends/llamacpp/launch.sh build`.
+
+Prints figures; asserts nothing timed. On a shared host the figures move with the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from agentsim.games.naming import NamingGame, NamingSituation
+from agentsim.llm.base import Request
+from agentsim.llm.limiter import LimitedModel, Limits
+from agentsim.llm.llamacpp import smollm2_path
+from agentsim.llm.openai_backend import OpenAIModel
+from agentsim.llm.retries import RetryPolicy
+from agentsim.llm.specs import BackendOptions
+from agentsim.llm.stack import layer
+from agentsim.runner import Experiment, ExperimentConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SERVER = ROOT / "backends" / "llamacpp" / ".build" / "bin" / "llama-server"
+
+
+class _Quiet:
+    def start(self, experiment: dict[str, object]) -> None: ...
+    def update(self, runs: list[object], *, final: bool = False) -> None: ...
+    def stop(self) -> None: ...
+
+
+def start_llama_server(binary: Path, slots: int, threads: int, port: int) -> subprocess.Popen[bytes]:
+    command = [str(binary), "--model", str(smollm2_path()), "--alias", "smollm2", "--host", "127.0.0.1",
+               "--port", str(port), "--parallel", str(slots), "--ctx-size", str(slots * 2048),
+               "--threads", str(threads), "--threads-batch", str(threads), "--cont-batching", "--no-webui"]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:  # loopback only
+                if response.status == 200:
+                    return server
+        except OSError:
+            if server.poll() is not None:
+                break
+        time.sleep(0.5)
+    server.kill()
+    raise SystemExit(f"llama-server did not start ({binary})")
+
+
+def naming_game(agents: int, rounds: int) -> NamingGame:
+    return NamingGame(agents=agents, names=("Q", "M"), max_rounds=rounds, stop_at="none", constrained_decoding=True,
+                      max_in_flight=agents // 2)
+
+
+def plain_client(url: str, concurrency: int, seconds: float) -> tuple[float, float]:
+    """Requests/s and generated tokens/s of a bare aiohttp client keeping `concurrency`
+    naming-game requests open: the body agentsim's OpenAI backend sends, with seeds varied."""
+    import aiohttp
+
+    game = naming_game(24, 1).for_experiment(1)
+    model = OpenAIModel(name="plain", model="smollm2", api_key="EMPTY", base_url=url)
+    situation = NamingSituation(("Q", "M"), (("Q", "M", -50), ("M", "M", 100)))
+    sampling = game.params.sampling()
+
+    def body(seed: int) -> dict[str, Any]:
+        return model.arguments(Request(game.messages(situation), sampling, seed, situation.options, 0, game.grammar()))
+
+    async def hammer() -> tuple[float, float]:
+        done = tokens = 0
+        seeds = iter(range(10**9))
+        async with aiohttp.ClientSession() as session:
+            end = time.perf_counter() + seconds
+
+            async def worker() -> None:
+                nonlocal done, tokens
+                while time.perf_counter() < end:
+                    async with session.post(url + "/chat/completions", json=body(next(seeds))) as response:
+                        answer = await response.json()
+                    done += 1
+                    tokens += int(answer["usage"]["completion_tokens"])
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            wall = time.perf_counter() - started
+        await model.aclose()
+        return done / wall, tokens / wall
+
+    return asyncio.run(hammer())
+
+
+def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -> dict[str, Any]:
+    spec = f"openai:smollm2@{url}"
+    options = BackendOptions(limits=Limits(max_in_flight=4 * slots), cache=False, timeout_s=120,
+                             retry=RetryPolicy(max_attempts=4))
+    experiment = Experiment(ExperimentConfig(scenario=naming_game(agents, rounds), out=out, backend=spec, seed=1,
+                                             llm=options), _Quiet())
+    experiment.open()
+    limiter = layer(experiment.backends[spec], LimitedModel)
+    wall = time.perf_counter()
+    asyncio.run(experiment.run())
+    wall = time.perf_counter() - wall
+    (run,) = json.loads((out / "summary.json").read_text())["runs"]
+    usage = run["usage_by_backend"][spec]
+    return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter,
+            "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"]}
+
+
+def main(options: Any) -> None:
+    binary = Path(options.llama_server)
+    if not binary.is_file():
+        raise SystemExit(f"no llama-server at {binary}: run backends/llamacpp/launch.sh build (or --llama-server PATH)")
+    threads = options.threads or os.cpu_count() or 1
+    print(f"llama-server ({binary}), SmolLM2-135M-Instruct Q4_1, {threads} threads; naming game N {options.agents}, "
+          f"{options.rounds} rounds, constrained decoding, no response cache; plain client {options.seconds:g} s")
+    with tempfile.TemporaryDirectory() as scratch:
+        for slots in (1, 2, 4):
+            port = _free_port()
+            server = start_llama_server(binary, slots, threads, port)
+            url = f"http://127.0.0.1:{port}/v1"
+            try:
+                plain_client(url, slots, 2.0)  # warm-up: the first requests load and page in the model
+                requests, tokens = plain_client(url, slots, options.seconds)
+                result = agentsim_run(url, slots=slots, agents=options.agents, rounds=options.rounds,
+                                      out=Path(scratch) / f"slots-{slots}")
+            finally:
+                server.terminate()
+                server.wait(10)
+            calls, wall, limiter = result["calls"], result["wall"], result["limiter"]
+            print(f"{slots} slot(s): plain client {requests:.2f} requests/s, {tokens:.1f} tokens/s; agentsim "
+                  f"{calls / wall:.2f} requests/s ({calls / wall / requests:.2f} of it), "
+                  f"{result['tokens'] / wall:.1f} tokens/s ({result['tokens'] / wall / tokens:.2f}); "
+                  f"{calls} calls in {wall:.1f} s, invalid {result['invalid']}, fallbacks {result['fallbacks']}; "
+                  f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
