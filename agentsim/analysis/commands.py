@@ -6,6 +6,7 @@
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    commons-transcript DIR  a GovSim commons run month by month (or every prompt, with --prompts)
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
@@ -208,6 +209,37 @@ def comprehension(argv: list[str]) -> int:
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    return 0
+
+
+@_command("commons-transcript")
+def commons_transcript(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim commons-transcript",
+                     description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
+    parser.add_argument("directory", help="a commons run's output directory")
+    parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
+    parser.add_argument("--prompts", action="store_true", help="every call's exact messages and replies instead")
+    options = parser.parse_args(argv)
+    from ..games.commons import CommonsGame
+    from ..games.commons.transcript import transcript
+    from .recorded import find_experiments
+
+    experiments = [experiment for experiment in find_experiments(_directory(options.directory))
+                   if experiment.scenario_name == "commons"]
+    if not experiments:
+        raise UserError(f"no commons run under '{options.directory}'; run scenarios/commons_fishing.py first")
+    experiment = experiments[0]
+    scenario = experiment.scenario
+    if not isinstance(scenario, CommonsGame):
+        scenario = CommonsGame(CommonsGame.Params(**{key: tuple(value) if isinstance(value, list) else value
+                                                    for key, value in experiment.params.items()}))
+    try:
+        for line in transcript(experiment.store, scenario, options.run, prompts=options.prompts):
+            print(line)
+    except KeyError as error:
+        raise UserError(f"{error.args[0]}; pick one with --run") from None
+    finally:
+        experiment.close()
     return 0
 
 

@@ -167,11 +167,11 @@ class CommonsGame(Scenario[CommonsParams]):
             following = "reflection"
         else:
             following = "month_end"
-        if any(_unrated(_agent(model, index)) for index in state.present):
-            state.phase, state.after_importance = "importance", following
-            return
         if following == "month_end":
             self._end_month(model, state)
+            return
+        if any(_unrated(_agent(model, index)) for index in state.present):
+            state.phase, state.after_importance = "importance", following
             return
         if following == "utterance" and phase != "utterance":
             caught = tuple((state.names[index], state.current.caught[index]) for index in state.present)
@@ -188,13 +188,11 @@ class CommonsGame(Scenario[CommonsParams]):
         caught = allocate(wanted, state.stock, random.Random(allocation_seed))
         record = state.current
         record.wanted, record.caught, record.fallbacks = wanted, caught, fallbacks
-        stock_before = state.stock
         state.stock -= sum(caught.values())
         record.stock_after = state.stock
         state.first_speaker = state.present[int(speaker_die * len(state.present))]
         for agent in encounter.agents:
-            text = prompts.observation_lines(self.words, stock_before, state.names[agent.index], wanted[agent.index],
-                                             caught[agent.index])
+            text = prompts.harvest_line(self.words, state.names[agent.index], wanted[agent.index], caught[agent.index])
             self._remember(state, agent, text, "observation")
         if state.stock < self.params.collapse_below:
             record.collapsed = True
@@ -250,11 +248,14 @@ class CommonsGame(Scenario[CommonsParams]):
             state.greedy.add(state.villagers[-1])
         threshold = params.threshold(state.stock, len(state.present))
         state.history.append(MonthRecord(state.month, state.stock, threshold))
-        if params.universalization:
-            line = prompts.universalization_line(self.words, threshold)
-            for index in state.present:
-                self._remember(state, _agent(model, index), line, "universalization", always=True)
-        state.phase = "harvest"
+        for index in state.present:
+            villager = _agent(model, index)
+            self._remember(state, villager, prompts.stock_line(self.words, state.stock), "observation")
+            if params.universalization:
+                self._remember(state, villager, prompts.universalization_line(self.words, threshold), "universalization",
+                               always=True)
+        # What the villagers perceive at the lake is rated for importance before they harvest.
+        state.phase, state.after_importance = "importance", "harvest"
 
     def _end_month(self, model: PopulationModel, state: CommonsState) -> None:
         params = self.params

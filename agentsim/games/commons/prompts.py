@@ -172,11 +172,14 @@ IMPORTANCE_TASK = (
 IMPORTANCE_REMINDER = "Please answer with one whole number from 1 to 10, as Rating: N."
 
 
-def observation_lines(words: Words, stock: int, name: str, wanted: int, caught: int) -> str:
-    """What an agent remembers of its harvest (GovSim's tons_in_lake and tons_caught)."""
-    return (f"{words.before}, there are {stock} {words.units} {words.where}."
-            f" {name} wanted to {words.take} {wanted} {words.unit_plural}, and {words.taken} {caught}"
-            f" {words.unit_plural}.")
+def stock_line(words: Words, stock: int) -> str:
+    """What every villager perceives before harvesting (GovSim's tons_in_lake)."""
+    return f"{words.before}, there are {stock} {words.units} {words.where}."
+
+
+def harvest_line(words: Words, name: str, wanted: int, caught: int) -> str:
+    """What a villager remembers of its harvest (GovSim's tons_caught)."""
+    return f"{name} wanted to {words.take} {wanted} {words.unit_plural}, and {words.taken} {caught} {words.unit_plural}."
 
 
 def universalization_line(words: Words, threshold: int) -> str:
