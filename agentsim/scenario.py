@@ -65,6 +65,9 @@ class Scenario(Generic[P]):
 
     name: ClassVar[str] = "scenario"
     Params: ClassVar[type[Params]] = Params
+    # True where every agent follows a rule (theory baselines): no backend is asked, and the
+    # store, the summary, the view and the report say "rule agents", not the stand-in.
+    rule_agents: ClassVar[bool] = False
 
     def __init__(self, params: P | None = None, /, **changes: Any) -> None:
         base = params if params is not None else self.Params()
@@ -142,6 +145,11 @@ class Scenario(Generic[P]):
     def standin_rules(self) -> list[StandInRule]:
         """The rules the built-in stand-in backend answers this scenario's prompts with."""
         return []
+
+    def standin_ignores(self) -> tuple[str, ...]:
+        """Parameters the stand-in's rule does not read (payoffs, sampling): a run that changes
+        them warns that on the stand-in they change nothing a language model would see."""
+        return ()
 
     def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
         """The exact messages of a recorded call, from its stored context and the replies of

@@ -6,6 +6,7 @@
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    transcript DIR          a run's prompts and replies (--run, --agent, --round)
     commons-transcript DIR  a GovSim commons run month by month (or every prompt, with --prompts)
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
@@ -21,7 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ..cli import EXIT_USER_ERROR, SUBCOMMANDS, load_scenario, parse_overrides
+from ..cli import (
+    EXIT_USER_ERROR,
+    SUBCOMMAND_HELP,
+    SUBCOMMANDS,
+    load_scenario,
+    parse_overrides,
+)
 from ..errors import UserError
 
 
@@ -30,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
 
 
-def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def _command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             try:
@@ -39,6 +46,7 @@ def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list
                 print(f"agentsim {name}: error: {error}", file=sys.stderr)
                 return EXIT_USER_ERROR
         SUBCOMMANDS[name] = main
+        SUBCOMMAND_HELP[name] = summary
         return main
     return decorate
 
@@ -50,7 +58,7 @@ def _directory(text: str) -> Path:
     return path
 
 
-@_command("report")
+@_command("report", "figures (PNG + CSV) and one HTML report for a results directory")
 def report(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
@@ -71,7 +79,7 @@ def report(argv: list[str]) -> int:
     return 0
 
 
-@_command("bias")
+@_command("bias", "individual bias of first choices and collective bias of consensus")
 def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
@@ -96,7 +104,7 @@ def bias(argv: list[str]) -> int:
     return 0
 
 
-@_command("strategies")
+@_command("strategies", "the strategy table (Table 1) of strategy-probe runs")
 def strategies(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
@@ -121,7 +129,7 @@ def strategies(argv: list[str]) -> int:
     return 0
 
 
-@_command("critical-mass")
+@_command("critical-mass", "search the critical mass against both conventions of a pair")
 def critical_mass(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim critical-mass",
                      description="Smallest committed minority that flips each convention of a pair.")
@@ -156,7 +164,7 @@ def critical_mass(argv: list[str]) -> int:
     return 0
 
 
-@_command("unbiased-pool")
+@_command("unbiased-pool", "draw random-string pools until one is unbiased")
 def unbiased_pool(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim unbiased-pool",
                      description="Random six-character pools until one's first choices are within a JS distance of uniform.")
@@ -191,7 +199,7 @@ def unbiased_pool(argv: list[str]) -> int:
     return 0
 
 
-@_command("comprehension")
+@_command("comprehension", "ask Table S7's questions at a recorded run's states")
 def comprehension(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
     parser.add_argument("directory", help="the output directory of a naming-game run")
@@ -212,7 +220,28 @@ def comprehension(argv: list[str]) -> int:
     return 0
 
 
-@_command("commons-transcript")
+@_command("transcript", "a run's prompts and replies, call by call (--run, --agent, --round)")
+def transcript(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim transcript",
+                     description="A run's prompts and replies, call by call, rebuilt from the store with the scenario's "
+                                 "rebuild_messages and the prompt template stored with the experiment.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+    parser.add_argument("--run", type=int, default=None, help="only this run (default: every run)")
+    parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
+    parser.add_argument("--round", dest="round_", type=int, default=None,
+                        help="only this population round (a month, a generation: the game's round)")
+    options = parser.parse_args(argv)
+    from .transcript import write_transcript
+
+    try:
+        write_transcript(_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
+                         round_=options.round_)
+    except BrokenPipeError:  # `| head`: the reader has seen enough
+        sys.stderr.close()
+    return 0
+
+
+@_command("commons-transcript", "a GovSim commons run month by month (or every prompt, with --prompts)")
 def commons_transcript(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim commons-transcript",
                      description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
@@ -243,7 +272,7 @@ def commons_transcript(argv: list[str]) -> int:
     return 0
 
 
-@_command("lineage")
+@_command("lineage", "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got")
 def lineage(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim lineage",
                      description="Which survivor's strategy and norms became which new agent's, generation by generation "
