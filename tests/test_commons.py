@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, dump, run_experiment
+from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
@@ -335,3 +335,12 @@ def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
     assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")
     assert "you just want to make money" in default_game.rebuild_messages(greedy.encode())[0].content
     assert CommonsSituation.decode(silent.encode()) == silent
+
+
+def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
+    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin_invalid_rate=0.2)
+    run_experiment(game, tmp_path / "immediate", seed=4)
+    for salt in (1, 2):
+        run_experiment(game, tmp_path / f"jittery{salt}", seed=4,
+                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt))
+        assert dump(tmp_path / f"jittery{salt}" / "agentsim.db") == dump(tmp_path / "immediate" / "agentsim.db")
