@@ -209,7 +209,9 @@ def test_an_unreadable_donation_is_reasked_then_a_recorded_fallback_outside_the_
     assert record["fallbacks"] == {"play": 1}
     assert record["donation_fraction"] == pytest.approx(0.5)  # 1_2's choice only
     attempts = list(store.rows("SELECT attempt, error, action FROM decisions WHERE reply = 'I would rather not say.'"))
+    flagged = list(store.rows("SELECT action FROM moves WHERE fallback"))
     store.close()
+    assert flagged == [(None,)]  # the store marks the move a fallback, for every analysis to leave out
     assert [attempt for attempt, _, _ in attempts] == [0, 1, 2]
     assert all(error for _, error, _ in attempts) and attempts[-1][2] is None
 
