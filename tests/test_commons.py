@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, dump, run_experiment
+from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
@@ -27,6 +27,7 @@ from agentsim.games.commons.metrics import (
     run_metrics,
     survival_months,
 )
+from agentsim.games.commons.situations import CommonsSituation
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
@@ -215,6 +216,7 @@ def test_the_conditions_differ_as_the_standin_says(tmp_path: Path) -> None:
     default, universal = results["default"], results["universalization"]
     newcomer, silent = results["newcomer"], results["no-communication"]
     assert default["survival_months"] == 12 and default["limits"][0] is not None
+    assert default["stop_reason"] == universal["stop_reason"] == "months" and silent["stop_reason"] == "collapse"
     assert silent["survival_months"] == 2 and silent["limits"] == [None, None] and silent["over_usage"] == 1.0
     assert universal["survival_months"] == 12
     assert universal["gain"] > default["gain"] and universal["efficiency"] > default["efficiency"]
@@ -322,3 +324,23 @@ def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
     prompts = cli("commons-transcript", str(out), "--run", "4", "--prompts")  # the no-communication variant
     assert prompts.returncode == 0 and "[system]" in prompts.stdout and "opportunity to communicate" not in prompts.stdout
     assert cli("commons-transcript", str(out), "--run", "9").returncode == 2
+
+
+def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
+    silent = CommonsSituation(kind="harvest", month=2, agent=0, name="John", others=("Kate",), stock=60, silent=True,
+                              date="2024-02-01", memories=(("2024-02-01", "Before everyone fishes, there are 60 tons"),))
+    greedy = CommonsSituation(kind="harvest", month=4, agent=1, name="Kate", others=("John",), stock=80, greedy=True)
+    default_game = CommonsGame()  # the grid's base parameters, as a generic reader would rebuild with
+    system = default_game.rebuild_messages(silent.encode())[0].content
+    assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")
+    assert "you just want to make money" in default_game.rebuild_messages(greedy.encode())[0].content
+    assert CommonsSituation.decode(silent.encode()) == silent
+
+
+def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
+    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin_invalid_rate=0.2)
+    run_experiment(game, tmp_path / "immediate", seed=4)
+    for salt in (1, 2):
+        run_experiment(game, tmp_path / f"jittery{salt}", seed=4,
+                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt))
+        assert dump(tmp_path / f"jittery{salt}" / "agentsim.db") == dump(tmp_path / "immediate" / "agentsim.db")

@@ -84,18 +84,21 @@ def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
     options = parser.parse_args(argv)
-    from .bias import collective_bias, individual_bias
+    from .bias import collective_bias, first_choice_fallbacks, individual_bias
     from .recorded import find_experiments
 
     experiments = find_experiments(_directory(options.directory))
     tests = individual_bias(experiments)
+    fallbacks = first_choice_fallbacks(experiments)
     if not tests:
         raise UserError(f"no first choices (decisions from an empty memory) under {options.directory}; "
                         f"run scenarios/individual_bias.py --out {options.directory}")
     for (backend, pool), test in tests.items():
         counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        fell, decided = fallbacks.get((backend, pool), (0, 0))
         print(f"individual {backend} [{' '.join(pool)}]: {counts}; {test.test} p={test.p_value:.4g}, "
-              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%")
+              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%; "
+              f"fallbacks {fell} of {decided} ({fell / decided if decided else 0:.1%}, left out)")
     for (backend, pool), tally in collective_bias(experiments).items():
         print(f"collective {backend} [{' '.join(pool)}]: " + ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common()))
     return 0
@@ -120,7 +123,9 @@ def strategies(argv: list[str]) -> int:
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
         print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
-              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}")
+              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
+              f" fallbacks={row['fallbacks']}")
+    print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
     return 0
 
 

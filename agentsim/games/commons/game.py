@@ -97,6 +97,14 @@ class CommonsGame(Scenario[CommonsParams]):
     def pairing(self, model: PopulationModel) -> Pairing:
         return StepPairing()
 
+    def max_rounds(self) -> int:
+        """`max_rounds` when set; else a bound the run never reaches (it ends with its months
+        or a collapse), which gives the live view its progress: per month at most three
+        rating rounds, the harvest, the utterances, the limit, the reflection and one rating
+        round per insight."""
+        params = self.params
+        return params.max_rounds or params.months * (7 + params.max_utterances + params.max_insights)
+
     def stop_reason(self, model: PopulationModel) -> str | None:
         return model.metrics.finished  # type: ignore[no-any-return]
 
@@ -271,7 +279,8 @@ class CommonsGame(Scenario[CommonsParams]):
     # --- what each agent is asked ------------------------------------------------------------
     def situation(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent) -> CommonsSituation:
         params, words, phase = self.params, self.words, state.phase
-        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, date=state.date())
+        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, date=state.date(),
+                                silent=not params.communication)
         if phase == "limit":
             return replace(base, conversation=tuple(state.conversation))
         base = replace(base, name=state.names[agent.index], greedy=agent.index in state.greedy,
@@ -296,7 +305,7 @@ class CommonsGame(Scenario[CommonsParams]):
             return (Message("user", prompts.limit_prompt(words, situation.conversation)),)
         system = Message("system", prompts.system_prompt(
             words, name=situation.name, others=situation.others, capacity=params.capacity,
-            communication=params.communication, greedy=situation.greedy))
+            communication=not situation.silent, greedy=situation.greedy))
         if kind == "harvest":
             text = (prompts.location_time(words.place, situation.date) + prompts.memory_block(situation.name, situation.memories)
                     + "\n" + prompts.harvest_task(words, situation.stock))
