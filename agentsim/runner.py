@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, RunStopped, UserError
+from .errors import (
+    BackendSpecError,
+    DamagedStoreError,
+    OutputDirError,
+    ParameterError,
+    RunStopped,
+    UserError,
+)
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel

@@ -27,13 +27,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "backends")]
 
-from standin_server import ServerConfig, StandInServer  # noqa: E402
+from standin_server import ServerConfig, StandInServer
 
-from agentsim.errors import RunStopped  # noqa: E402
-from agentsim.games.naming import NamingGame  # noqa: E402
-from agentsim.llm.retries import RetryPolicy  # noqa: E402
-from agentsim.llm.specs import BackendOptions  # noqa: E402
-from agentsim.runner import Experiment, ExperimentConfig  # noqa: E402
+from agentsim.errors import RunStopped
+from agentsim.games.naming import NamingGame
+from agentsim.llm.retries import RetryPolicy
+from agentsim.llm.specs import BackendOptions
+from agentsim.runner import Experiment, ExperimentConfig
 
 FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable",
           "killed"]

@@ -160,3 +160,27 @@ def test_a_second_writer_of_a_directory_gets_one_line(finished: Path, tmp_path: 
     finally:
         lock.release()
     assert cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK).returncode == 0
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path: Path) -> None:
+    """SIGTERM (a batch system's stop): runs recorded `interrupted`, one line, exit 143, and
+    --resume finishes them."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    arguments = [NAMING, "--out", str(out), "--set", "agents=24", "--set", "max_rounds=100000", "--set", "stop_at=none",
+                 "--no-live", "--checkpoint-seconds", "0.1"]
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *arguments], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out / "agentsim.db").is_file():
+        time.sleep(0.05)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1].startswith("agentsim: interrupted by SIGTERM"), stderr
+    rows = list(sqlite3.connect(out / "agentsim.db").execute("SELECT status, stop_reason FROM runs"))
+    assert rows == [("interrupted", "interrupted")]
