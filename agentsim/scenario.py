@@ -20,16 +20,7 @@ Prompted games also implement `PromptedGame`, which is what an LLM policy needs 
 
 from __future__ import annotations
 
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    ClassVar,
-    Generic,
-    NamedTuple,
-    Protocol,
-    Self,
-    TypeVar,
-)
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
 
 from .llm.base import Message
 from .params import Params
