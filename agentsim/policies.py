@@ -7,8 +7,8 @@ fallback; nothing is dropped silently and every attempt is a CallRecord.
 
 from __future__ import annotations
 
-from time import perf_counter
 from dataclasses import dataclass
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .errors import BackendError

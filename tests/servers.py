@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "backends"))

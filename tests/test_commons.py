@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, dump, run_experiment
+from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
@@ -321,8 +321,12 @@ def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
     text = shown.stdout
     assert "== Month 1" in text and "== Month 2" in text and "Mayor: Ladies and gentlemen" in text
     assert "Agreed limit:" in text and "Harvest: John wanted" in text and "Reflection, John:" in text
-    prompts = cli("commons-transcript", str(out), "--run", "4", "--prompts")  # the no-communication variant
-    assert prompts.returncode == 0 and "[system]" in prompts.stdout and "opportunity to communicate" not in prompts.stdout
+    prompts = cli("transcript", str(out), "--run", "4")  # every call's prompt: the no-communication cell's
+    assert prompts.returncode == 0, prompts.stderr
+    assert "[system]" in prompts.stdout and "Date: 2024-02-01" in prompts.stdout
+    assert "opportunity to communicate" not in prompts.stdout and "Ladies and gentlemen" not in prompts.stdout
+    talk = cli("transcript", str(out), "--run", "1")
+    assert "opportunity to communicate" in talk.stdout and "Conversation conclusion by me:" in talk.stdout
     assert cli("commons-transcript", str(out), "--run", "9").returncode == 2
 
 
@@ -335,3 +339,12 @@ def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
     assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")
     assert "you just want to make money" in default_game.rebuild_messages(greedy.encode())[0].content
     assert CommonsSituation.decode(silent.encode()) == silent
+
+
+def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
+    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin_invalid_rate=0.2)
+    run_experiment(game, tmp_path / "immediate", seed=4)
+    for salt in (1, 2):
+        run_experiment(game, tmp_path / f"jittery{salt}", seed=4,
+                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt))
+        assert dump(tmp_path / f"jittery{salt}" / "agentsim.db") == dump(tmp_path / "immediate" / "agentsim.db")

@@ -106,7 +106,7 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
     recorder = Recorder(run=1)
     reasked = [CallRecord(3, 0, "ctx", "{'value': A or B", None, 10, 2, 50, "several options"),
                CallRecord(3, 1, "", "{'value': B", "B", 12, 2, 40)]
-    errored = [CallRecord(4, 0, "ctx4", "", None, latency_us=9, error="timeout")]
+    errored = [CallRecord(4, 0, "ctx4", "", None, latency_us=9, error="timeout", fallback=True)]
     weighed = [CallRecord(5, 0, "ctx5", "A", "A", 8, 1, 30, None, {"A": 0.75, "B": 0.25})]
     drawn = [CallRecord(6, 0, "ctx6", "B", "B", 0, 0, 5, None, {"A": 0.75, "B": 0.25}, sampled_locally=True)]
     recorder.add(EncounterRecord(0, 0, 0, [Move(3, "B", -50), Move(7, "A", -50)], reasked))
@@ -117,10 +117,10 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
     rows = list(store.rows("SELECT * FROM decisions ORDER BY t, agent, attempt"))
     store.close()
     assert rows == [
-        (1, 0, 3, 0, None, None, None, "ctx", "{'value': A or B", 10, 2, 50, "several options", None, None),
-        (1, 0, 3, 1, "B", -50, "B", "", "{'value': B", 12, 2, 40, None, None, None),
-        (1, 0, 7, 0, "A", -50, None, None, None, None, None, None, None, None, None),
-        (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None, None),
-        (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}', None),
-        (1, 2, 6, 0, "B", -50, "B", "ctx6", "B", 0, 0, 5, None, '{"A": 0.75, "B": 0.25}', 1),
+        (1, 0, 3, 0, None, None, None, "ctx", "{'value': A or B", 10, 2, 50, "several options", None, None, None),
+        (1, 0, 3, 1, "B", -50, "B", "", "{'value': B", 12, 2, 40, None, None, None, None),
+        (1, 0, 7, 0, "A", -50, None, None, None, None, None, None, None, None, None, None),
+        (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None, 1, None),
+        (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}', None, None),
+        (1, 2, 6, 0, "B", -50, "B", "ctx6", "B", 0, 0, 5, None, '{"A": 0.75, "B": 0.25}', None, 1),
     ]

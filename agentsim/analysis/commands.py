@@ -7,7 +7,7 @@
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
-    commons-transcript DIR  a GovSim commons run month by month (or every prompt, with --prompts)
+    commons-transcript DIR  a GovSim commons run month by month: harvests, discussion, limit, insights
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
@@ -84,18 +84,21 @@ def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
     options = parser.parse_args(argv)
-    from .bias import collective_bias, individual_bias
+    from .bias import collective_bias, first_choice_fallbacks, individual_bias
     from .recorded import find_experiments
 
     experiments = find_experiments(_directory(options.directory))
     tests = individual_bias(experiments)
+    fallbacks = first_choice_fallbacks(experiments)
     if not tests:
         raise UserError(f"no first choices (decisions from an empty memory) under {options.directory}; "
                         f"run scenarios/individual_bias.py --out {options.directory}")
     for (backend, pool), test in tests.items():
         counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        fell, decided = fallbacks.get((backend, pool), (0, 0))
         print(f"individual {backend} [{' '.join(pool)}]: {counts}; {test.test} p={test.p_value:.4g}, "
-              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%")
+              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%; "
+              f"fallbacks {fell} of {decided} ({fell / decided if decided else 0:.1%}, left out)")
     for (backend, pool), tally in collective_bias(experiments).items():
         print(f"collective {backend} [{' '.join(pool)}]: " + ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common()))
     return 0
@@ -120,7 +123,9 @@ def strategies(argv: list[str]) -> int:
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
         print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
-              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}")
+              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
+              f" fallbacks={row['fallbacks']}")
+    print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
     return 0
 
 
@@ -246,15 +251,13 @@ def transcript(argv: list[str]) -> int:
     return 0
 
 
-@_command("commons-transcript", "a GovSim commons run month by month (or every prompt, with --prompts)")
+@_command("commons-transcript", "a GovSim commons run month by month: harvests, discussion, limit, insights")
 def commons_transcript(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim commons-transcript",
                      description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
     parser.add_argument("directory", help="a commons run's output directory")
     parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
-    parser.add_argument("--prompts", action="store_true", help="every call's exact messages and replies instead")
     options = parser.parse_args(argv)
-    from ..games.commons import CommonsGame
     from ..games.commons.transcript import transcript
     from .recorded import find_experiments
 
@@ -263,12 +266,8 @@ def commons_transcript(argv: list[str]) -> int:
     if not experiments:
         raise UserError(f"no commons run under '{options.directory}'; run scenarios/commons_fishing.py first")
     experiment = experiments[0]
-    scenario = experiment.scenario
-    if not isinstance(scenario, CommonsGame):
-        scenario = CommonsGame(CommonsGame.Params(**{key: tuple(value) if isinstance(value, list) else value
-                                                    for key, value in experiment.params.items()}))
     try:
-        for line in transcript(experiment.store, scenario, options.run, prompts=options.prompts):
+        for line in transcript(experiment.store, options.run, str(experiment.params.get("resource", "fishing"))):
             print(line)
     except KeyError as error:
         raise UserError(f"{error.args[0]}; pick one with --run") from None
