@@ -14,16 +14,13 @@ from __future__ import annotations
 
 
 import asyncio
-import operator
 import random
 import string
 from dataclasses import dataclass
 from functools import cached_property
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...kept import Kept
 from ...llm.base import Message, Sampling
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
@@ -32,14 +29,12 @@ from ...policies import CommittedPolicy, LLMPolicy, Policy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Parsed, Scenario
-from ...seeding import shuffled
 from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology, TopologyKind
 from .answers import AnswerReader
+from .situation import Memory, NamingSituation
 from .standin import NamingStandIn
 
-Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
-_new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)
 DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
 
 
@@ -147,13 +142,6 @@ class NamingParams(Params):
         return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens)
 
 
-class NamingSituation(NamedTuple):
-    """What an agent sees when asked: the options in the order shown, and its memory."""
-
-    options: tuple[str, ...]
-    memory: tuple[Memory, ...]
-
-
 class NamingGame(Scenario[NamingParams]):
     name = "naming_game"
     Params = NamingParams
@@ -250,13 +238,13 @@ class NamingGame(Scenario[NamingParams]):
         return SequentialPairing(params.max_in_flight, graph)
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
-        """Each asked agent's option list, in a fresh random order."""
-        names, rng = self.params.names or self.names, model.random
-        return tuple([None if agent.committed else shuffled(rng, names) for agent in encounter.agents])
+        """Each asked agent's option list, in a fresh random order from the run's generator."""
+        names, rng = self.names, model.random
+        return tuple([None if agent.committed else tuple(rng.sample(names, len(names))) for agent in encounter.agents])
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
         """Each asked agent's view: its options and its memory."""
-        return tuple([None if options is None else _new_tuple(NamingSituation, (options, tuple(agent.memory)))
+        return tuple([None if options is None else NamingSituation(options, tuple(agent.memory))
                       for agent, options in zip(encounter.agents, encounter.drawn)])
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
@@ -294,70 +282,25 @@ class NamingGame(Scenario[NamingParams]):
 
     # --- hooks: what an LLM sees and how its answer is read -------------------------------
     def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
-        memory = situation.memory
-        fields = self._option_fields(situation.options)
-        fields["history"], _, fields["score"] = self._memory_view(memory)
-        fields["round"] = len(memory) + 1
-        return (_new_tuple(Message, ("system", self._render_system(fields))), self._user_message)
+        params, memory = self.params, situation.memory
+        system = self.template.render(
+            "system", **self._option_fields(situation.options), history=self._history_block(memory), round=len(memory) + 1,
+            score=sum(payoff for *_, payoff in memory), success_payoff=f"{params.success_payoff:+d}",
+            failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
+        return (Message("system", system), Message("user", self.template.sections["user"]))
 
-    def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str, int]:
-        """A memory's history block, its code for the store and its score, kept by memory:
-        the same memories recur across agents and rounds (all of them, once a convention
-        holds), and a decision asks for its own twice (prompt, then store). Until a convention
-        holds most memories are new, so a new one is put together from kept pieces."""
-        if memory is self._last_memory[0]:
-            return self._last_memory[1]
-        view = self._memory_views[memory]
-        self._last_memory = (memory, view)
-        return view
-
-    _last_memory: tuple[object, tuple[str, str, int]] = (object(), ("", "", 0))
-
-    @cached_property
-    def _memory_views(self) -> Kept[tuple[Memory, ...], tuple[str, str, int]]:
-        return Kept(lambda memory: (self._render_history(memory), "".join(map(self._entry_codes.__getitem__, memory)),
-                                    sum(map(_payoff_of, memory))), limit=16_384)
-
-    @cached_property
-    def _entry_codes(self) -> Kept[Memory, str]:
-        code = self._codes[0]
-        return Kept(lambda entry: code[entry[0]] + code[entry[1]])
-
-    def prompt_fields(self) -> dict[str, object]:
-        """Extra fields a custom template uses, fixed for the whole experiment (rendered once)."""
-        return {}
-
-    @cached_property
-    def _render_system(self) -> Callable[[Mapping[str, object]], str]:
-        params = self.params
-        return self.template.bind("system", success_payoff=f"{params.success_payoff:+d}",
-                                  failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
-
-    @cached_property
-    def _user_message(self) -> Message:
-        return Message("user", self.template.sections["user"])
-
-    def _render_history(self, memory: tuple[Memory, ...]) -> str:
+    def _history_block(self, memory: tuple[Memory, ...]) -> str:
+        """The history block: one entry per memory, numbered from the oldest; empty without one."""
         if not memory:
             return ""
-        kept = self._entry_lines
-        while len(kept) < len(memory):  # a probe may show more than H entries
-            kept.append(self._lines_at(len(kept) + 1))
-        lines = map(operator.getitem, kept, memory)
-        return self._render_history_block({"entries": "\n".join(lines)}) + "\n"
-
-    @cached_property
-    def _entry_lines(self) -> list[Kept[Memory, str]]:
-        """Per position in memory, each entry's line as rendered there (kept once rendered)."""
-        return []
-
-    def _lines_at(self, number: int) -> Kept[Memory, str]:
         template = self.template
-        return Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1], payoff=entry[2]))
+        entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+                            for number, (own, partner, payoff) in enumerate(memory, start=1))
+        return template.render("history", entries=entries) + "\n"
 
-    @cached_property
-    def _render_history_block(self) -> Callable[[Mapping[str, object]], str]:
-        return self.template.bind("history")
+    def prompt_fields(self) -> dict[str, object]:
+        """Extra fields a custom template uses, fixed for the whole experiment."""
+        return {}
 
     def parse(self, text: str, situation: NamingSituation) -> Parsed:
         return self._answers.parse(text)
@@ -379,28 +322,17 @@ class NamingGame(Scenario[NamingParams]):
         return ordered[int(unit * len(ordered))]
 
     def _option_fields(self, options: tuple[str, ...]) -> dict[str, object]:
-        """The option list as the template words it: `[A, B, C]` and/or `A, B and C`."""
-        fields: dict[str, object] = {}
-        listed, spoken = self._option_styles
-        if listed:
-            fields["options"] = f"[{', '.join(options)}]"
-        if spoken:
-            fields["options_text"] = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
-        return fields
-
-    @cached_property
-    def _option_styles(self) -> tuple[bool, bool]:
-        text = self.template.text
-        return "{options}" in text, "{options_text}" in text
+        """The option list as a template may word it: `[A, B, C]` or `A, B and C`."""
+        spoken = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
+        return {"options": f"[{', '.join(options)}]", "options_text": spoken}
 
     # --- the store: a prompt in about twenty bytes ----------------------------------------
     def encode(self, situation: NamingSituation) -> str:
         """The option order then (own, partner) per memory entry, one character per name;
         payoffs follow from `payoff`."""
-        options = situation.options
-        # One itemgetter call picks every option's code (a prompt is encoded per decision).
-        order = "".join(operator.itemgetter(*options)(self._codes[0])) if options else ""
-        return order + self._memory_view(situation.memory)[1]
+        code = self._codes[0]
+        return ("".join(code[name] for name in situation.options)
+                + "".join(code[own] + code[partner] for own, partner, _ in situation.memory))
 
     def decode(self, context: str) -> NamingSituation:
         name = self._codes[1]
@@ -511,8 +443,6 @@ def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
             pool.append(name)
     return tuple(pool)
 
-
-_payoff_of = operator.itemgetter(2)
 
 
 def _code(index: int) -> str:

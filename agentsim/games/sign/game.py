@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...agents import PopulationAgent
 from ...llm.base import Grammar, Message, Sampling
@@ -47,6 +47,7 @@ from ...scheduler import Encounter
 from ..naming.game import DRAWN_POOL_SIZE, NamingGame, NamingParams
 from .metrics import THRESHOLDS, SignMetrics
 from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .situation import SignSituation
 from .standin import SignStandIn
 
 if TYPE_CHECKING:
@@ -121,19 +122,6 @@ class SignParams(NamingParams):
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens,
                         repetition_penalty=self.repetition_penalty)
-
-
-class SignSituation(NamedTuple):
-    """What an agent sees: the lexicon, its current proposal, its partners' last names, the
-    population round and its own number. `shift_die` is the lose-shift die drawn for it before
-    any await; the prompt does not show it."""
-
-    options: tuple[str, ...]
-    current: str
-    memory: tuple[str, ...]
-    round: int
-    agent: int
-    shift_die: float = 1.0
 
 
 class SignAgent(PopulationAgent):
@@ -247,13 +235,10 @@ class SignGame(NamingGame):
 
     # --- hooks: what the model sees and how its reply is read -----------------------------
     def messages(self, situation: SignSituation) -> tuple[Message, ...]:  # type: ignore[override]
-        system = self._render_sign_system({"agent": situation.agent, "round": situation.round, "current": situation.current,
-                                           "history": self._history(situation.memory)})
-        return (Message("system", system), self._user_message)
-
-    @cached_property
-    def _render_sign_system(self) -> Any:
-        return self.template.bind("system", lexicon=", ".join(self.names))
+        system = self.template.render("system", lexicon=", ".join(self.names), agent=situation.agent,
+                                      round=situation.round, current=situation.current,
+                                      history=self._history(situation.memory))
+        return (Message("system", system), Message("user", self.template.sections["user"]))
 
     def _history(self, memory: tuple[str, ...]) -> str:
         if not memory or self.condition == "nl":
