@@ -4,13 +4,10 @@ recorded into one output directory, with checkpoints, resume and a clean interru
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import gc
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +22,7 @@ from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .secrets import redact
-from .store import Recorder, Store
+from .store import STORE_FORMAT, Recorder, Store
 from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
@@ -126,6 +123,12 @@ class Experiment:
             if recorded and not config.resume:
                 store.close()
                 raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
+            if recorded and config.resume and recorded.get("store_format", 1) != STORE_FORMAT:
+                store.close()
+                raise OutputDirError(
+                    f"{config.out} was recorded in store format {recorded.get('store_format', 1)} and this agentsim "
+                    f"writes format {STORE_FORMAT} (option orders are drawn differently), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
             for key, value in identity.items():
                 if recorded and recorded.get(key) != value:
                     store.close()
@@ -140,6 +143,7 @@ class Experiment:
             **identity,
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
+            "store_format": STORE_FORMAT,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
             "scenario_class": self.scenario.describe()["class"],
@@ -189,10 +193,6 @@ class Experiment:
         return self.variant_scenarios[variant], seed, variant
 
     async def run(self) -> list[dict[str, Any]]:
-        with relaxed_gc():
-            return await self._run()
-
-    async def _run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
                          "runs": self.config.runs, "out": str(self.config.out)})
         tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
@@ -394,23 +394,6 @@ def _describe_options(options: BackendOptions) -> dict[str, Any]:
             "deadline_s": options.retry.deadline_s, "max_in_flight": limits.max_in_flight, "rpm": limits.rpm,
             "tpm": limits.tpm, "adaptive": limits.adaptive, "cache": options.cache, "replay": options.replay,
             "max_calls": options.max_calls, "max_cost_usd": options.max_cost_usd}
-
-
-@contextlib.contextmanager
-def relaxed_gc(young: int = 100_000) -> Iterator[None]:
-    """Collect cycles less often while runs go. Every decision allocates a few dozen small
-    objects, none of which form cycles, and at the default threshold (700) the collector took
-    a fifth of the engine's time; and what exists before the runs start (imported modules,
-    some hundred thousand objects) is frozen out of the full collections that would walk it
-    again and again."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip((young, 50, 50), thresholds)))
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
 
 
 def code_version() -> str:

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 DATABASE = "agentsim.db"
+# What a recorded run depends on beyond its seed and parameters. 2: option orders are drawn
+# with `random.Random.sample` (1 decoded one draw as a Lehmer code), so a run recorded with 1
+# cannot be continued by this version; it can still be read and analysed.
+STORE_FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiment (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;

@@ -13,7 +13,7 @@ from helpers import JitteryStandIn, dump, run_experiment
 
 from agentsim.games.naming import NamingGame
 from agentsim.games.naming import NamingStandIn
-from agentsim.seeding import derive_seed, shuffled, unit_uniforms
+from agentsim.seeding import derive_seed, unit_uniforms
 
 
 def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memory_length: int, interactions: int,
@@ -30,7 +30,7 @@ def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memo
         second = rng.randrange(agents - 1)
         second += second >= first
         chosen = {}
-        for agent, options in ((first, shuffled(rng, names)), (second, shuffled(rng, names))):
+        for agent, options in ((first, tuple(rng.sample(names, len(names)))), (second, tuple(rng.sample(names, len(names))))):
             call_seed = derive_seed(derive_seed(seed, agent), encounters[agent], 0)
             noise_die = unit_uniforms(call_seed, 3)[1] if noise else 1.0
             chosen[agent], _ = rule.choose(list(options), [(own, partner) for own, partner, _ in memories[agent]],

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_experiment
+from helpers import Quiet, run_experiment
 
+from agentsim.errors import OutputDirError
 from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
+from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.seeding import derive_seed
-from agentsim.store import Store
+from agentsim.store import STORE_FORMAT, Store
 
 
 class Recording(StandInModel):
@@ -121,3 +123,18 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
         (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None),
         (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}'),
     ]
+
+
+def test_a_store_of_an_older_format_is_not_resumed(tmp_path: Path) -> None:
+    """Option orders were drawn differently in store format 1: continuing such a run would mix
+    two processes in one run, so resuming it stops with the fix, and the store is untouched."""
+    scenario = NamingGame(agents=6, max_rounds=2)
+    run_experiment(scenario, tmp_path)
+    store = Store(tmp_path)
+    assert store.experiment()["store_format"] == STORE_FORMAT
+    store.set_experiment({**store.experiment(), "store_format": 1})
+    store.close()
+    config = ExperimentConfig(scenario=scenario, out=tmp_path, seed=1, resume=True)
+    with pytest.raises(OutputDirError, match="store format 1 .* cannot be continued"):
+        Experiment(config, Quiet()).open()
+    assert Store(tmp_path).experiment()["store_format"] == 1
