@@ -15,12 +15,15 @@ between generations) is a new scenario, not a new scheduler:
     stop_reason(model)        why the run should stop now, or None
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
-Prompted games also implement `PromptedGame`, which is what an LLM policy needs from them.
+A game whose agents ask a language model (`policies.LLMPolicy`) also has the prompt hooks:
+`messages(situation)`, `parse(text, situation)`, `reminder(situation, parsed)`,
+`salvage(reply, situation)`, `fallback(situation, unit)` and `encode(situation)`; see
+`games/pairwise.py`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from .llm.base import Message
 from .params import Params
@@ -40,24 +43,6 @@ class Parsed(NamedTuple):
 
     action: str | None
     problem: str | None = None
-
-
-class PromptedGame(Protocol):
-    """What an LLM policy asks of the game whose situation it is deciding."""
-
-    def messages(self, situation: Any) -> tuple[Message, ...]: ...
-
-    def parse(self, text: str, situation: Any) -> Parsed: ...
-
-    def reminder(self, situation: Any, parsed: Parsed) -> str: ...
-
-    def fallback(self, situation: Any, unit: float) -> str | None: ...
-
-    def salvage(self, reply: str, situation: Any) -> str | None:
-        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
-        ...
-
-    def encode(self, situation: Any) -> str: ...
 
 
 class Scenario(Generic[P]):
