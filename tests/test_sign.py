@@ -213,7 +213,8 @@ def test_grid_and_pinned_variants() -> None:
     ({"alpha": 1.5}, "alpha (the lose-shift probability) must be in [0, 1]"),
     ({"memory_length": -1}, "memory_length (K) must be >= 0"),
     ({"lexicon_size": 1}, "lexicon_size (M) must be at least 2"),
-    ({"pool_size": 4}, "set lexicon_size (M), not pool_size"),
+    ({"pool_size": 4}, "unknown parameter 'pool_size'"),  # SIGN's lexicon is C1..CM: lexicon_size (M)
+    ({"committed": 2}, "unknown parameter 'committed'"),
     ({"condition": "json"}, None),
 ])
 def test_impossible_parameters_say_what_to_fix(changes: dict[str, Any], fragment: str | None) -> None:

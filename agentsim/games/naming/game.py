@@ -12,8 +12,6 @@ make a new experiment; see examples/.
 
 from __future__ import annotations
 
-
-import asyncio
 import random
 import string
 from dataclasses import dataclass
@@ -21,16 +19,16 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...llm.base import Message, Sampling
+from ...llm.base import Message
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
-from ...params import Params, require
+from ...params import require
 from ...policies import CommittedPolicy, LLMPolicy, Policy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
-from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
-from ...topology import Topology, TopologyKind
+from ...scenario import Parsed
+from ...scheduler import Encounter
+from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .answers import AnswerReader
 from .situation import Memory, NamingSituation
 from .standin import NamingStandIn
@@ -39,43 +37,19 @@ DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
 
 
 @dataclass(frozen=True, kw_only=True)
-class NamingParams(Params):
-    # population and names
-    agents: int = 24
-    names: tuple[str, ...] = ()  # the name pool; empty: drawn once per experiment
-    pool_size: int = DRAWN_POOL_SIZE  # W, when the pool is drawn
+class NamingParams(PairwiseParams):
+    """The shared parameters (`PairwiseParams`) and the naming game's own."""
+
+    # the name pool, when `names` does not give it
+    pool_size: int = DRAWN_POOL_SIZE  # W
     name_style: Literal["letters", "random"] = "letters"  # letters A-Z, or six-character strings
-    memory_length: int = 5  # H
-    success_payoff: int = 100
-    failure_payoff: int = -50
-    # prompting and sampling
-    prompt: str = "standard"  # standard, narrative, bullet, or a path to a template file
-    temperature: float = 0.5
-    top_k: int | None = 10
-    top_p: float | None = None
-    max_tokens: int = 6
-    max_reasks: int = 2  # re-asks with a reminder after an unusable reply
-    fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
-    # who meets whom
-    pairing: Literal["sequential", "network", "rounds"] = "sequential"
-    max_in_flight: int = 64  # encounters asked at once (never changes the run); --max-in-flight caps calls
-    topology: TopologyKind = "complete"
-    topology_degree: int = 4
-    topology_probability: float = 0.1
-    topology_attachment: int = 2
-    graph_file: str = ""
     # committed minority
     committed: int = 0
     committed_fraction: float = 0.0
     committed_mode: Literal["replace", "add"] = "replace"
     committed_name: str | None = None
     majority_name: str | None = None  # start in consensus on this name
-    # measuring and stopping
     stop_at: Literal["consensus", "flip", "none"] = "consensus"
-    max_rounds: int = 50
-    consensus_threshold: float = 0.95
-    consensus_window: float = 3.0  # in units of N interactions
-    success_window: int = 0  # interactions; 0 means N
     # the stand-in backend's rule
     standin_bias_name: str | None = None
     standin_bias: float = 0.0
@@ -83,12 +57,7 @@ class NamingParams(Params):
     standin_invalid_rate: float = 0.0
 
     def validate(self) -> None:
-        require(self.agents >= 2, f"agents must be at least 2 (got {self.agents})")
-        require(self.memory_length >= 0, f"memory_length (H) must be >= 0 (got {self.memory_length})")
         if self.names:
-            require(len(self.names) >= 2, f"names must hold at least 2 names (got {len(self.names)})")
-            require(len(set(self.names)) == len(self.names), "names must be distinct")
-            require(all(name.strip() == name and name for name in self.names), "names must be non-empty with no surrounding spaces")
             # A pool_size the user set would otherwise be ignored without a word: W is len(names) here.
             require(self.pool_size in (DRAWN_POOL_SIZE, len(self.names)),
                     f"pool_size={self.pool_size} does not apply: the name pool is given ({', '.join(self.names)}); "
@@ -97,13 +66,6 @@ class NamingParams(Params):
             require(self.pool_size >= 2, f"pool_size (W) must be at least 2 (got {self.pool_size})")
             if self.name_style == "letters":
                 require(self.pool_size <= 26, f"pool_size {self.pool_size} is more than 26 letters; use name_style=random")
-        require(self.max_tokens >= 1, f"max_tokens must be >= 1 (got {self.max_tokens})")
-        require(0 <= self.max_reasks <= 100, f"max_reasks must be between 0 and 100 (got {self.max_reasks})")
-        require(self.max_in_flight >= 1, f"max_in_flight must be >= 1 (got {self.max_in_flight})")
-        require(self.max_rounds >= 1, f"max_rounds must be >= 1 (got {self.max_rounds})")
-        require(0 < self.consensus_threshold <= 1, f"consensus_threshold must be in (0, 1] (got {self.consensus_threshold})")
-        require(self.consensus_window > 0, f"consensus_window must be > 0 (got {self.consensus_window})")
-        require(self.success_window >= 0, f"success_window must be >= 0 (got {self.success_window})")
         require(self.committed >= 0, f"committed must be >= 0 (got {self.committed})")
         require(0 <= self.committed_fraction < 1, f"committed_fraction must be in [0, 1) (got {self.committed_fraction})")
         require(not (self.committed and self.committed_fraction),
@@ -113,15 +75,10 @@ class NamingParams(Params):
                     f"{self.committed_count()} committed agents leave no uncommitted agent among agents={self.agents}; "
                     f"lower committed or use committed_mode=add")
         require(self.stop_at != "flip" or self.committed_count() > 0, "stop_at=flip needs a committed minority (set committed)")
-        require(self.pairing != "sequential" or self.topology == "complete",
-                "pairing=sequential draws partners from the whole population; use pairing=network (or rounds) with a topology")
         for name, value in (("standin_bias", self.standin_bias), ("standin_noise", self.standin_noise),
                             ("standin_invalid_rate", self.standin_invalid_rate)):
             require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
-        self.sampling()
-        size = self.population_size()
-        if self.topology != "complete" or self.pairing == "network":
-            self.graph_topology().check(size)
+        super().validate()
 
     def committed_count(self) -> int:
         """Committed agents as a count: a fraction is a share of the whole population."""
@@ -134,15 +91,8 @@ class NamingParams(Params):
     def population_size(self) -> int:
         return self.agents + (self.committed_count() if self.committed_mode == "add" else 0)
 
-    def graph_topology(self) -> Topology:
-        return Topology(kind=self.topology, degree=self.topology_degree, probability=self.topology_probability,
-                        attachment=self.topology_attachment, path=self.graph_file)
 
-    def sampling(self) -> Sampling:
-        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens)
-
-
-class NamingGame(Scenario[NamingParams]):
+class NamingGame(PairwiseGame[NamingParams]):
     name = "naming_game"
     Params = NamingParams
 
@@ -160,12 +110,6 @@ class NamingGame(Scenario[NamingParams]):
                 "committed_name and majority_name must differ")
         return game
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        if not self.params.names:
-            raise RuntimeError("the name pool is drawn by for_experiment(seed); call it before running")
-        return self.params.names
-
     @cached_property
     def template(self) -> PromptTemplate:
         return PromptTemplate.load("naming", self.params.prompt).require("system", "history", "entry", "user", "reminder")
@@ -176,7 +120,7 @@ class NamingGame(Scenario[NamingParams]):
 
     @cached_property
     def _codes(self) -> tuple[dict[str | None, str], dict[str, str | None]]:
-        encode: dict[str | None, str] = {name: _code(index) for index, name in enumerate(self.names)}
+        encode: dict[str | None, str] = dict(name_codes(self.names))
         encode[None] = "/"
         return encode, {code: name for name, code in encode.items()}
 
@@ -227,16 +171,6 @@ class NamingGame(Scenario[NamingParams]):
         for agent in model.agents:
             agent.memory.extend([entry] * self.params.memory_length)
 
-    def pairing(self, model: PopulationModel) -> Pairing:
-        params = self.params
-        size = len(model.agents)
-        graph = None
-        if params.topology != "complete" or params.pairing == "network":
-            graph = params.graph_topology().build(size, model.random.getrandbits(32))
-        if params.pairing == "rounds":
-            return RoundPairing(graph)
-        return SequentialPairing(params.max_in_flight, graph)
-
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
         """Each asked agent's option list, in a fresh random order from the run's generator."""
         names, rng = self.names, model.random
@@ -246,14 +180,6 @@ class NamingGame(Scenario[NamingParams]):
         """Each asked agent's view: its options and its memory."""
         return tuple([None if options is None else NamingSituation(options, tuple(agent.memory))
                       for agent, options in zip(encounter.agents, encounter.drawn)])
-
-    async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if first.policy.immediate and second.policy.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
 
     def resolve(self, model: PopulationModel, encounter: Encounter,
                 decisions: tuple[Decision, Decision]) -> EncounterRecord:
@@ -308,10 +234,6 @@ class NamingGame(Scenario[NamingParams]):
     def reminder(self, situation: NamingSituation, parsed: Parsed) -> str:
         return self.template.render("reminder", **self._option_fields(situation.options))
 
-    def salvage(self, reply: str, situation: NamingSituation) -> str | None:
-        """Nothing: the paper's agents get the recorded fallback (SIGN decodes free text)."""
-        return None
-
     def fallback(self, situation: NamingSituation, unit: float) -> str | None:
         mode = self.params.fallback
         if mode == "none":
@@ -343,14 +265,6 @@ class NamingGame(Scenario[NamingParams]):
             for own, partner in ((name[context[i]], name[context[i + 1]]) for i in range(width, len(context), 2))
         )
         return NamingSituation(options, memory)
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        situation = self.decode(context)
-        messages = self.messages(situation)
-        for reply in replies:
-            parsed = self.parse(reply, situation)
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, parsed)))
-        return messages
 
     # --- measuring -----------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> ConventionMetrics:
@@ -442,9 +356,3 @@ def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
         if name not in pool:
             pool.append(name)
     return tuple(pool)
-
-
-
-def _code(index: int) -> str:
-    """One character per pool index: ASCII '0'..'z' for the first 75 names, then beyond."""
-    return chr(48 + index) if index < 75 else chr(256 + index)

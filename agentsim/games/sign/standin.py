@@ -111,9 +111,9 @@ class SignStandIn:
         return current
 
     def prior(self, names: Sequence[str], die: float) -> str:
-        if self.bias_name in names and self.bias > 0:
+        if self.bias_name is not None and self.bias_name in names and self.bias > 0:
             if die < self.bias:
-                return self.bias_name  # type: ignore[return-value]
+                return self.bias_name
             die = (die - self.bias) / (1 - self.bias) if self.bias < 1 else 0.0
         return names[min(int(die * len(names)), len(names) - 1)]
 
