@@ -1,4 +1,5 @@
-"""The analysis subcommands of `python -m agentsim`, registered in `cli.SUBCOMMANDS`:
+"""The analysis subcommands of `python -m agentsim`, registered in `SUBCOMMANDS` (which the
+command line dispatches to):
 
     report DIR              figures, CSVs and the HTML report for DIR's runs
     bias DIR                individual bias tests of first choices, and consensus counts
@@ -19,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ..cli import EXIT_USER_ERROR, SUBCOMMANDS, load_scenario, parse_overrides
-from ..errors import UserError
+from ..errors import EXIT_USER_ERROR, UserError
+from ..scenario_files import load_scenario, parse_overrides
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 
 
 class _Parser(argparse.ArgumentParser):

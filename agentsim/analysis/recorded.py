@@ -278,7 +278,7 @@ def _import_class(path: str, scenario_file: str) -> Any:
     except (ImportError, AttributeError):
         pass
     if scenario_file and Path(scenario_file).is_file():
-        from ..cli import load_scenario
+        from ..scenario_files import load_scenario
 
         try:
             scenario, module = load_scenario(scenario_file)
