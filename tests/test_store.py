@@ -14,6 +14,7 @@ from agentsim.errors import OutputDirError
 from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
+from agentsim.prompts import PromptTemplate
 from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.seeding import derive_seed
 from agentsim.store import STORE_FORMAT, Store
@@ -138,3 +139,29 @@ def test_a_store_of_an_older_format_is_not_resumed(tmp_path: Path) -> None:
     with pytest.raises(OutputDirError, match="store format 1 .* cannot be continued"):
         Experiment(config, Quiet()).open()
     assert Store(tmp_path).experiment()["store_format"] == 1
+
+
+def test_prompts_rebuilt_from_the_store_use_the_template_text_recorded_with_it(tmp_path: Path) -> None:
+    """A template file edited after the run: the analysis rebuilds the prompts that were sent,
+    from the text the store recorded, not from today's file."""
+    from agentsim.analysis.recorded import RecordedExperiment
+
+    template = tmp_path / "mine.txt"
+    template.write_text(PromptTemplate.load("naming", "standard").text, encoding="utf-8")
+    backends: list[Recording] = []
+
+    def recording(scenario: Any) -> Recording:
+        backends.append(Recording(scenario.standin_rules()))
+        return backends[-1]
+
+    game = NamingGame(agents=6, pool_size=3, prompt=str(template), stop_at="none", max_rounds=3)
+    run_experiment(game, tmp_path / "out", seed=4, backend=recording)
+    template.write_text(template.read_text(encoding="utf-8").replace("Player 1", "Player One"), encoding="utf-8")
+    recorded = RecordedExperiment(tmp_path / "out")
+    scenario = recorded.scenario
+    assert "Player One" not in scenario.template.text
+    sent = {request.messages for request in backends[0].sent.values()}
+    rows = list(recorded.store.rows("SELECT t, agent, attempt FROM calls WHERE run = 1"))
+    assert rows and {recorded.store.messages(scenario, 1, t, agent, attempt) for t, agent, attempt in rows} == sent
+    assert "Player One" in game.for_experiment(4).template.text  # today's file says something else
+    recorded.close()

@@ -12,12 +12,15 @@ compact record (`encode`, `decode`), the outcome (`resolve`) and what is measure
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from functools import cached_property
+from typing import Any, Literal, Self, TypeVar
 
 from ..llm.base import Message, Sampling
 from ..model import PopulationModel
 from ..params import Params, require
+from ..prompts import PromptTemplate
 from ..records import Decision
 from ..scenario import Parsed, Scenario
 from ..scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
@@ -97,6 +100,24 @@ class PairwiseGame(Scenario[P]):
         if not self.params.names:
             raise RuntimeError("the name pool is made by for_experiment(seed); call it before running")
         return self.params.names
+
+    @cached_property
+    def template(self) -> PromptTemplate:
+        """The prompt template the parameters name (a game loads its own built-in ones)."""
+        raise NotImplementedError
+
+    def with_recorded_templates(self, templates: Mapping[str, str]) -> Self:
+        """This game with its template's text as an experiment recorded it (`templates`: name ->
+        text, the store's `prompt_templates`), so that prompts rebuilt from the store are the
+        prompts that were sent even after the template files changed; itself when nothing is
+        recorded under its template's name."""
+        template = self.template
+        text = templates.get(template.name)
+        if text is None or text == template.text:
+            return self
+        game = type(self)(self.params)
+        game.__dict__["template"] = PromptTemplate.parse(template.name, text)  # the cached property's value
+        return game
 
     def pairing(self, model: PopulationModel) -> Pairing:
         params = self.params
