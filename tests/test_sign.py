@@ -243,7 +243,7 @@ def test_the_scenario_file_runs_its_grid_and_the_analysis_draws_it(tmp_path: Pat
     for name in ("sign_agreement.png", "sign_tokens.png", "sign_agreement_table.csv", "sign_compliance.csv"):
         assert (out / "sign" / name).stat().st_size > 0
     table = (out / "sign" / "sign_agreement_table.csv").read_text().splitlines()
-    assert table[0] == "N,K,NL,NL-SW,Schema" and len(table) == 4
+    assert table[0] == "experiment,N,K,NL,NL-SW,Schema" and len(table) == 4
 
 
 def test_a_bad_parameter_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
     """Choices made with an empty memory, by (backend, name pool), every name counted."""
     counts: dict[tuple[str, tuple[str, ...]], Counter[str]] = {}
     for experiment in experiments:
-        if not experiment.names or experiment.scenario_name in OWN_SECTIONS:
+        if not experiment.names or has_own_section(experiment):
             continue
         tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
         tally.update(experiment.first_choices())
@@ -69,12 +69,20 @@ PROBES = ("individual_bias", "strategies")
 OWN_SECTIONS = ("sign",)
 
 
+def has_own_section(experiment: RecordedExperiment) -> bool:
+    """SIGN runs (and subclasses of SignGame under another name, such as the mixed-model
+    example: their parameters carry SIGN's `condition` and `lexicon_size`) are reported by
+    SIGN's section, one condition at a time, never pooled into the naming game's figures."""
+    params = experiment.params
+    return experiment.scenario_name in OWN_SECTIONS or ("condition" in params and "lexicon_size" in params)
+
+
 def is_free_run(experiment: RecordedExperiment) -> bool:
     """A run of the whole population from empty memories, with no committed minority (LLM
     agents or a theory baseline): its consensus is collective bias. Probes and runs on a
     network and SIGN runs (their own report sections) are not."""
     params = experiment.params
-    return (experiment.scenario_name not in PROBES + OWN_SECTIONS and not params.get("majority_name")
+    return (experiment.scenario_name not in PROBES and not has_own_section(experiment) and not params.get("majority_name")
             and not params.get("committed") and not params.get("committed_fraction")
             and params.get("topology", "complete") == "complete" and params.get("pairing") != "network"
             and "names" in params)

@@ -7,6 +7,7 @@ command line dispatches to):
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
 starts as fast as before.
@@ -205,4 +206,20 @@ def comprehension(argv: list[str]) -> int:
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    return 0
+
+
+@_command("lineage")
+def lineage(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim lineage",
+                     description="Which survivor's strategy and norms became which new agent's, generation by generation "
+                                 "(Donor game, Stag Hunt).")
+    parser.add_argument("directory", help="the output directory of a donor_game or stag_hunt run")
+    parser.add_argument("--run", type=int, default=None, help="one run (default: all)")
+    parser.add_argument("--full", action="store_true", help="print strategies and norms whole, not cut to one line")
+    options = parser.parse_args(argv)
+    from ..games.evolution.report import lineage_lines
+
+    for line in lineage_lines(_directory(options.directory), options.run, full=options.full):
+        print(line)
     return 0

@@ -142,13 +142,31 @@ def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[Criti
     return results
 
 
-def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[str, str, str], dict[int, RecordedExperiment]]:
-    """Experiments with a committed minority starting from consensus, by (who: the backend, or
-    the scenario when it is not the LLM naming game; majority; alternative) and committed
-    count: the lines of Fig. 3A."""
+COMMITTED_PARAMS = ("committed", "committed_fraction")
+
+
+@dataclass(frozen=True, order=True)
+class CommittedPanel:
+    """One panel of Fig. 3A: who the agents are, the convention and its challenger, and the
+    condition (N, H and any other parameter a grid cell changes), which its lines share."""
+
+    who: str
+    majority: str
+    alternative: str
+    condition: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.who}, {self.condition}: consensus on {self.majority}, committed minority says {self.alternative}"
+
+
+def committed_experiments(experiments: list[RecordedExperiment]) -> dict[CommittedPanel, dict[int, list[RecordedExperiment]]]:
+    """Experiments with a committed minority starting from consensus, by panel and committed
+    count: the lines of Fig. 3A. Experiments of one panel and count ran the same condition
+    (several directories of a search), so their runs are one line."""
     from .bias import backend_label
 
-    grouped: dict[tuple[str, str, str], dict[int, RecordedExperiment]] = {}
+    grouped: dict[CommittedPanel, dict[int, list[RecordedExperiment]]] = {}
     for experiment in experiments:
         scenario = experiment.scenario
         if not isinstance(scenario, NamingGame) or not experiment.runs:
@@ -158,6 +176,13 @@ def committed_experiments(experiments: list[RecordedExperiment]) -> dict[tuple[s
         majority = params.majority_name
         if not count or majority is None:
             continue
-        who = backend_label(experiment) if experiment.scenario_name == NamingGame.name else experiment.scenario_name
-        grouped.setdefault((who, majority, scenario.committed_name()), {})[count] = experiment
+        if experiment.rule_agents:
+            who = f"rule agents ({experiment.scenario_name})"
+        else:
+            who = backend_label(experiment) if experiment.scenario_name == NamingGame.name else experiment.scenario_name
+        varied = [f"{key}={value}" for key, value in experiment.variant_params.items()
+                  if key not in COMMITTED_PARAMS + ("agents", "memory_length")]
+        condition = ", ".join([f"N={params.agents}", f"H={params.memory_length}", *varied])
+        panel = CommittedPanel(who, majority, scenario.committed_name(), condition)
+        grouped.setdefault(panel, {}).setdefault(count, []).append(experiment)
     return grouped

@@ -10,26 +10,33 @@ from typing import Any
 import numpy as np
 
 from ..games.naming import StrategyProbe
-from .bias import backend_label, collective_bias, individual_bias, is_free_run, pool_key
+from .bias import backend_label, has_own_section, individual_bias, is_free_run, pool_key
 from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
 from .recorded import RecordedExperiment
-from .report import ReportContext, register_section
+from .report import ReportContext, register_section, significance, wrap
 from .stats import proportion_interval
 from .strategies import State, StrategyTable, state_frequencies, state_label, strategy_table
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
-MAX_PANELS = 4
 
 
 def _free(context: ReportContext) -> list[RecordedExperiment]:
     return [experiment for experiment in context.experiments if is_free_run(experiment) and experiment.round_stats]
 
 
+def who(experiment: RecordedExperiment) -> str:
+    """Who the agents are: rule agents (theory baselines), else the backend (and the stand-in's
+    settings), else the scenario when it is not the LLM naming game."""
+    if experiment.rule_agents:
+        return f"rule agents ({experiment.scenario_name})"
+    return backend_label(experiment)
+
+
 def _label(experiment: RecordedExperiment) -> str:
+    """A legend entry: which experiment (directory and grid cell), who, N, W and runs."""
     params = experiment.params
-    who = backend_label(experiment) if experiment.scenario_name == "naming_game" else experiment.scenario_name
-    return f"{who} (N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs)"
+    return f"{experiment.label}: {who(experiment)}, N={params.get('agents')}, W={len(experiment.names)}, {len(experiment.runs)} runs"
 
 
 THEORY_RUNS = 1000
@@ -56,11 +63,16 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
 @register_section("emergence", "Spontaneous emergence of conventions (Fig. 1A)", order=10,
                   applies=lambda context: bool(_free(context)))
 def emergence(context: ReportContext) -> None:
-    figure, axes = context.figure()
+    free = _free(context)
+    figure, axes = context.figure(width=7.2, height=4.4 + 0.22 * len(free))
     axis = axes[0][0]
     rows: list[list[Any]] = []
-    theory_drawn = False
-    for index, experiment in enumerate(_free(context)):
+    longest: dict[tuple[int, int], int] = {}
+    for experiment in free:
+        key = (int(experiment.params.get("agents", 24)), len(experiment.names))
+        longest[key] = max(longest.get(key, 0), experiment.success_matrix().shape[1])
+    theories = {key: theory_success_curve(*key, rounds) for key, rounds in longest.items()}
+    for index, experiment in enumerate(free):
         colour = COLOURS[index % len(COLOURS)]
         matrix = experiment.success_matrix()
         rounds = np.arange(1, matrix.shape[1] + 1)
@@ -68,75 +80,88 @@ def emergence(context: ReportContext) -> None:
         mean = np.nanmean(matrix, axis=0)
         sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
         for run_rates in matrix[:5]:
-            axis.plot(rounds, run_rates, color=colour, linewidth=0.6, alpha=0.35)
+            axis.plot(rounds, run_rates, color=colour, linewidth=0.6, alpha=0.3)
+        axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
         axis.plot(rounds, mean, color=colour, linewidth=2.2, label=_label(experiment))
         params = experiment.params
-        theory = theory_success_curve(int(params.get("agents", 24)), len(experiment.names), len(rounds))
-        if theory is not None:
-            several = len(_free(context)) > 1
-            axis.plot(np.arange(1, theory.size + 1), theory, color=colour if several else "black", linestyle="--",
-                      linewidth=1.4, label=f"minimal naming game, W={len(experiment.names)} (theory, {THEORY_RUNS} runs)")
-            theory_drawn = True
+        theory = theories[(int(params.get("agents", 24)), len(experiment.names))]
         for position, round_ in enumerate(rounds):
-            rows.append([experiment.directory.name, experiment.backend, params.get("agents"), len(experiment.names),
+            rows.append([experiment.label, who(experiment), params.get("agents"), len(experiment.names),
                          int(round_), mean[position], sem[position], int(counts[position]),
                          None if theory is None or position >= theory.size else theory[position]])
-    if not theory_drawn:
+    drawn = [(key, curve) for key, curve in theories.items() if curve is not None]
+    for number, ((agents, pool), curve) in enumerate(drawn):
+        axis.plot(np.arange(1, curve.size + 1), curve, color="black", linestyle=("--", ":", "-.")[number % 3], linewidth=1.3,
+                  label=f"minimal naming game, N={agents}, W={pool} (theory, {THEORY_RUNS} runs)")
+    if not drawn:
         context.note("The theory line (minimal naming game) is not drawn: agentsim.games.theory.minimal is not installed.")
-    axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate")
-    axis.legend(fontsize=7, loc="lower right")
+    axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate (mean ± SEM over runs)")
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
     context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
-                       ["experiment", "backend", "agents", "pool_size", "round", "mean_success", "sem", "runs", "theory_success"],
-                       rows, "Thick: mean over runs (a converged run keeps its last rate); thin: up to five runs; "
-                             "dashed: the minimal naming game.")
+                       ["experiment", "agents_are", "agents", "pool_size", "round", "mean_success", "sem", "runs", "theory_success"],
+                       rows, "Thick: mean over runs (a converged run keeps its last rate), band: ± one standard error; "
+                             "thin: up to five runs; black: the minimal naming game at the same N and W. One line per "
+                             "experiment and grid cell.")
 
 
 # --- Fig. 1B ---------------------------------------------------------------------------------------
 @register_section("competition", "Name competition in one run (Fig. 1B)", order=20,
                   applies=lambda context: bool(_free(context)))
 def competition(context: ReportContext) -> None:
-    experiment = _free(context)[0]
-    run = experiment.runs[0]["run"]
-    productions = experiment.productions(run)
-    names = list(experiment.names)
-    shares = np.array([[round_.get(name, 0) / max(1, sum(round_.values())) for name in names] for round_ in productions])
-    totals = np.array([max(1, sum(round_.values())) for round_ in productions])
-    figure, axes = context.figure()
-    axis = axes[0][0]
-    rounds = np.arange(1, len(productions) + 1)
+    free = _free(context)
+    figure, panels = context.panels(len(free), width=6.4, height=4.2)
+    rows: list[list[Any]] = []
+    names_seen: list[str] = []
+    for experiment in free:
+        names_seen.extend(name for name in experiment.names if name not in names_seen)
     markers = "os^vD<>pxh"
-    for index, name in enumerate(names):
-        if shares.size and shares[:, index].max() >= 0.05:
-            error = np.sqrt(shares[:, index] * (1 - shares[:, index]) / totals)
-            axis.errorbar(rounds, shares[:, index], yerr=error, marker=markers[index % len(markers)], markersize=3,
-                          linewidth=1, capsize=1.5, color=COLOURS[index % len(COLOURS)], label=name)
-    axis.set(xlabel="population round", ylabel="share of productions", ylim=(0, 1.02),
-             title=f"{experiment.backend}, run {run}")
-    axis.legend(fontsize=7, ncol=2)
-    rows = [[int(round_), *[float(value) for value in shares[position]]] for position, round_ in enumerate(rounds)]
-    context.add_figure("fig1b_name_competition", "Name competition in one run", figure, ["round", *names], rows,
-                       "Each name's share of the productions per population round; bars: binomial standard error.")
+    for axis, experiment in zip(panels, free):
+        run = experiment.runs[0]["run"]
+        productions = experiment.productions(run)
+        names = list(experiment.names)
+        shares = np.array([[round_.get(name, 0) / max(1, sum(round_.values())) for name in names] for round_ in productions])
+        totals = np.array([max(1, sum(round_.values())) for round_ in productions])
+        rounds = np.arange(1, len(productions) + 1)
+        for index, name in enumerate(names):
+            if shares.size and shares[:, index].max() >= 0.05:
+                error = np.sqrt(shares[:, index] * (1 - shares[:, index]) / totals)
+                colour = COLOURS[names_seen.index(name) % len(COLOURS)]
+                axis.errorbar(rounds, shares[:, index], yerr=error, marker=markers[index % len(markers)], markersize=3,
+                              linewidth=1, capsize=1.5, color=colour, label=name)
+        axis.set(xlabel="population round", ylabel="share of productions", ylim=(0, 1.02),
+                 title=wrap(f"{experiment.label}: {who(experiment)}, run {run}", 55))
+        axis.legend(fontsize=7, ncol=2, title="names shown: ≥ 5% in a round", title_fontsize=7)
+        for position, round_ in enumerate(rounds):
+            shown = dict(zip(names, (float(value) for value in shares[position])))
+            rows.append([experiment.label, run, int(round_), *[shown.get(name) for name in names_seen]])
+    context.add_figure("fig1b_name_competition", "Name competition in one run", figure,
+                       ["experiment", "run", "round", *names_seen], rows,
+                       "Each name's share of the productions per population round in the first run of each experiment; "
+                       "bars: binomial standard error.")
 
 
 # --- Fig. 2A ---------------------------------------------------------------------------------------
 @register_section("consensus", "Distribution of consensus names (Fig. 2A)", order=30,
-                  applies=lambda context: bool(collective_bias(context.experiments)))
+                  applies=lambda context: any(experiment.runs for experiment in _free(context)))
 def consensus(context: ReportContext) -> None:
-    groups = list(collective_bias(context.experiments).items())[:MAX_PANELS]
-    figure, axes = context.figure(width=6.4, height=2.6 * len(groups), nrows=len(groups))
+    free = [experiment for experiment in _free(context) if experiment.runs]
+    figure, panels = context.panels(len(free), width=6.4, height=2.9)
     rows = []
-    for index, ((backend, _pool), tally) in enumerate(groups):
-        axis = axes[index][0]
+    for index, (axis, experiment) in enumerate(zip(panels, free)):
+        tally = Counter({name: 0 for name in experiment.names})
+        tally.update(name or "" for name in experiment.consensus_names())
         runs = sum(tally.values())
         names = sorted(tally, key=lambda name: (-tally[name], name))
         labels = [name or "(none)" for name in names]
         axis.bar(labels, [tally[name] / runs for name in names], color=COLOURS[index % len(COLOURS)])
-        axis.set(ylabel="share of runs", ylim=(0, 1), title=f"{backend}: {runs} runs")
+        axis.set(ylabel="share of runs", ylim=(0, 1), title=wrap(f"{experiment.label}: {who(experiment)}, {runs} runs", 60))
+        axis.tick_params(axis="x", labelrotation=45 if len(names) > 8 else 0)
         for name in names:
-            rows.append([backend, name or "(none)", tally[name], runs, tally[name] / runs])
+            rows.append([experiment.label, who(experiment), name or "(none)", tally[name], runs, tally[name] / runs])
     context.add_figure("fig2a_consensus_names", "Consensus names over runs", figure,
-                       ["backend", "name", "runs_with_consensus", "runs", "share"], rows,
-                       "The name each run converged on; (none): no consensus within the run's rounds.")
+                       ["experiment", "agents_are", "name", "runs_with_consensus", "runs", "share"], rows,
+                       "The name each run converged on, one panel per experiment and grid cell; (none): no consensus "
+                       "within the run's rounds.")
 
 
 # --- Fig. 2B, S4, S5, Table S1, S2 --------------------------------------------------------------------
@@ -144,17 +169,17 @@ def consensus(context: ReportContext) -> None:
                   applies=lambda context: bool(individual_bias(context.experiments)))
 def bias(context: ReportContext) -> None:
     tests = individual_bias(context.experiments)
-    collective = collective_bias(context.experiments)
     table = []
     for (backend, pool), test in tests.items():
         table.append([backend, " ".join(pool), test.samples, test.test, test.statistic, test.p_value, test.js_distance,
-                      "yes" if test.biased else "no", " ".join(f"{name}:{count}" for name, count in zip(test.names, test.counts))])
+                      "yes" if test.biased else "no", significance(test.p_value), " ".join(f"{name}:{count}" for name, count in zip(test.names, test.counts))])
     context.add_table("table_s1_individual_bias", "Individual bias: first choices with an empty memory",
-                      ["backend", "pool", "samples", "test", "statistic", "p_value", "js_distance_base2", "biased_at_5pct", "counts"],
+                      ["backend", "pool", "samples", "test", "statistic", "p_value", "js_distance_base2", "biased_at_5pct", "significance", "counts"],
                       table, "Exact two-sided binomial test against 1/2 for two names, chi-square against uniform for more; "
                              "Jensen-Shannon distance from uniform in bits (base 2).")
-    groups = list(tests.items())[:MAX_PANELS]
-    figure, axes = context.figure(width=8, height=2.8 * len(groups), ncols=2, nrows=len(groups))
+    groups = list(tests.items())
+    figure, axes = context.figure(width=9, height=3.2 * len(groups), ncols=2, nrows=len(groups))
+    free = [experiment for experiment in _free(context) if experiment.runs]
     rows = []
     for index, (key, test) in enumerate(groups):
         names = list(test.names)
@@ -164,31 +189,39 @@ def bias(context: ReportContext) -> None:
         errors = np.array([[share - low for share, (low, _) in zip(shares, intervals)],
                            [high - share for share, (_, high) in zip(shares, intervals)]])
         left.bar(names, shares, yerr=errors, capsize=3, color=COLOURS[0])
-        left.axhline(1 / len(names), color="grey", linestyle=":", linewidth=1)
-        star = "" if test.biased else " *"
-        left.set(ylim=(0, 1), ylabel="probability", title=f"individual{star} ({test.test} p={test.p_value:.3g}, n={test.samples})")
-        left.annotate(key[0], xy=(0, 1.16), xycoords="axes fraction", fontsize=8, fontweight="bold")
+        left.axhline(1 / len(names), color="grey", linestyle=":", linewidth=1, label="uniform")
+        left.set(ylim=(0, 1), ylabel="probability",
+                 title=wrap(f"{key[0]}: individual, {significance(test.p_value)} ({test.test} p={test.p_value:.3g}, "
+                            f"n={test.samples})", 50))
         left.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
-        tally = collective.get(key)
-        runs = sum(tally.values()) if tally else 0
-        if tally and tally.get(""):
-            names = names + [""]  # runs that reached no consensus
-        collective_shares = [tally.get(name, 0) / runs if runs else 0.0 for name in names]
-        for name, share, (low, high), shared in zip(names, shares, intervals, collective_shares):
-            rows.append([key[0], name, share, low, high, test.samples, shared if runs else None, runs])
-        if "" in names:
-            rows.append([key[0], "(none)", None, None, None, test.samples, collective_shares[-1], runs])
-        if not runs:
+        members = [experiment for experiment in free if pool_key(experiment) == key]
+        for name, share, (low, high) in zip(names, shares, intervals):
+            rows.append([key[0], "individual", name, share, low, high, test.samples, significance(test.p_value)])
+        if not members:
             right.set_axis_off()
             right.text(0.5, 0.5, "no free runs with this pool", ha="center", va="center", transform=right.transAxes)
             continue
-        right.bar([name or "(none)" for name in names], collective_shares, color=COLOURS[1])
-        right.set(ylim=(0, 1), ylabel="share of runs", title=f"collective ({runs} runs)" if runs else "collective (no free runs)")
-        right.tick_params(axis="x", labelrotation=45 if len(names) > 6 else 0)
+        tallies = []
+        for experiment in members:
+            tally = Counter(name or "" for name in experiment.consensus_names())
+            tallies.append((experiment, tally, sum(tally.values())))
+        shown = names + ([""] if any(tally.get("") for _e, tally, _r in tallies) else [])
+        width = 0.8 / len(tallies)
+        for number, (experiment, tally, runs) in enumerate(tallies):
+            positions = np.arange(len(shown)) + (number - (len(tallies) - 1) / 2) * width
+            right.bar(positions, [tally.get(name, 0) / runs for name in shown], width=width,
+                      color=COLOURS[(number + 1) % len(COLOURS)], label=f"{experiment.label} ({runs} runs)")
+            for name in shown:
+                rows.append([key[0], experiment.label, name or "(none)", tally.get(name, 0) / runs, None, None, runs, ""])
+        right.set_xticks(range(len(shown)), [name or "(none)" for name in shown],
+                         rotation=45 if len(shown) > 6 else 0)
+        right.set(ylim=(0, 1), ylabel="share of runs", title=wrap(f"{key[0]}: collective (consensus names)", 50))
+        right.legend(fontsize=7)
     context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
-                       ["backend", "name", "individual_share", "ci_low", "ci_high", "samples", "consensus_share", "runs"],
-                       rows, "Left: first-choice probabilities with 95% Wilson intervals (* not significantly biased at 5%). "
-                             "Right: share of runs reaching consensus on each name.")
+                       ["backend", "measure", "name", "share", "ci_low", "ci_high", "samples_or_runs", "significance"],
+                       rows, "Left: first-choice probabilities with 95% Wilson intervals; the mark is the bias test's "
+                             "(*** p < 0.001, ** p < 0.01, * p < 0.05, n.s. not significant). Right: share of runs reaching "
+                             "consensus on each name, one bar per experiment and grid cell.")
 
 
 @register_section("unbiased_pool", "Random-string pools (Fig. S11, S12 set-up)", order=45,
@@ -232,13 +265,17 @@ def stability(context: ReportContext) -> None:
         for row in matrix:
             axis.plot(rounds, row, color=colour, linewidth=0.6, alpha=0.35)
         mean = np.nanmean(matrix, axis=0)
+        counts = np.sum(~np.isnan(matrix), axis=0)
+        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
         axis.plot(rounds, mean, color=colour, linewidth=2.2, label=f"starts on {name}: {_label(experiment)}")
         for position, round_ in enumerate(rounds):
-            rows.append([backend_label(experiment), name, int(round_), mean[position], matrix.shape[0]])
-    axis.set(xlabel="population round", ylabel="production probability of the initial convention", ylim=(0, 1.02))
+            rows.append([experiment.label, who(experiment), name, int(round_), mean[position], sem[position], matrix.shape[0]])
+    axis.set(xlabel="population round", ylabel=wrap("production probability of the initial convention", 32), ylim=(0, 1.02),
+             title="Initial convention left alone (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="lower left")
     context.add_figure("figs7_stability", "Production of the initial convention without committed agents", figure,
-                       ["backend", "initial_convention", "round", "mean_share", "runs"], rows,
+                       ["experiment", "agents_are", "initial_convention", "round", "mean_share", "sem", "runs"], rows,
                        "Populations start in consensus (every memory holds H successful plays); thin lines: runs.")
 
 
@@ -268,43 +305,50 @@ def critical_mass(context: ReportContext) -> None:
     grouped = committed_experiments(context.experiments)
     masses = _critical_masses(context)
     if grouped:
-        directions = sorted(grouped)[:MAX_PANELS]
-        figure, axes = context.figure(width=6.8, height=3.0 * len(directions), nrows=len(directions))
+        panels_order = sorted(grouped)
+        figure, panels = context.panels(len(panels_order), width=6.8, height=3.8, max_columns=2)
         rows = []
-        for index, direction in enumerate(directions):
-            axis = axes[index][0]
-            sizes = sorted(grouped[direction])
-            who, majority, alternative = direction
-            critical = _critical_for(masses, majority, alternative, list(grouped[direction].values()))
+        for axis, panel in zip(panels, panels_order):
+            sizes = sorted(grouped[panel])
+            members = [experiment for size in sizes for experiment in grouped[panel][size]]
+            critical = _critical_for(masses, panel.majority, panel.alternative, members)
             colours = matplotlib_colours(len(sizes))
             for colour, size in zip(colours, sizes):
-                experiment = grouped[direction][size]
-                matrix = experiment.alternative_share_matrix()
+                experiments = grouped[panel][size]
+                matrix = _stack([experiment.alternative_share_matrix() for experiment in experiments])
                 if not matrix.size:
                     continue
                 mean = np.nanmean(matrix, axis=0)
+                counts = np.sum(~np.isnan(matrix), axis=0)
+                sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
                 rounds = np.arange(1, mean.size + 1)
-                flipped = [bool(summary.get("flip")) for summary in experiment.summaries()]
+                flipped = [bool(summary.get("flip")) for experiment in experiments for summary in experiment.summaries()]
                 bold = critical is not None and size == critical
-                axis.plot(rounds, mean, color=colour, linewidth=2.6 if bold else 1.0, alpha=1.0 if bold or critical is None else 0.6,
+                axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.2, linewidth=0)
+                axis.plot(rounds, mean, color=colour, linewidth=2.6 if bold else 1.2, alpha=1.0 if bold or critical is None else 0.7,
                           marker="o" if flipped and all(flipped) else None, markersize=2.5,
-                          label=f"CM={size}" + (" (critical)" if bold else ""))
+                          label=f"CM={size}: {sum(flipped)}/{len(flipped)} flipped" + (" (critical)" if bold else ""))
                 for position, round_ in enumerate(rounds):
-                    rows.append([who, majority, alternative, size, int(round_), mean[position], matrix.shape[0],
-                                 sum(flipped), int(bold)])
-            axis.set(xlabel="population round", ylabel=f"P({alternative}) among others", ylim=(0, 1.02),
-                     title=f"{who}: consensus on {majority}, committed minority says {alternative}")
-            axis.legend(fontsize=6, ncol=3)
+                    rows.append([panel.who, panel.condition, panel.majority, panel.alternative, size, int(round_),
+                                 mean[position], sem[position], matrix.shape[0], sum(flipped), int(bold),
+                                 " ".join(experiment.label for experiment in experiments)])
+            threshold = float(members[0].params.get("consensus_threshold") or FLIP_SHARE)
+            axis.axhline(threshold, color="black", linestyle="--", linewidth=1, label=f"flip: {threshold:.0%}")
+            axis.set(xlabel="population round", ylabel=f"P({panel.alternative}) among others", ylim=(0, 1.02),
+                     title=wrap(panel.title, 58))
+            axis.legend(fontsize=7, ncol=2, loc="center right")
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
-                           ["group", "majority", "alternative", "committed", "round", "mean_alternative_share", "runs",
-                            "runs_flipped", "is_critical_mass"], rows,
-                           "Mean share of the committed minority's name among the other agents' productions; bold: the "
-                           "critical mass; dots: every run flipped (95% over the last 3N interactions).")
+                           ["group", "condition", "majority", "alternative", "committed", "round", "mean_alternative_share",
+                            "sem", "runs", "runs_flipped", "is_critical_mass", "experiments"], rows,
+                           "Mean share of the committed minority's name among the other agents' productions (band: ± one "
+                           "standard error over runs); dashed: the flip criterion (95% over the last 3N interactions unless the scenario sets consensus_threshold); bold: "
+                           "the critical mass; dots: every run flipped. One panel per backend, convention and condition.")
     if masses:
         results = masses
         figure, axes = context.figure(width=5.2, height=3.4)
         axis = axes[0][0]
-        labels = [f"against {result['majority']}" for result in results]
+        several = len({result["backend"] for result in results}) > 1
+        labels = [(f"{result['backend']}:\n" if several else "") + f"against {result['majority']}" for result in results]
         values = [result["fraction"] if result["fraction"] is not None else np.nan for result in results]
         axis.bar(labels, values, color=[COLOURS[index % len(COLOURS)] for index in range(len(results))])
         for position, result in enumerate(results):
@@ -318,6 +362,18 @@ def critical_mass(context: ReportContext) -> None:
                            "Smallest committed minority flipping the convention within max_rounds population rounds in "
                            "at least required_share of runs.")
         context.add_table("table_s3_critical_mass", "Critical mass (Table S3)", columns, rows)
+
+
+FLIP_SHARE = 0.95
+
+
+def _stack(matrices: list[np.ndarray]) -> np.ndarray:
+    """Runs x rounds matrices of several experiments as one (shorter ones padded with NaN)."""
+    matrices = [matrix for matrix in matrices if matrix.size]
+    if not matrices:
+        return np.zeros((0, 0))
+    width = max(matrix.shape[1] for matrix in matrices)
+    return np.vstack([np.pad(matrix, ((0, 0), (0, width - matrix.shape[1])), constant_values=np.nan) for matrix in matrices])
 
 
 def matplotlib_colours(count: int) -> list[Any]:
@@ -370,24 +426,35 @@ def strategies(context: ReportContext) -> None:
     lengths = sorted({len(state) for state in table.states if state})
     if not lengths:
         return
-    panels = lengths[-MAX_PANELS:]
-    figure, axes = context.figure(width=4.2 * len(panels), height=4.0, ncols=len(panels))
+    side = min(len(table.names) ** max(lengths), 16)  # tiles along the largest grid's side
+    figure, axes = context.panels(len(lengths), width=max(4.6, 0.5 * side + 2.2), height=max(4.2, 0.45 * side + 2.0),
+                                  max_columns=2)
     heat_rows = []
     image = None
-    for index, length in enumerate(panels):
-        axis = axes[0][index]
+    for axis, length in zip(axes, lengths):
         grid, own_sequences, partner_sequences = _grid(table, focus, length)
-        image = axis.imshow(grid, vmin=0, vmax=1, cmap="coolwarm", origin="upper", aspect="auto")
+        image = axis.imshow(grid, vmin=0, vmax=1, cmap="coolwarm", origin="upper", aspect="equal")
         _ticks(axis, own_sequences, partner_sequences)
-        axis.set(title=f"H={length}: P({focus})", xlabel="partner's names (oldest first)", ylabel="own names (oldest first)")
+        if grid.shape[0] <= 16 and grid.shape[1] <= 16:
+            size = 10 if grid.shape[1] <= 4 else 8 if grid.shape[1] <= 8 else 6
+            for row_index in range(grid.shape[0]):
+                for column_index in range(grid.shape[1]):
+                    value = grid[row_index, column_index]
+                    text = "–" if value != value else f"{value:.2f}"
+                    dark = value == value and abs(value - 0.5) > 0.3
+                    axis.text(column_index, row_index, text, ha="center", va="center", fontsize=size,
+                              color="white" if dark else "black")
+        axis.set(title=f"H={length}: P({focus}) by memory", xlabel="partner's names (oldest first)",
+                 ylabel="own names (oldest first)")
         for row_index, own in enumerate(own_sequences):
             for column_index, partner in enumerate(partner_sequences):
                 heat_rows.append([length, "".join(own), "".join(partner), grid[row_index, column_index]])
     if image is not None:
-        figure.colorbar(image, ax=[axes[0][index] for index in range(len(panels))], shrink=0.8)
+        figure.colorbar(image, ax=axes, shrink=0.8, label=f"P({focus})")
     context.add_figure("figs8_strategy_heatmaps", "Strategy across memory states (Fig. S8)", figure,
                        ["memory_length", "own_sequence", "partner_sequence", f"p_{focus}"], heat_rows,
-                       f"Each tile: a memory state (own names down, partner's names across); colour: P({focus}).")
+                       f"Each tile: a memory state (own names down, partner's names across) and P({focus}) written in "
+                       "it (–: state not probed); grids over 16 × 16 carry colour only, their values are in the CSV.")
     _weighted(context, table, focus, lengths[-1])
 
 
@@ -404,10 +471,11 @@ def _grid(table: StrategyTable, focus: str, length: int) -> tuple[np.ndarray, li
 
 
 def _ticks(axis: Any, own_sequences: list[tuple[str, ...]], partner_sequences: list[tuple[str, ...]]) -> None:
-    if len(own_sequences) <= 16:
-        axis.set_yticks(range(len(own_sequences)), ["".join(sequence) for sequence in own_sequences], fontsize=6)
-        axis.set_xticks(range(len(partner_sequences)), ["".join(sequence) for sequence in partner_sequences], fontsize=6,
-                        rotation=90)
+    if len(own_sequences) <= 32:
+        size = 10 if len(own_sequences) <= 8 else 8 if len(own_sequences) <= 16 else 6
+        axis.set_yticks(range(len(own_sequences)), ["".join(sequence) for sequence in own_sequences], fontsize=size)
+        axis.set_xticks(range(len(partner_sequences)), ["".join(sequence) for sequence in partner_sequences], fontsize=size,
+                        rotation=90 if len(partner_sequences) > 8 else 0)
     else:
         axis.set_xticks([])
         axis.set_yticks([])
@@ -416,7 +484,7 @@ def _ticks(axis: Any, own_sequences: list[tuple[str, ...]], partner_sequences: l
 def _weighted(context: ReportContext, table: StrategyTable, focus: str, length: int) -> None:
     """Fig. S9 / S10: the same grid, circles sized by how often real runs visited each state."""
     real = [experiment for experiment in context.experiments
-            if experiment.scenario_name not in (StrategyProbe.name, "individual_bias")
+            if experiment.scenario_name not in (StrategyProbe.name, "individual_bias") and not has_own_section(experiment)
             and tuple(sorted(experiment.names)) == tuple(sorted(table.names))]
     frequencies: Counter[State] = Counter()
     contributing = 0
@@ -504,17 +572,30 @@ def usage(context: ReportContext) -> None:
     context.add_table("table_usage", "Calls, tokens, latency and cost by model", columns, rows,
                       "From every recorded call; cost where the backend reported one.")
     totals: dict[str, list[float]] = {}
+    latencies: dict[str, list[float]] = {}
+    for experiment in context.experiments:
+        for entry in experiment.usage_by_model():
+            latencies.setdefault(entry["model"], []).extend(entry["latencies"])
     for row in rows:
         total = totals.setdefault(row[2], [0, 0, 0])
         total[0] += row[3]
         total[1] += row[4]
         total[2] += row[5]
-    figure, axes = context.figure(width=7, height=3.0, ncols=2)
     models = list(totals)
-    axes[0][0].bar(models, [totals[model][0] for model in models], color=COLOURS[0])
-    axes[0][0].set(title="calls")
-    axes[0][1].bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
-    axes[0][1].set(title="tokens (prompt + completion)")
-    context.add_figure("usage_by_model", "Calls and tokens by model", figure,
-                       ["model", "calls", "prompt_tokens", "completion_tokens"],
-                       [[model, *totals[model]] for model in models], "Summed over every experiment in the directory.")
+    figure, axes = context.figure(width=max(10, 3.4 * len(models)), height=3.6, ncols=3)
+    calls, tokens, latency = axes[0]
+    calls.bar(models, [totals[model][0] for model in models], color=COLOURS[0])
+    calls.set(title="calls")
+    tokens.bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
+    tokens.set(title="tokens (prompt + completion)")
+    seconds = [np.maximum(np.asarray(latencies.get(model) or [0.0]), 1e-6) for model in models]
+    latency.boxplot(seconds, tick_labels=models, showfliers=False, whis=(5, 95))
+    latency.set(title="latency per call", ylabel="seconds (box: quartiles, whiskers: 5-95%)", yscale="log")
+    for axis in axes[0]:
+        axis.tick_params(axis="x", labelrotation=20 if max(map(len, models)) > 12 else 0)
+    context.add_figure("usage_by_model", "Calls, tokens and latency by model", figure,
+                       ["model", "calls", "prompt_tokens", "completion_tokens", "latency_p05_s", "latency_p50_s", "latency_p95_s"],
+                       [[model, *totals[model], *(float(np.percentile(values, q)) for q in (5, 50, 95))]
+                        for model, values in zip(models, seconds)],
+                       "Summed over every experiment in the directory; latency of every recorded call, retries included "
+                       "(the stand-in answers in microseconds).")

@@ -82,13 +82,24 @@ def topology_summary(runs: list[dict[str, Any]]) -> list[TopologyRow]:
     return rows
 
 
-def network_figure(runs: list[dict[str, Any]]) -> tuple[Figure, list[str], list[list[Any]]]:
+def network_figure(runs: list[dict[str, Any]], groups: list[tuple[str, list[dict[str, Any]]]] | None = None
+                   ) -> tuple[Figure, list[str], list[list[Any]]]:
     """Left: rounds to agreement per topology, one dot per run (hollow, at the run's last
-    round, where it never agreed); right: final agreement per topology (mean and runs)."""
+    round, where it never agreed); right: final agreement per topology (mean and runs).
+    With `groups` ((label, runs) per experiment or grid cell), one such row per group."""
+    groups = groups or [("", runs)]
+    figure = Figure(figsize=(10, 4.2 * len(groups)), layout="constrained")
+    axes = figure.subplots(len(groups), 2, squeeze=False)
+    rows: list[list[Any]] = []
+    for (label, group_runs), (left, right) in zip(groups, axes):
+        _draw_topologies(group_runs, left, right, label)
+        rows.extend([label, *[run.get(column) for column in RUN_COLUMNS]] for run in group_runs)
+    return figure, ["experiment", *RUN_COLUMNS], rows
+
+
+def _draw_topologies(runs: list[dict[str, Any]], left: Any, right: Any, label: str) -> None:
     table = topology_summary(runs)
     kinds = [row.topology for row in table]
-    figure = Figure(figsize=(10, 4.2), layout="constrained")
-    left, right = figure.subplots(1, 2)
     jitter = np.random.default_rng(0)
     for position, kind in enumerate(kinds):
         group = [run for run in runs if run["topology"] == kind]
@@ -105,8 +116,10 @@ def network_figure(runs: list[dict[str, Any]]) -> tuple[Figure, list[str], list[
         right.scatter(position + jitter.uniform(-0.15, 0.15, len(finals)), finals, color="k", s=12, zorder=3)
     for axes in (left, right):
         axes.set_xticks(range(len(kinds)), kinds, rotation=25)
+        axes.set_xlim(-0.6, len(kinds) - 0.4)
+    prefix = f"{label}: " if label else ""
     left.set_ylabel("population rounds to agreement")
-    left.set_title("convergence time (bar: median of runs that agreed)")
+    left.set_title(f"{prefix}convergence time (bar: median of runs that agreed)", fontsize=10)
     if left.get_legend_handles_labels()[1]:
         # Headroom above the runs that never agreed (drawn at their last round), so the
         # legend does not hide them.
@@ -114,9 +127,7 @@ def network_figure(runs: list[dict[str, Any]]) -> tuple[Figure, list[str], list[
         left.legend(loc="upper left", fontsize=8)
     right.set_ylabel("final agreement (share on the leading name)")
     right.set_ylim(0, 1.05)
-    right.set_title("final agreement")
-    rows = [[run.get(column) for column in RUN_COLUMNS] for run in runs]
-    return figure, list(RUN_COLUMNS), rows
+    right.set_title(f"{prefix}final agreement", fontsize=10)
 
 
 def network_section(source: Path | str | list[dict[str, Any]], out: Path | str | None = None) -> list[TopologyRow]:
@@ -156,15 +167,17 @@ def _register_report_section() -> None:
 
     @register_section("network_topology", "Naming game on networks", order=75, applies=applies)
     def build(context: Any) -> None:
-        runs = [summary for experiment in context.experiments if experiment.scenario_name == SCENARIO_NAME
-                for summary in experiment.summaries() if summary and "topology" in summary]
-        figure, columns, rows = network_figure(runs)
+        groups = [(experiment.label, [summary for summary in experiment.summaries() if summary and "topology" in summary])
+                  for experiment in context.experiments if experiment.scenario_name == SCENARIO_NAME]
+        groups = [(label, runs) for label, runs in groups if runs]
+        runs = [run for _label, group in groups for run in group]
+        figure, columns, rows = network_figure(runs, groups)
         context.add_figure("network_topology", "Convergence time and final agreement per topology", figure, columns, rows,
                            caption="Population rounds until every agent's latest name agreed, and the final agreement, "
                                    "per interaction network at equal N.")
-        table = topology_summary(runs)
-        context.add_table("network_topology_summary", "Per-topology convergence",
-                          [field.name for field in fields(TopologyRow)], [list(astuple(row)) for row in table])
+        context.add_table("network_topology_summary", "Per-topology convergence, per experiment",
+                          ["experiment", *(field.name for field in fields(TopologyRow))],
+                          [[label, *astuple(row)] for label, group in groups for row in topology_summary(group)])
 
 
 _register_report_section()

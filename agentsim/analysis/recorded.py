@@ -29,12 +29,24 @@ ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections rea
 
 
 def find_experiments(root: Path | str) -> list[RecordedExperiment]:
-    """Every experiment recorded under `root` (itself or any sub-directory), in path order."""
+    """Every experiment recorded under `root` (itself or any sub-directory), in path order;
+    an experiment that ran a grid of `VARIANTS` is one RecordedExperiment per cell, so that no
+    figure pools runs of different conditions."""
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"'{root}' is not a directory; give the output directory of a run (e.g. results/naming_game/TIMESTAMP)")
-    paths = sorted({path.parent for path in root.rglob(DATABASE)})
-    return [RecordedExperiment(path) for path in paths]
+    found = []
+    for path in sorted({path.parent for path in root.rglob(DATABASE)}):
+        where = path.relative_to(root).as_posix() if path != root else (root.resolve().name or ".")
+        whole = RecordedExperiment(path, where=where)
+        variants = whole.experiment.get("variants") or []
+        if len(variants) < 2:
+            found.append(whole)
+            continue
+        whole.close()
+        found.extend(RecordedExperiment(path, where=where, variant=index, variants=len(variants))
+                     for index in range(len(variants)))
+    return found
 
 
 def read_artifacts(root: Path | str) -> dict[str, list[tuple[Path, Any]]]:
@@ -78,7 +90,13 @@ class Choice:
 
 @dataclass
 class RecordedExperiment:
+    """One experiment's finished runs; with `variant`, only the runs of that cell of its grid
+    (replicate k ran variant k mod `variants`)."""
+
     directory: Path
+    where: str = ""  # the directory, relative to the root the report was asked for
+    variant: int | None = None
+    variants: int = 0
     _store: Store | None = field(default=None, init=False, repr=False)
 
     @property
@@ -102,7 +120,27 @@ class RecordedExperiment:
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self.experiment.get("params") or {})
+        return dict(self.experiment.get("params") or {}) | self.variant_params
+
+    @property
+    def variant_params(self) -> dict[str, Any]:
+        """The parameters this cell of the grid changes ({} outside a grid)."""
+        if self.variant is None:
+            return {}
+        return dict((self.experiment.get("variants") or [])[self.variant])
+
+    @property
+    def label(self) -> str:
+        """Where the experiment lies and, in a grid, which cell: what legends and titles name."""
+        cell = ", ".join(f"{key}={_short(value)}" for key, value in self.variant_params.items())
+        where = self.where or self.directory.name
+        return f"{where} [{cell}]" if cell else where
+
+    @property
+    def rule_agents(self) -> bool:
+        """Whether every agent is a rule (theory baselines), not a language model or the stand-in."""
+        kinds = {kind for (kind,) in self.store.rows("SELECT DISTINCT kind FROM agents")}
+        return bool(kinds) and "llm" not in kinds
 
     @property
     def backend(self) -> str:
@@ -110,7 +148,8 @@ class RecordedExperiment:
 
     @cached_property
     def runs(self) -> list[dict[str, Any]]:
-        return [row for row in self.store.runs() if row["status"] == "done"]
+        return [row for row in self.store.runs() if row["status"] == "done"
+                and (self.variant is None or row["replicate"] % self.variants == self.variant)]
 
     @cached_property
     def scenario(self) -> Any:
@@ -245,10 +284,13 @@ class RecordedExperiment:
         """Calls, tokens, invalid replies and latency percentiles per model (from every
         recorded call), with cost where the run summaries carry one."""
         rows = self.store.rows(
-            "SELECT a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error FROM decisions d "
+            "SELECT d.run, a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error FROM decisions d "
             "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.reply IS NOT NULL OR d.error IS NOT NULL")
+        done = {row["run"] for row in self.runs}
         by_model: dict[str, dict[str, Any]] = {}
-        for model, prompt_tokens, completion_tokens, latency_us, error in rows:
+        for run, model, prompt_tokens, completion_tokens, latency_us, error in rows:
+            if run not in done:
+                continue
             entry = by_model.setdefault(model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
                                                 "latencies": []})
             entry["calls"] += 1
@@ -264,7 +306,7 @@ class RecordedExperiment:
                         costs[label] += usage[key]
         table = []
         for model, entry in sorted(by_model.items()):
-            latencies = np.asarray(entry.pop("latencies"))
+            latencies = np.asarray(entry["latencies"])
             table.append({
                 "model": model, **entry,
                 "latency_p50_s": float(np.percentile(latencies, 50)) if latencies.size else 0.0,
@@ -272,6 +314,12 @@ class RecordedExperiment:
                 "cost_usd": costs.get(model),
             })
         return table
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "/".join(map(str, value)) if len(value) <= 4 else f"{len(value)} values"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _import_class(path: str, scenario_file: str) -> Any:

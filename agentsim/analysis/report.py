@@ -81,6 +81,17 @@ class ReportContext:
         axes = figure.subplots(nrows, ncols, squeeze=False)
         return figure, axes
 
+    def panels(self, count: int, *, width: float = 6.4, height: float = 4.0, max_columns: int = 2) -> tuple[MplFigure, list[Any]]:
+        """A figure with `count` panels (every one drawn: a figure grows rather than drop a
+        panel), `max_columns` to a row; returns the figure and the panels in order."""
+        columns = max(1, min(count, max_columns))
+        rows = max(1, -(-count // columns))
+        figure, axes = self.figure(width=width * columns, height=height * rows, ncols=columns, nrows=rows)
+        flat = [axis for row in axes for axis in row]
+        for spare in flat[count:]:
+            spare.set_axis_off()
+        return figure, flat[:count]
+
     def add_figure(self, name: str, title: str, figure: MplFigure, columns: Sequence[str],
                    rows: Sequence[Sequence[Any]], caption: str = "") -> FigureItem:
         """Save `figure` as NAME.png and its data as NAME.csv."""
@@ -181,6 +192,20 @@ def build_report(root: Path | str, out: Path | str | None = None) -> dict[str, A
     (out_dir / REPORT_HTML).write_text(_html(root, built, context), encoding="utf-8")
     (out_dir / REPORT_INDEX).write_text(json.dumps(index, indent=2), encoding="utf-8")
     return index
+
+
+def significance(p_value: float | None) -> str:
+    """The usual marks: *** p < 0.001, ** p < 0.01, * p < 0.05, n.s. otherwise."""
+    if p_value is None or p_value != p_value:
+        return "n.s."
+    return "***" if p_value < 0.001 else "**" if p_value < 0.01 else "*" if p_value < 0.05 else "n.s."
+
+
+def wrap(text: str, width: int = 60) -> str:
+    """A title broken into lines of at most `width` characters, so that no title is cut off."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
 # --- writing -----------------------------------------------------------------------------------

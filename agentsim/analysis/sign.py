@@ -2,15 +2,15 @@
 
 From the run summaries (`summary.json`, one per experiment under the directory) of SIGN runs:
 
-- `sign_agreement` (Fig. 1): population agreement over rounds per condition, one panel per
-  alpha, at one N and K (N = 12 and K = 5 where present; NL has K = 0), mean over seeds with
-  a band of one standard deviation;
+- `sign_agreement` (Fig. 1): population agreement over rounds per condition, one row of
+  panels per (N, K) cell of the grid and one panel per alpha (NL, which keeps no memory,
+  beside every K of its N), mean over seeds with a band of one standard deviation;
 - `sign_agreement_table` (Table 1): average population agreement (a run's agreement averaged
   over its rounds) by condition, N and K, mean and standard deviation over every run of the
   cell (seeds and alphas); and `sign_cells`, per alpha, with the final (last-round) agreement
   and how many runs reached each threshold;
 - `sign_tokens` (Fig. 2 and 5): tokens (prompt plus completion, every attempt) to reach 50,
-  60, 70 and 90% agreement per condition, at Fig. 1's N and K over every alpha: the median
+  60, 70 and 90% agreement per condition, one row per (N, K), over every alpha: the median
   over the runs that reached it, with how many of how many runs did;
 - `sign_compliance`: per condition, the share of decisions compliant at once, compliant after
   the retry, decoded from free text, fallback and no name, and the retry rate;
@@ -139,135 +139,166 @@ def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return (statistics.fmean(values), statistics.pstdev(values)) if values else (float("nan"), float("nan"))
 
 
-def _focus(runs: Sequence[dict[str, Any]]) -> tuple[int, int]:
-    """The N and K of Fig. 1: N = 12 and K = 5 where present, else the most common ones."""
-    sizes = [int(run["agents"]) for run in runs]
-    memories = [int(run["memory"]) for run in runs if int(run["memory"]) > 0]
-    size = 12 if 12 in sizes else max(set(sizes), key=sizes.count)
-    memory = 5 if 5 in memories else (max(set(memories), key=memories.count) if memories else 0)
-    return size, memory
+def _sizes(runs: Sequence[dict[str, Any]]) -> list[tuple[str, int, int]]:
+    """Every (experiment, N, K) cell, K from the conditions that keep a memory (NL keeps
+    none: its runs are drawn beside every K of their N); a grid of NL runs alone is (N, 0).
+    Experiments (output directories: other populations, other models) are never pooled."""
+    cells = {(run["experiment"], int(run["agents"]), int(run["memory"])) for run in runs if run["condition"] != "nl"}
+    cells |= {(run["experiment"], int(run["agents"]), 0) for run in runs
+              if not any(cell[:2] == (run["experiment"], int(run["agents"])) for cell in cells)}
+    return sorted(cells)
+
+
+def _members(runs: Sequence[dict[str, Any]], condition: str, experiment: str, size: int, memory: int) -> list[dict[str, Any]]:
+    wanted = 0 if condition == "nl" else memory
+    return [run for run in runs if run["condition"] == condition and run["experiment"] == experiment
+            and int(run["agents"]) == size and int(run["memory"]) == wanted]
+
+
+def _where(experiment: str, runs: Sequence[dict[str, Any]]) -> str:
+    """An experiment's name in titles: its directory, relative to the others' common root."""
+    directories = sorted({run["experiment"] for run in runs})
+    if len(directories) == 1:
+        return Path(experiment).name
+    import os
+
+    common = os.path.commonpath(directories)
+    return Path(experiment).relative_to(common).as_posix() if experiment != common else Path(experiment).name
 
 
 def agreement_figure(runs: Sequence[dict[str, Any]]) -> SignFigure:
-    size, memory = _focus(runs)
+    """One row of panels per (N, K) cell, one panel per alpha: no cell of the grid left out."""
+    cells = _sizes(runs)
     alphas = sorted({float(run["alpha"]) for run in runs})
-    figure = Figure(figsize=(4.2 * len(alphas), 3.6), layout="constrained")
-    axes = figure.subplots(1, len(alphas), squeeze=False)[0]
+    figure = Figure(figsize=(4.2 * len(alphas), 3.3 * len(cells) + 0.6), layout="constrained")
+    axes = figure.subplots(len(cells), len(alphas), squeeze=False)
     rows: list[list[Any]] = []
-    for axis, alpha in zip(axes, alphas):
-        for condition in CONDITIONS:
-            wanted = 0 if condition == "nl" else memory
-            series = [run["agreement_by_round"] for run in runs
-                      if _cell(run) == (condition, size, wanted, alpha) and run["agreement_by_round"]]
-            if not series:
+    for line, (experiment, size, memory) in enumerate(cells):
+        where = _where(experiment, runs)
+        for axis, alpha in zip(axes[line], alphas):
+            for condition in CONDITIONS:
+                series = [run["agreement_by_round"] for run in _members(runs, condition, experiment, size, memory)
+                          if float(run["alpha"]) == alpha and run["agreement_by_round"]]
+                if not series:
+                    continue
+                length = min(len(values) for values in series)
+                means, sds = [], []
+                for round_ in range(length):
+                    values = [series_values[round_] for series_values in series]
+                    mean, sd = _mean_sd(values)
+                    means.append(mean)
+                    sds.append(sd)
+                    sem = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+                    rows.append([where, condition, size, 0 if condition == "nl" else memory, alpha, round_ + 1, round(mean, 4),
+                                 round(sd, 4), round(sem, 4), len(series)])
+                x = range(1, length + 1)
+                axis.plot(x, means, color=COLOURS[condition], label=f"{LABELS[condition]} ({len(series)} runs)")
+                axis.fill_between(x, [m - s for m, s in zip(means, sds)], [m + s for m, s in zip(means, sds)],
+                                  color=COLOURS[condition], alpha=0.2, linewidth=0)
+            axis.set_title(f"{where}: N = {size}, K = {memory}, α = {alpha:g}", fontsize=9)
+            if not axis.get_legend_handles_labels()[1]:
+                axis.text(0.5, 0.5, "no runs in this cell", ha="center", va="center", transform=axis.transAxes)
                 continue
-            length = min(len(values) for values in series)
-            means, sds = [], []
-            for round_ in range(length):
-                mean, sd = _mean_sd([values[round_] for values in series])
-                means.append(mean)
-                sds.append(sd)
-                rows.append([condition, size, wanted, alpha, round_ + 1, round(mean, 4), round(sd, 4), len(series)])
-            x = range(1, length + 1)
-            axis.plot(x, means, color=COLOURS[condition], label=LABELS[condition])
-            axis.fill_between(x, [m - s for m, s in zip(means, sds)], [m + s for m, s in zip(means, sds)],
-                              color=COLOURS[condition], alpha=0.2, linewidth=0)
-        axis.set_title(f"α = {alpha:g}")
-        axis.set_xlabel("round")
-        axis.set_ylim(0, 1.02)
-        axis.grid(alpha=0.3)
-    axes[0].set_ylabel("population agreement")
-    axes[0].legend(loc="lower right")
-    figure.suptitle(f"Population agreement by condition (N = {size}, K = {memory}; NL keeps no memory)")
+            axis.set_xlabel("round")
+            axis.set_ylim(0, 1.02)
+            axis.grid(alpha=0.3)
+            axis.legend(loc="lower right", fontsize=7)
+        axes[line][0].set_ylabel("population agreement")
+    figure.suptitle("Population agreement by condition (mean, band: ± one SD over seeds; NL keeps no memory)")
     return SignFigure("sign_agreement", "Population agreement over rounds (SIGN Fig. 1)", figure,
-                      ["condition", "agents", "memory", "alpha", "round", "mean_agreement", "sd_agreement", "runs"], rows,
-                      "Mean over seeds, band: one standard deviation.")
+                      ["experiment", "condition", "agents", "memory", "alpha", "round", "mean_agreement", "sd_agreement", "sem_agreement",
+                       "runs"], rows,
+                      "Mean over seeds, band: one standard deviation (the CSV also has the standard error); one row of "
+                      "panels per N and K of the grid, NL's runs (no memory) beside every K of their N.")
 
 
 def agreement_table(runs: Sequence[dict[str, Any]]) -> SignTable:
-    cells: dict[tuple[int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    cells: dict[tuple[str, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         condition, size, memory, _alpha = _cell(run)
-        cells[(size, memory)][condition].append(float(run["mean_agreement"]))
+        cells[(run["experiment"], size, memory)][condition].append(float(run["mean_agreement"]))
     rows = []
-    for (size, memory), by_condition in sorted(cells.items(), key=lambda item: (item[0][1], item[0][0])):
-        row: list[Any] = [size, memory]
+    for (experiment, size, memory), by_condition in sorted(cells.items(), key=lambda item: (item[0][0], item[0][2], item[0][1])):
+        row: list[Any] = [_where(experiment, runs), size, memory]
         for condition in CONDITIONS:
             values = by_condition.get(condition, [])
             mean, sd = _mean_sd(values)
             row.append(f"{mean:.3f} ± {sd:.3f}" if values else "—")
         rows.append(row)
     return SignTable("sign_agreement_table", "Average population agreement by condition (SIGN Table 1)",
-                     ["N", "K", "NL", "NL-SW", "Schema"], rows,
+                     ["experiment", "N", "K", "NL", "NL-SW", "Schema"], rows,
                      "A run's agreement averaged over its rounds; mean ± standard deviation over the runs of the "
                      "cell (seeds and alphas).")
 
 
 def cells_table(runs: Sequence[dict[str, Any]]) -> SignTable:
-    cells: dict[tuple[str, int, int, float], list[dict[str, Any]]] = defaultdict(list)
+    cells: dict[tuple[str, str, int, int, float], list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
-        cells[_cell(run)].append(run)
+        cells[(run["experiment"], *_cell(run))].append(run)
     rows = []
-    for (condition, size, memory, alpha), members in sorted(cells.items(), key=lambda item: (CONDITIONS.index(item[0][0]), item[0][1:])):
+    for (experiment, condition, size, memory, alpha), members in sorted(
+            cells.items(), key=lambda item: (item[0][0], CONDITIONS.index(item[0][1]), item[0][2:])):
         average = _mean_sd([float(run["mean_agreement"]) for run in members])
         final = _mean_sd([float(run["final_agreement"]) for run in members])
-        row: list[Any] = [LABELS[condition], size, memory, alpha, len(members), round(average[0], 4), round(average[1], 4),
+        row: list[Any] = [_where(experiment, runs), LABELS[condition], size, memory, alpha, len(members), round(average[0], 4), round(average[1], 4),
                           round(final[0], 4), round(final[1], 4)]
         for threshold in THRESHOLDS:
             reached = [run["rounds_to_threshold"][threshold] for run in members if run["rounds_to_threshold"].get(threshold)]
             row.append(f"{len(reached)}/{len(members)}")
         rows.append(row)
-    return SignTable("sign_cells", "Every cell of the grid", ["condition", "N", "K", "alpha", "runs", "mean_agreement",
+    return SignTable("sign_cells", "Every cell of the grid", ["experiment", "condition", "N", "K", "alpha", "runs", "mean_agreement",
                      "sd_mean", "final_agreement", "sd_final"] + [f"reached_{threshold}" for threshold in THRESHOLDS], rows)
 
 
 def tokens_figure(runs: Sequence[dict[str, Any]]) -> SignFigure:
-    size, memory = _focus(runs)
-    runs = [run for run in runs if int(run["agents"]) == size and int(run["memory"]) == (0 if run["condition"] == "nl" else memory)]
-    figure = Figure(figsize=(3.4 * len(THRESHOLDS), 3.6), layout="constrained")
-    axes = figure.subplots(1, len(THRESHOLDS), squeeze=False)[0]
+    """One row of panels per (N, K) cell, one panel per threshold, every alpha pooled."""
+    cells = _sizes(runs)
+    figure = Figure(figsize=(3.4 * len(THRESHOLDS), 3.3 * len(cells) + 0.6), layout="constrained")
+    axes = figure.subplots(len(cells), len(THRESHOLDS), squeeze=False)
     rows: list[list[Any]] = []
-    for axis, threshold in zip(axes, THRESHOLDS):
-        positions, heights, colours, notes = [], [], [], []
-        for position, condition in enumerate(CONDITIONS):
-            members = [run for run in runs if run["condition"] == condition]
-            if not members:
-                continue
-            tokens = [run["tokens_to_threshold"][threshold] for run in members
-                      if run["tokens_to_threshold"].get(threshold) is not None]
-            rounds = [run["rounds_to_threshold"][threshold] for run in members
-                      if run["rounds_to_threshold"].get(threshold) is not None]
-            median = statistics.median(tokens) if tokens else None
-            rows.append([condition, size, 0 if condition == "nl" else memory, threshold, len(tokens), len(members), median,
-                         statistics.median(rounds) if rounds else None])
-            positions.append(position)
-            heights.append(median or 0)
-            colours.append(COLOURS[condition])
-            notes.append(f"{len(tokens)}/{len(members)}" if tokens else "not\nreached")
-        axis.bar(positions, heights, color=colours)
-        for position, height, note in zip(positions, heights, notes):
-            axis.annotate(note, (position, height or 1), ha="center", va="bottom", fontsize=8)
-        axis.set_xticks(range(len(CONDITIONS)), [LABELS[c] for c in CONDITIONS])
-        axis.set_ylim(0, max(heights + [1]) * 1.15)
-        axis.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
-        axis.set_title(f"{float(threshold):.0%} agreement")
-        axis.grid(alpha=0.3, axis="y")
-    axes[0].set_ylabel("tokens to reach it (median)")
-    figure.suptitle(f"Tokens to reach an agreement threshold (SIGN Fig. 2 and 5; N = {size}, K = {memory}, all α)")
+    for line, (experiment, size, memory) in enumerate(cells):
+        where = _where(experiment, runs)
+        for axis, threshold in zip(axes[line], THRESHOLDS):
+            positions, heights, colours, notes = [], [], [], []
+            for position, condition in enumerate(CONDITIONS):
+                members = _members(runs, condition, experiment, size, memory)
+                if not members:
+                    continue
+                tokens = [run["tokens_to_threshold"][threshold] for run in members
+                          if run["tokens_to_threshold"].get(threshold) is not None]
+                rounds = [run["rounds_to_threshold"][threshold] for run in members
+                          if run["rounds_to_threshold"].get(threshold) is not None]
+                median = statistics.median(tokens) if tokens else None
+                rows.append([where, condition, size, 0 if condition == "nl" else memory, threshold, len(tokens), len(members), median,
+                             statistics.median(rounds) if rounds else None])
+                positions.append(position)
+                heights.append((median or 0) / 1000)
+                colours.append(COLOURS[condition])
+                notes.append(f"{len(tokens)}/{len(members)}" if tokens else "not\nreached")
+            axis.bar(positions, heights, color=colours)
+            top = max(heights + [1])
+            for position, height, note in zip(positions, heights, notes):
+                axis.annotate(note, (position, height or 0.02 * top), ha="center", va="bottom", fontsize=8)
+            axis.set_xticks(range(len(CONDITIONS)), [LABELS[c] for c in CONDITIONS])
+            axis.set_ylim(0, top * 1.2)
+            axis.set_title(f"{where}: N = {size}, K = {memory}\n{float(threshold):.0%} agreement", fontsize=9)
+            axis.grid(alpha=0.3, axis="y")
+        axes[line][0].set_ylabel("thousand tokens to reach it (median)")
+    figure.suptitle("Tokens to reach an agreement threshold (SIGN Fig. 2 and 5; every α; reached/runs above each bar)")
     return SignFigure("sign_tokens", "Tokens to agreement thresholds (SIGN Fig. 2 and 5)", figure,
-                      ["condition", "agents", "memory", "threshold", "runs_reached", "runs", "median_tokens", "median_rounds"], rows,
+                      ["experiment", "condition", "agents", "memory", "threshold", "runs_reached", "runs", "median_tokens",
+                       "median_rounds"], rows,
                       "Prompt plus completion tokens of every attempt, retries and discarded replies included; "
-                      "median over the runs that reached the threshold (reached/all above each bar).")
+                      "median over the runs that reached the threshold (reached/all above each bar); one row per N and K.")
 
 
 def compliance_table(runs: Sequence[dict[str, Any]]) -> SignTable:
     rows = []
-    for condition in CONDITIONS:
-        members = [run for run in runs if run["condition"] == condition]
-        if not members:
-            continue
+    for experiment, condition in sorted({(run["experiment"], run["condition"]) for run in runs},
+                                        key=lambda pair: (pair[0], CONDITIONS.index(pair[1]))):
+        members = [run for run in runs if run["condition"] == condition and run["experiment"] == experiment]
         decisions = sum(run["decisions"] for run in members)
-        row: list[Any] = [LABELS[condition], len(members), decisions]
+        row: list[Any] = [_where(experiment, runs), LABELS[condition], len(members), decisions]
         for route in ROUTES:
             share = sum((run["route_rates"].get(route) or 0) * run["decisions"] for run in members)
             row.append(round(share / decisions, 4) if decisions else None)
@@ -275,7 +306,7 @@ def compliance_table(runs: Sequence[dict[str, Any]]) -> SignTable:
         row.append(round(retried / decisions, 4) if decisions else None)
         rows.append(row)
     return SignTable("sign_compliance", "How names were obtained, per condition",
-                     ["condition", "runs", "decisions", *ROUTES, "retry_rate"], rows,
+                     ["experiment", "condition", "runs", "decisions", *ROUTES, "retry_rate"], rows,
                      "compliant: the condition's parser accepted the first reply (Schema: the exact schema; "
                      "NL: exactly one valid name); decoded: free text of a non-compliant reply.")
 

@@ -1,0 +1,31 @@
+"""Cultural evolution of cooperation: the Donor game and the Stag Hunt over generations, with
+evolving strategies and cultural norms (Liu 2025; Vallinder and Hughes 2024).
+
+    game.py        the scenario on the common scheduler: phases, selection, newcomers
+    donor.py       the Donor game and its reputation chain
+    stag_hunt.py   the iterated Stag Hunt
+    population.py  agents (slots), the schedule of phases, selection
+    prompts.py     Appendix B's prompts and Vallinder and Hughes's; situations and their context
+    parsers.py     reading strategies, norms, donations, hunts
+    standin.py     the stand-in that answers them with no key
+    metrics.py     per-generation payoffs, donation fraction, cooperation rate, rosters
+    report.py      the report's figures (Figs. 1-3) and the lineage of strategies and norms
+"""
+
+from .donor import DonorGame
+from .params import (
+    CONDITION_LABELS,
+    CONDITIONS,
+    DonorParams,
+    EvolutionParams,
+    StagHuntParams,
+)
+from .stag_hunt import StagHunt
+
+__all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "EvolutionParams", "StagHunt",
+           "StagHuntParams", "conditions"]
+
+
+def conditions(*names: str) -> list[dict[str, str]]:
+    """The paper's conditions as a scenario file's VARIANTS (all four by default)."""
+    return [{"condition": name} for name in (names or CONDITIONS)]

@@ -1,0 +1,142 @@
+"""The Donor game (Vallinder and Hughes 2024), as Liu plays it over generations.
+
+A generation's population is split at random into two halves; in round r the i-th agent of
+one half meets the (i + r)-th of the other (a new partner each round until the halves are
+exhausted), and the halves swap roles every round: a donor in one round is a recipient in the
+next. The second game replays the first's pairs with the roles reversed. Every game starts
+from the endowment and with no reputation.
+
+The reputation chain: when D gives to R, D's chain becomes R's chain followed by what D did.
+A donor paired with A sees the last `trace_length` entries of A's chain, newest first: what
+A did in its last round as donor, what A's recipient then had done before, and so on. That is
+all it sees of A (not A's earlier rounds).
+
+Scoring fixes the original code's two mistakes (REFERENCE.md): an agent's score is the mean
+of its final resources in both games (the original counted one game twice), and punishment
+takes the punished units away (the original's branch never ran). An answer that cannot be
+read after the re-asks is a recorded fallback: the donor gives nothing, the chain shows 0%,
+and the donation is left out of the donation fraction.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed
+from . import prompts
+from .game import CulturalEvolution
+from .params import DonorParams
+from .parsers import donation_amount, parse_donation
+from .population import EvolutionAgent, Phase
+from .prompts import DonorView
+
+if TYPE_CHECKING:
+    from ...model import PopulationModel
+    from ...scheduler import Encounter
+
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def chain_shown(trace: list[str], length: int) -> str:
+    """What a donor sees of a recipient: the last `length` entries of its chain, newest first."""
+    return " ".join(reversed(trace[-length:]))
+
+
+class DonorGame(CulturalEvolution[DonorParams]):
+    name: ClassVar[str] = "donor_game"
+    Params = DonorParams  # type: ignore[assignment]
+    game_label: ClassVar[str] = "Donor game"
+
+    def system_prompt(self, norms: str) -> str:
+        params = self.params
+        return prompts.DONOR_SYSTEM.format(norms_block=self.norms_block(norms), endowment=params.endowment,
+                                           gain=params.cooperation_gain, information=self._information(),
+                                           punishment=self._punishment())
+
+    def _information(self) -> str:
+        return prompts.DONOR_INFORMATION.format(depth=_WORDS.get(self.params.trace_length, str(self.params.trace_length)))
+
+    def _punishment(self) -> str:
+        return prompts.PUNISHMENT_SYSTEM[self.params.punishment].format(loss=self.params.punishment_loss)
+
+    def strategy_brief(self) -> str:
+        return self._information() + prompts.DONOR_BRIEF.format(punishment=self._punishment())
+
+    # --- a game ---------------------------------------------------------------------------
+    def game_order(self, model: PopulationModel, game: int, previous: list[int]) -> list[int]:
+        if game > 0:
+            return previous  # the second game replays the pairs, roles reversed
+        order = list(range(self.params.agents))
+        model.random.shuffle(order)
+        return order
+
+    def round_groups(self, order: list[int], phase: Phase) -> list[tuple[int, ...]]:
+        half = len(order) // 2
+        first, second = order[:half], order[half:]
+        pairs: list[tuple[int, ...]] = [(first[i], second[(i + phase.round) % half]) for i in range(half)]
+        if (phase.round + phase.game) % 2:
+            pairs = [(b, a) for a, b in pairs]
+        return pairs  # (donor, recipient)
+
+    def reset_game(self, agent: EvolutionAgent) -> None:
+        agent.payoff = self.params.endowment
+        agent.trace = [f"{agent.name} did not have any previous interactions."]
+
+    def game_view(self, model: PopulationModel, encounter: Encounter, phase: Phase) -> DonorView:
+        donor, recipient = encounter.agents
+        assert isinstance(donor, EvolutionAgent) and isinstance(recipient, EvolutionAgent)
+        return DonorView(donor.name, phase.generation, phase.game + 1, phase.round + 1, donor.strategy, donor.norms,
+                         donor.payoff, recipient.name, recipient.payoff,
+                         chain_shown(recipient.trace, self.params.trace_length))
+
+    async def play_round(self, model: PopulationModel, encounter: Encounter) -> Decision:
+        return await encounter.agents[0].astep(encounter.views)
+
+    def resolve_round(self, model: PopulationModel, encounter: Encounter, answers: Any, phase: Phase) -> EncounterRecord:
+        decision: Decision = answers
+        donor, recipient = encounter.agents
+        assert isinstance(donor, EvolutionAgent) and isinstance(recipient, EvolutionAgent)
+        params, round_ = self.params, phase.round + 1
+        kind, amount = donation_amount(decision.action) if decision.action is not None else ("donate", 0.0)
+        held = donor.payoff
+        fraction = amount / held if held > 0 else None
+        before = recipient.payoff
+        if kind == "refuse":
+            entry = f"In round {round_}, {donor.name} refused to play with {recipient.name}."
+        elif kind == "punish":
+            donor.payoff -= amount
+            recipient.payoff = max(0.0, recipient.payoff - params.punishment_loss * amount)
+            entry = (f"In round {round_}, {donor.name} punished {recipient.name} by spending {amount:g} units "
+                     f"to take away {params.punishment_loss * amount:g} units from their resources.")
+        else:
+            donor.payoff -= amount
+            recipient.payoff += params.cooperation_gain * amount
+            entry = (f"In round {round_}, {donor.name} donated {fraction * 100:.2f}% of their resources to {recipient.name}."
+                     if fraction is not None else f"In round {round_}, {donor.name} had no resources to give to {recipient.name}.")
+        donor.trace = [*recipient.trace, entry]
+        model.metrics.donation(kind, fraction, decision.fallback)
+        moves = [Move(donor.index, decision.action, donor.payoff - held),
+                 Move(recipient.index, None, recipient.payoff - before)]
+        return EncounterRecord(encounter.t, encounter.round, int(kind == "donate" and amount > 0), moves, decision.calls)
+
+    # --- prompts ------------------------------------------------------------------------------
+    def _answer(self, view: DonorView) -> tuple[str, str]:
+        params, punishment = self.params, self.params.punishment
+        fields = {"resources": view.resources, "gain": params.cooperation_gain, "loss": params.punishment_loss,
+                  "recipient": view.recipient}
+        return prompts.DONOR_ANSWER[punishment].format(**fields), prompts.DONOR_ANSWER_AGAIN[punishment].format(**fields)
+
+    def game_messages(self, view: DonorView) -> str:  # type: ignore[override]
+        answer, again = self._answer(view)
+        return prompts.DONOR_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
+                                         round=view.round, recipient=view.recipient,
+                                         recipient_resources=view.recipient_resources, chain=view.chain,
+                                         resources=view.resources, answer=answer, answer_again=again,
+                                         probabilities=prompts.PROBABILITIES)
+
+    def parse_turn(self, text: str, view: DonorView) -> Parsed:  # type: ignore[override]
+        return parse_donation(text, view.resources, self.params.punishment)
+
+    def remind_turn(self, view: DonorView, parsed: Parsed) -> str:  # type: ignore[override]
+        return prompts.REMIND_DONOR.format(problem=parsed.problem, answer=self._answer(view)[0])

@@ -1,0 +1,308 @@
+"""The cultural-evolution scenario on the common scheduler: generations of a two-player game
+whose agents write their own strategies and cultural norms (Liu 2025, Algorithm 1).
+
+Every scheduler round is one phase of a generation (`population.phases`): a text task for
+some agents, each alone (strategy, norms), or one round of a game in pairs. Between rounds,
+`on_round_end` closes games (each agent's final payoff), selects the survivors at a
+generation's end and puts newcomers in the others' slots, and starts the next game (resets
+and pairs drawn from the run's generator). Every call goes through the agent's LLM policy and
+is recorded with its prompt's context; every generation's roster (names, parents, strategies,
+norms, scores, survival) is a row of the store's `rounds` table and a line of summary.json.
+
+Subclasses (`DonorGame`, `StagHunt`) say what a game round asks and how it resolves.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from ...llm.base import Message
+from ...policies import LLMPolicy
+from ...records import Decision, EncounterRecord, Move
+from ...scenario import Parsed, Scenario
+from . import prompts
+from .metrics import EvolutionMetrics
+from .params import CONDITION_LABELS, EvolutionParams
+from .parsers import parse_norms, parse_strategy
+from .population import (
+    EvolutionAgent,
+    GenerationPairing,
+    Phase,
+    RunState,
+    phases,
+    select,
+)
+from .prompts import NORM_KINDS, NORM_MARKERS, Situation, Task
+from .standin import EvolutionStandIn
+
+if TYPE_CHECKING:
+    from ...agents import PopulationAgent
+    from ...llm.standin import StandInRule
+    from ...model import PopulationModel
+    from ...scheduler import Encounter
+
+E = TypeVar("E", bound=EvolutionParams)
+
+
+class CulturalEvolution(Scenario[E]):
+    name: ClassVar[str] = "cultural_evolution"
+    game_label: ClassVar[str] = ""
+    params: E
+
+    # --- what a subclass provides -------------------------------------------------------
+    def system_prompt(self, norms: str) -> str:
+        raise NotImplementedError
+
+    def strategy_brief(self) -> str:
+        """The game-specific part of the strategy prompts."""
+        raise NotImplementedError
+
+    def game_order(self, model: PopulationModel, game: int, previous: list[int]) -> list[int]:
+        """The population's order for game `game`, drawn from the run's generator at its start."""
+        raise NotImplementedError
+
+    def round_groups(self, order: list[int], phase: Phase) -> list[tuple[int, ...]]:
+        """A game round's pairs, from the game's order."""
+        raise NotImplementedError
+
+    def reset_game(self, agent: EvolutionAgent) -> None:
+        raise NotImplementedError
+
+    def game_view(self, model: PopulationModel, encounter: Encounter, phase: Phase) -> Any:
+        raise NotImplementedError
+
+    async def play_round(self, model: PopulationModel, encounter: Encounter) -> Any:
+        raise NotImplementedError
+
+    def resolve_round(self, model: PopulationModel, encounter: Encounter, answers: Any, phase: Phase) -> EncounterRecord:
+        raise NotImplementedError
+
+    def game_messages(self, situation: Any) -> str:
+        raise NotImplementedError
+
+    def parse_turn(self, text: str, situation: Any) -> Parsed:
+        raise NotImplementedError
+
+    def remind_turn(self, situation: Any, parsed: Parsed) -> str:
+        raise NotImplementedError
+
+    # --- the schedule -------------------------------------------------------------------------
+    @cached_property
+    def schedule(self) -> tuple[Phase, ...]:
+        return phases(self.params)
+
+    def phase(self, round_: int) -> Phase:
+        return self.schedule[round_]
+
+    def max_rounds(self) -> int:
+        limit = self.params.max_rounds
+        return min(limit, len(self.schedule)) if limit else len(self.schedule)
+
+    # --- population ------------------------------------------------------------------------
+    def build_population(self, model: PopulationModel) -> None:
+        for index in range(self.params.agents):
+            agent = EvolutionAgent(model, self.agent_policy(model, index))
+            agent.name = f"1_{index + 1}"
+        model.evolution = RunState(order=[], advice=[])  # type: ignore[attr-defined]
+
+    def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
+        """Agent `index`'s policy: override it for a mixed population."""
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.params.max_reasks)
+
+    def pairing(self, model: PopulationModel) -> GenerationPairing:
+        return GenerationPairing(self)
+
+    def new_metrics(self, model: PopulationModel) -> EvolutionMetrics:
+        return EvolutionMetrics()
+
+    def model_state(self, model: PopulationModel) -> RunState:
+        return model.evolution  # type: ignore[attr-defined,no-any-return]
+
+    def restore_model_state(self, model: PopulationModel, state: RunState) -> None:
+        model.evolution = RunState(order=list(state.order), advice=list(state.advice))  # type: ignore[attr-defined]
+
+    @staticmethod
+    def agents_of(model: PopulationModel) -> list[EvolutionAgent]:
+        return model.population  # type: ignore[return-value]
+
+    def groups(self, model: PopulationModel, phase: Phase) -> list[tuple[int, ...]]:
+        agents = self.agents_of(model)
+        if phase.kind == "play":
+            return self.round_groups(model.evolution.order, phase)  # type: ignore[attr-defined]
+        if phase.generation == 1 or phase.kind == "revise":  # everyone, then the survivors
+            chosen = [agent for agent in agents if phase.generation == 1 or agent.born < phase.generation]
+        else:
+            chosen = [agent for agent in agents if agent.born == phase.generation]
+        return [(agent.index,) for agent in chosen]
+
+    # --- encounters ----------------------------------------------------------------------------
+    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+        phase = self.phase(encounter.round)
+        if phase.kind == "play":
+            return self.game_view(model, encounter, phase)
+        (agent,) = encounter.agents
+        assert isinstance(agent, EvolutionAgent)
+        kind, source = phase.kind, ""
+        if kind == "inherit":
+            source = "\n".join(f"{name} (final score {score:g}): {strategy}"
+                               for name, score, strategy in model.evolution.advice)  # type: ignore[attr-defined]
+        elif kind == "mutate_strategy":
+            source = self._parent(model, agent).strategy
+        elif kind == "mutate":
+            source = self._parent(model, agent).norms
+        elif kind == "elicit":
+            source = prompts.NORM_SEEDS[self.params.condition]
+        return Task(kind, agent.name, phase.generation, agent.norms, source, agent.strategy)
+
+    def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[PopulationAgent, ...]:
+        phase = self.phase(encounter.round)
+        if phase.kind in ("mutate", "mutate_strategy"):
+            return (self._parent(model, encounter.agents[0]),)  # type: ignore[arg-type]
+        return ()
+
+    @staticmethod
+    def _parent(model: PopulationModel, agent: EvolutionAgent) -> EvolutionAgent:
+        assert agent.parent is not None
+        return model.population[agent.parent]  # type: ignore[return-value]
+
+    async def play(self, model: PopulationModel, encounter: Encounter) -> Any:
+        if isinstance(encounter.views, Task):
+            return await encounter.agents[0].astep(encounter.views)
+        return await self.play_round(model, encounter)
+
+    def resolve(self, model: PopulationModel, encounter: Encounter, answers: Any) -> EncounterRecord:
+        phase = self.phase(encounter.round)
+        if phase.kind == "play":
+            return self.resolve_round(model, encounter, answers, phase)
+        decision: Decision = answers
+        (agent,) = encounter.agents
+        assert isinstance(agent, EvolutionAgent)
+        text = decision.action or ""
+        if phase.kind in NORM_KINDS:
+            agent.norms = text
+        else:
+            agent.strategy = text
+        model.metrics.text_written(phase.kind, decision.fallback)
+        return EncounterRecord(encounter.t, encounter.round, 0, [Move(agent.index, decision.action, 0.0)], decision.calls)
+
+    # --- between rounds: games, selection, newcomers ---------------------------------------------
+    def on_round_end(self, model: PopulationModel) -> None:
+        done = self.phase(model.rounds_done - 1)
+        agents = self.agents_of(model)
+        if done.kind == "play" and done.round == self.params.rounds - 1:
+            for agent in agents:
+                agent.scores.append(agent.payoff)
+            if done.game == self.params.games - 1:
+                self._end_generation(model, done.generation, model.rounds_done - 1)
+        if model.rounds_done < len(self.schedule):
+            upcoming = self.phase(model.rounds_done)
+            if upcoming.kind == "play" and upcoming.round == 0:
+                for agent in agents:
+                    self.reset_game(agent)
+                state: RunState = model.evolution  # type: ignore[attr-defined]
+                state.order = self.game_order(model, upcoming.game, state.order)
+
+    def _end_generation(self, model: PopulationModel, generation: int, round_: int) -> None:
+        params = self.params
+        agents = self.agents_of(model)
+        scores = [agent.score for agent in agents]
+        surviving = select(scores, params.survivors(), params.selection, model.random)
+        roster = [{"agent": agent.index, "name": agent.name, "born": agent.born, "parent": agent.parent_name or None,
+                   "strategy_from": list(agent.sources), "strategy": agent.strategy, "norms": agent.norms,
+                   "scores": list(agent.scores), "score": agent.score, "survived": agent.index in surviving}
+                  for agent in agents]
+        model.metrics.close_generation(round_, generation, roster, [agents[position].name for position in surviving])
+        model.evolution.advice = [(agents[p].name, agents[p].score, agents[p].strategy) for p in surviving]  # type: ignore[attr-defined]
+        if generation < params.generations:
+            newcomers = [agent for agent in agents if agent.index not in surviving]
+            for number, agent in enumerate(newcomers):
+                parent = agents[surviving[number % len(surviving)]]
+                agent.name, agent.born = f"{generation + 1}_{number + 1}", generation + 1
+                agent.parent, agent.parent_name = parent.index, parent.name
+                agent.strategy = agent.norms = ""
+                mutated = params.strategy_inheritance == "mutate"
+                agent.sources = [parent.name] if mutated else [agents[p].name for p in surviving]
+        for agent in agents:
+            agent.scores = []
+
+    # --- what the model sees and how its reply is read ---------------------------------------
+    def messages(self, situation: Situation) -> tuple[Message, ...]:
+        return (Message("system", self.system_prompt(situation.norms)), Message("user", self.user_prompt(situation)))
+
+    def user_prompt(self, situation: Situation) -> str:
+        if not isinstance(situation, Task):
+            return self.game_messages(situation)
+        kind, brief = situation.kind, self.strategy_brief()
+        if kind == "strategy":
+            return prompts.STRATEGY_FIRST.format(name=situation.name, brief=brief)
+        if kind == "inherit":
+            return prompts.STRATEGY_ADVICE.format(name=situation.name, advice=situation.source, brief=brief)
+        if kind == "mutate_strategy":
+            return prompts.STRATEGY_MUTATION.format(name=situation.name, old=situation.source, brief=brief)
+        if kind == "elicit":
+            return prompts.ELICIT.format(seed=situation.source)
+        if kind == "revise":
+            return prompts.REVISE.format(strategy=situation.strategy, norms=situation.norms)
+        return prompts.MUTATE.format(old=situation.source)
+
+    def norms_block(self, norms: str) -> str:
+        return prompts.NORMS_IN_SYSTEM.format(norms=norms) if norms else ""
+
+    def parse(self, text: str, situation: Situation) -> Parsed:
+        if isinstance(situation, Task):
+            if situation.kind in NORM_KINDS:
+                return parse_norms(text, NORM_MARKERS[situation.kind])
+            return parse_strategy(text)
+        return self.parse_turn(text, situation)
+
+    def reminder(self, situation: Situation, parsed: Parsed) -> str:
+        if isinstance(situation, Task):
+            if situation.kind in NORM_KINDS:
+                return prompts.REMIND_NORMS.format(marker=NORM_MARKERS[situation.kind])
+            return prompts.REMIND_STRATEGY
+        return self.remind_turn(situation, parsed)
+
+    def salvage(self, reply: str, situation: Situation) -> str | None:
+        """A text task's unreadable reply is kept whole as the text (Vallinder and Hughes keep
+        it as the strategy), flagged as a fallback; a game turn has nothing to salvage."""
+        if isinstance(situation, Task) and reply.strip():
+            return reply.strip()
+        return None
+
+    def fallback(self, situation: Situation, unit: float) -> str | None:
+        return None
+
+    def encode(self, situation: Situation) -> str:
+        return prompts.encode(situation)
+
+    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
+        situation = prompts.decode(context)
+        messages = self.messages(situation)
+        for reply in replies:
+            messages += (Message("assistant", reply), Message("user", self.reminder(situation, self.parse(reply, situation))))
+        return messages
+
+    # --- results ---------------------------------------------------------------------------------
+    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: EvolutionMetrics = model.metrics
+        return {"game": self.name, "condition": self.params.condition, "agents": self.params.agents,
+                "rounds_per_game": self.params.rounds, "games_per_generation": self.params.games,
+                "generations": metrics.summary()}
+
+    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+        metrics: EvolutionMetrics = model.metrics
+        scenario = model.scenario  # the run's variant, not necessarily self
+        assert isinstance(scenario, CulturalEvolution)
+        round_ = min(model.rounds_done, len(scenario.schedule) - 1)
+        phase = scenario.phase(round_)
+        doing = f"game {phase.game + 1}, round {phase.round + 1}" if phase.kind == "play" else phase.kind
+        lines = [("condition", CONDITION_LABELS[scenario.params.condition]),
+                 ("generation", f"{phase.generation} of {scenario.params.generations}: {doing}")]
+        if metrics.generations:
+            last = metrics.generations[-1]
+            lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
+        return {"lines": lines}
+
+    def standin_rules(self) -> list[StandInRule]:
+        return [EvolutionStandIn(self.params)]

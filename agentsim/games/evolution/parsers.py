@@ -1,0 +1,80 @@
+"""Reading replies: strategies, norms, donations and hunts. Each reads the reply alone and
+says why it could not (the policy re-asks with a reminder, then records a fallback)."""
+
+from __future__ import annotations
+
+import re
+
+from ...scenario import Parsed
+from .prompts import STRATEGY_MARKER
+
+_NUMBER = r"(\d+(?:[.,]\d+)?)"
+_DONATION = re.compile(rf"^\W*{_NUMBER}")
+_COSTLY = re.compile(rf"\b(donate|punish)\b\W*{_NUMBER}", re.IGNORECASE)
+_HUNT = re.compile(r"\b(stag|hare)s?\b", re.IGNORECASE)
+
+
+def parse_strategy(text: str) -> Parsed:
+    """The sentence that starts "My strategy will be", kept whole (the last one, after any
+    thinking), as Vallinder and Hughes keep it."""
+    at = text.lower().rfind(STRATEGY_MARKER.lower())
+    if at < 0:
+        return Parsed(None, f"no sentence starting '{STRATEGY_MARKER}'")
+    strategy = STRATEGY_MARKER + text[at + len(STRATEGY_MARKER):].rstrip()
+    if len(strategy.strip()) <= len(STRATEGY_MARKER) + 1:
+        return Parsed(None, "the strategy sentence is empty")
+    return Parsed(strategy.strip())
+
+
+def parse_norms(text: str, marker: str) -> Parsed:
+    """What follows the marker ("My cultural norms are:" ...), its last occurrence."""
+    at = text.lower().rfind(marker.lower())
+    if at < 0:
+        return Parsed(None, f"no list after '{marker}'")
+    norms = text[at + len(marker):].strip()
+    return Parsed(norms) if norms else Parsed(None, f"nothing after '{marker}'")
+
+
+def answer_part(text: str) -> str | None:
+    """What follows the first "Answer:" (Vallinder and Hughes's split)."""
+    at = text.find("Answer:")
+    return None if at < 0 else text[at + len("Answer:"):].strip()
+
+
+def parse_donation(text: str, resources: float, punishment: str) -> Parsed:
+    """'donate X', 'punish X' or 'refuse', with 0 <= X <= resources."""
+    answer = answer_part(text)
+    if answer is None:
+        return Parsed(None, "no 'Answer:'")
+    if punishment == "partner_choice" and "refuse" in answer.lower():
+        return Parsed("refuse")
+    if punishment == "costly":
+        match = _COSTLY.search(answer)
+        if match is None:
+            return Parsed(None, "the answer is not 'Donate, x' or 'Punish, x'")
+        kind, amount = match.group(1).lower(), float(match.group(2).replace(",", "."))
+    else:
+        match = _DONATION.search(answer)
+        if match is None:
+            return Parsed(None, "the answer is not a number")
+        kind, amount = "donate", float(match.group(1).replace(",", "."))
+    if amount > resources + 1e-9:
+        return Parsed(None, f"{amount:g} is more than the {resources:g} units the donor has")
+    return Parsed(f"{kind} {amount:g}")
+
+
+def parse_hunt(text: str) -> Parsed:
+    """STAG or HARE after "Answer:"; an answer naming both is not a choice."""
+    answer = answer_part(text)
+    if answer is None:
+        return Parsed(None, "no 'Answer:'")
+    found = {match.group(1).upper() for match in _HUNT.finditer(answer.splitlines()[0] if answer else "")}
+    if len(found) != 1:
+        return Parsed(None, "the answer names neither STAG nor HARE" if not found else "the answer names both")
+    return Parsed(found.pop())
+
+
+def donation_amount(action: str) -> tuple[str, float]:
+    """('donate' | 'punish' | 'refuse', units) of a parsed donation."""
+    kind, _, amount = action.partition(" ")
+    return kind, float(amount) if amount else 0.0
