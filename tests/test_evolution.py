@@ -61,7 +61,7 @@ class Scripted:
         else:
             round_ = int(re.search(r"It is now round (\d+)", user).group(1))  # type: ignore[union-attr]
             text = f"Justification: scripted.\nAnswer: {self.hunts[who][round_ - 1]}"
-        return Completion(text, 10, 10, self.name)
+        return Completion(text=text, prompt_tokens=10, completion_tokens=10, model=self.name)
 
     async def aclose(self) -> None:
         return None
