@@ -22,7 +22,7 @@ from ..model import PopulationModel
 from ..params import Params, require
 from ..prompts import PromptTemplate
 from ..records import Decision
-from ..scenario import Parsed, Scenario
+from ..scenario import Scenario
 from ..scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
 from ..topology import Topology, TopologyKind
 
@@ -136,28 +136,9 @@ class PairwiseGame(Scenario[P]):
         first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
         return first_decision, second_decision
 
-    # --- the prompt hooks an LLM policy calls ----------------------------------------------
-    def messages(self, situation: Any) -> tuple[Message, ...]:
-        raise NotImplementedError
-
-    def parse(self, text: str, situation: Any) -> Parsed:
-        raise NotImplementedError
-
-    def reminder(self, situation: Any, parsed: Parsed) -> str:
-        raise NotImplementedError
-
-    def salvage(self, reply: str, situation: Any) -> str | None:
-        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
-        return None
-
-    def fallback(self, situation: Any, unit: float) -> str | None:
-        raise NotImplementedError
-
-    def encode(self, situation: Any) -> str:
-        """The situation in a few bytes for the store; `decode` must give it back exactly."""
-        raise NotImplementedError
-
+    # --- the store: `encode` (a Scenario hook) and its inverse ------------------------------
     def decode(self, context: str) -> Any:
+        """The situation `encode` gave `context` for."""
         raise NotImplementedError
 
     def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:

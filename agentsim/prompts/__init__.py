@@ -76,8 +76,7 @@ class PromptTemplate:
     def findall(self, section: str, text: str, *names: str) -> list[tuple[str, ...]]:
         """The values of fields `names` in every non-overlapping rendering of `section` inside
         `text` (history entries), as tuples in the order asked."""
-        return [match.group(*names) if len(names) > 1 else (match.group(*names),)
-                for match in self.reader(section, anchored=False).finditer(text)]
+        return [tuple(match.group(name) for name in names) for match in self.reader(section, anchored=False).finditer(text)]
 
     def reader(self, section: str, *, anchored: bool = True) -> re.Pattern[str]:
         """The regular expression that reads `section`: anchored, a field may span lines (a

@@ -120,8 +120,8 @@ class NamingGame(PairwiseGame[NamingParams]):
 
     @cached_property
     def _codes(self) -> tuple[dict[str | None, str], dict[str, str | None]]:
-        encode: dict[str | None, str] = dict(name_codes(self.names))
-        encode[None] = "/"
+        encode: dict[str | None, str] = {None: "/"}
+        encode.update(name_codes(self.names))
         return encode, {code: name for name, code in encode.items()}
 
     def committed_name(self) -> str:
@@ -259,7 +259,8 @@ class NamingGame(PairwiseGame[NamingParams]):
     def decode(self, context: str) -> NamingSituation:
         name = self._codes[1]
         width = len(self.names)
-        options = tuple(name[char] for char in context[:width])
+        option = {code: option for option, code in name_codes(self.names).items()}
+        options = tuple(option[char] for char in context[:width])
         memory = tuple(
             (own, partner, self.payoff(own, partner))
             for own, partner in ((name[context[i]], name[context[i + 1]]) for i in range(width, len(context), 2))

@@ -85,7 +85,8 @@ class NetworkMetrics(ConventionMetrics):
 
 class NetworkNamingGame(NamingGame):
     name = "network_naming_game"
-    Params = NetworkNamingParams  # type: ignore[assignment]
+    Params = NetworkNamingParams
+    params: NetworkNamingParams
 
     def topology_of(self, model: PopulationModel) -> str:
         topologies = self.params.topologies

@@ -100,7 +100,7 @@ class NamingStandIn:
             return self.prior(options, seed), reason
         return name, reason
 
-    def follow(self, options: Sequence[str], memory: Sequence[Sequence[str | None]]) -> tuple[str | None, str]:
+    def follow(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]]) -> tuple[str | None, str]:
         """Steps 3-4 of the rule for a non-empty memory: the name it dictates, or None when
         the memory dictates nothing (then the prior decides)."""
         own, partner = memory[-1][0], memory[-1][1]
@@ -127,7 +127,7 @@ class NamingStandIn:
         strategy table measured by sampling the stand-in must recover. Unusable replies
         (`invalid_rate`) are re-asked and fall back by the game's policy, outside this rule."""
         options = list(situation.options)
-        memory = list(situation.memory)
+        memory = [(own, partner) for own, partner, _ in situation.memory]
         prior = self.prior_probabilities(options)
         if not memory:
             return prior

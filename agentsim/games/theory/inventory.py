@@ -92,7 +92,8 @@ class MinimalNamingGame(NamingGame):
     """The minimal naming game, run by rule agents in agentsim's scheduler."""
 
     name = "minimal_naming_game"
-    Params = MinimalNamingParams  # type: ignore[assignment]
+    Params = MinimalNamingParams
+    params: MinimalNamingParams
 
     def build_population(self, model: PopulationModel) -> None:
         params = self.params
@@ -125,9 +126,9 @@ class MinimalNamingGame(NamingGame):
             agent.memory.clear()
             agent.memory.append(name)
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> None:
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[None, None]:
         """Nothing: the speaker's dice come from its call seed."""
-        return None
+        return None, None
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, None]:
         """The speaker's view: its inventory, and what it would invent from."""
