@@ -107,14 +107,11 @@ class ReportingStandIn(StandInModel):
     def __init__(self, scenario: NamingGame) -> None:
         super().__init__(scenario.standin_rules())
         self.rule = scenario.standin_rules()[0]
-        self.template = scenario.template
 
     def answer(self, request: Request) -> Completion:
         completion = super().answer(request)
-        fields = self.template.read("system", request.messages[0].content, only=("options", "history"))
-        assert fields is not None
-        memory = self.template.findall("entry", fields.get("history") or "", "own", "partner")
-        completion.option_probabilities = self.rule.probabilities(NamingSituation(request.options, tuple(memory)))
+        assert isinstance(request.situation, NamingSituation)
+        completion.option_probabilities = self.rule.probabilities(request.situation)
         return completion
 
 

@@ -127,7 +127,7 @@ class NamingStandIn:
         strategy table measured by sampling the stand-in must recover. Unusable replies
         (`invalid_rate`) are re-asked and fall back by the game's policy, outside this rule."""
         options = list(situation.options)
-        memory = [(own, partner) for own, partner, _ in situation.memory]
+        memory = [(entry[0], entry[1]) for entry in situation.memory]
         prior = self.prior_probabilities(options)
         if not memory:
             return prior
