@@ -264,7 +264,10 @@ class Experiment:
                 self.stopped_by = error
             cause = error if not isinstance(error, asyncio.CancelledError) else self.stopped_by
             blob = model.checkpoint()
-            await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
+            try:
+                await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
+            except asyncio.CancelledError:
+                pass  # the experiment cancels every run while this one stops: record it all the same
             store.commit(recorder, blob, model.time)
             status, reason = run_outcome(cause)
             summary = self._summary(model, status=status, stop_reason=reason)
@@ -317,7 +320,7 @@ class Experiment:
     def _warn(self, message: str) -> None:
         """A backend's warning, as it happens: to the log and the live view."""
         warn = getattr(self.view, "warn", None)
-        if warn is not None:
+        if warn is not None and self.stopped_by is None:  # not the echo of requests cancelled on the way out
             warn(redact(message))
 
     def _show(self, model: PopulationModel, status: str, *, stop_reason: str | None = None) -> None:

@@ -375,21 +375,16 @@ class SequenceScheduler(_Base):
         """End the run where it stopped: ask and apply the window past the stop, recording
         nothing (a stop the run decided), or cancel what is in flight (a stop from outside)."""
         model = self.model
-        if model.stop_reason is not None and not model.stopped_from_outside:
+        if model.immediate:
+            pass  # answered in process: nothing runs ahead, nothing is cached
+        elif model.stop_reason is not None and not model.stopped_from_outside:
             horizon = model.completed + self.window - 1  # the stop came at t* = completed - 1
-            if model.immediate:
-                for _ in range(min(horizon, self._limit()) - model.time):
-                    encounter = self._draw()
-                    heapq.heappop(self.ready)
-                    encounter.views = model.scenario.start(model, encounter)
-                    self._apply_now(encounter, await model.scenario.play(model, encounter))
-            else:
-                while True:
-                    self._fill(horizon)
-                    if not self.running:
-                        break
-                    self.wakeup.clear()
-                    await self.wakeup.wait()
+            while True:
+                self._fill(horizon)
+                if not self.running:
+                    break
+                self.wakeup.clear()
+                await self.wakeup.wait()
         else:
             await asyncio.gather(*self.cancel(), return_exceptions=True)
         self.failure = None

@@ -58,15 +58,13 @@ def _digest(messages: tuple[object, ...]) -> bytes:
     return hashlib.blake2b(repr(messages).encode(), digest_size=16).digest()
 
 
-PAIRING = "rounds"  # --pairing: rounds (the figures in the README) or sequential (the default process)
+def scenario(agents: int, rounds: int, pairing: str) -> NamingGame:
+    """`pairing`: rounds (the README's figures) or sequential (the default process)."""
+    return NamingGame(agents=agents, pool_size=10, memory_length=5, pairing=pairing, stop_at="none", max_rounds=rounds)
 
 
-def scenario(agents: int, rounds: int) -> NamingGame:
-    return NamingGame(agents=agents, pool_size=10, memory_length=5, pairing=PAIRING, stop_at="none", max_rounds=rounds)
-
-
-def timed_run(agents: int, rounds: int, directory: Path) -> tuple[float, float, int, int]:
-    experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds), out=directory, seed=1), _Quiet())
+def timed_run(agents: int, rounds: int, pairing: str, directory: Path) -> tuple[float, float, int, int]:
+    experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds, pairing), out=directory, seed=1), _Quiet())
     experiment.open()
     cpu, wall = time.process_time(), time.perf_counter()
     asyncio.run(experiment.run())
@@ -78,9 +76,9 @@ def timed_run(agents: int, rounds: int, directory: Path) -> tuple[float, float, 
     return cpu, wall, interactions, size
 
 
-def verify_prompts(agents: int, rounds: int, directory: Path) -> int:
+def verify_prompts(agents: int, rounds: int, pairing: str, directory: Path) -> int:
     """Run again with a prompt-hashing stand-in and rebuild every prompt from the store."""
-    experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds), out=directory, seed=1), _Quiet())
+    experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds, pairing), out=directory, seed=1), _Quiet())
     experiment.open()
     backend = _HashingStandIn(experiment.scenario.standin_rules())
     experiment.backends = {"stand-in": backend}
@@ -198,21 +196,19 @@ def main() -> None:
     parser.add_argument("--skip-verify", action="store_true")
     parser.add_argument("--pairing", choices=["rounds", "sequential"], default="rounds")
     options = parser.parse_args()
-    global PAIRING
-    PAIRING = options.pairing
     work = Path(tempfile.mkdtemp(prefix="agentsim-bench-"))
     try:
         # The engine and the bare loop take turns, so that a busy stretch of a shared host slows both.
         results, bare = [], []
         for number in range(options.repeat):
-            results.append(timed_run(options.agents, options.rounds, work / f"timed{number}"))
+            results.append(timed_run(options.agents, options.rounds, options.pairing, work / f"timed{number}"))
             bare.append(bare_loop(options.agents, options.rounds, work / f"bare{number}"))
         interactions, size = results[0][2], results[0][3]
         decisions = 2 * interactions
         rates = sorted(decisions / wall for _, wall, _, _ in results)
         cpus = sorted(cpu / decisions * 1e6 for cpu, _, _, _ in results)
         median = len(results) // 2
-        print(f"naming game, stand-in, N={options.agents} W=10 H=5, {options.rounds} rounds, pairing={PAIRING}, "
+        print(f"naming game, stand-in, N={options.agents} W=10 H=5, {options.rounds} rounds, pairing={options.pairing}, "
               "everything recorded")
         print(f"  interactions              {interactions}")
         print(f"  decisions per second      {rates[median]:,.0f} median, {rates[-1]:,.0f} best of {len(results)}")
@@ -223,7 +219,7 @@ def main() -> None:
         print(f"  engine time / bare loop   {bare_rates[-1] / rates[-1]:.2f}x (best against best; must stay under 3x)")
         print(f"  host: plain Python loop   {host_speed():.0f} ns per iteration (for comparing hosts)")
         if not options.skip_verify:
-            checked = verify_prompts(options.agents, options.rounds, work / "verify")
+            checked = verify_prompts(options.agents, options.rounds, options.pairing, work / "verify")
             print(f"  prompts rebuilt exactly   {checked} of {checked}")
         sys.stdout.flush()
     finally:

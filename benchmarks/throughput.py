@@ -173,12 +173,41 @@ def dependency_width(database: Path, service_time: float) -> tuple[float, int]:
     return len(agents_at) * service_time / makespan, len(agents_at)
 
 
+def bare_client_rate(url: str, concurrency: int, seconds: float = 5.0) -> float:
+    """Requests per second a bare aiohttp client keeping `concurrency` requests open gets
+    from the server: its capacity as this host delivers it right now (a loaded host's timers
+    and scheduling make 100 ms sleeps longer)."""
+    import aiohttp
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 4}
+
+    async def hammer() -> float:
+        done = 0
+        async with aiohttp.ClientSession() as session:
+            end = time.perf_counter() + seconds
+
+            async def worker() -> None:
+                nonlocal done
+                while time.perf_counter() < end:
+                    async with session.post(url + "/v1/chat/completions", json=body) as response:
+                        await response.read()
+                    done += 1
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return done / (time.perf_counter() - started)
+
+    return asyncio.run(hammer())
+
+
 def scheduler_figures(url: str, options: argparse.Namespace, scratch: Path) -> None:
     service, capacity = options.service_time, options.capacity
     ceiling = capacity / service
-    print(f"scheduler: the sequence of random pairs against the server (C {capacity}, {service:g} s)")
-    print("      N  encounters  wall s  requests/s  of capacity  achieved  width  of width")
-    for agents, rounds in ((24, 40), (200, 10), (1000, 2)):
+    measured = bare_client_rate(url, 2 * capacity)
+    print(f"scheduler: the sequence of random pairs against the server (C {capacity}, {service:g} s: {ceiling:.0f}/s; "
+          f"a bare aiohttp client with {2 * capacity} open gets {measured:.0f}/s = {measured / ceiling:.2f} on this host now)")
+    print("      N  encounters  wall s  requests/s  of capacity  of bare client  achieved  width  of width")
+    for agents, rounds in ((24, 40), (200, 20), (1000, 4)):  # 480, 2000 and 2000 encounters
         out = scratch / f"scheduler-{agents}"
         before = server_requests(url)
         result = run_once(url, agents=agents, rounds=rounds, cap=options.cap, out=out, cache=None,
@@ -186,8 +215,9 @@ def scheduler_figures(url: str, options: argparse.Namespace, scratch: Path) -> N
         requests = server_requests(url) - before
         width, encounters = dependency_width(out / "agentsim.db", service)
         achieved = encounters * service / result["wall"]
-        print(f"  {agents:5d}  {encounters:10d}  {result['wall']:6.2f}  {requests / result['wall']:10.0f}  "
-              f"{requests / result['wall'] / ceiling:11.2f}  {achieved:8.1f}  {width:5.1f}  {achieved / width:8.2f}")
+        rate = requests / result["wall"]
+        print(f"  {agents:5d}  {encounters:10d}  {result['wall']:6.2f}  {rate:10.0f}  {rate / ceiling:11.2f}  "
+              f"{rate / measured:14.2f}  {achieved:8.1f}  {width:5.1f}  {achieved / width:8.2f}")
 
 
 def process_cpu_seconds(pid: int) -> float | None:

@@ -97,3 +97,22 @@ def test_the_health_flags_are_validated(tmp_path: Path) -> None:
                         ("--max-consecutive-failures", "0")):
         result = cli(NAMING, "--backend", "tgi:http://127.0.0.1:9", flag, value, "--out", str(tmp_path / "o"), "--no-live")
         assert result.returncode == 2 and flag in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_max_calls_is_hard_against_a_server_whose_every_reply_is_invalid(tmp_path: Path, scripted_server: Any) -> None:
+    """Every reply is re-asked twice, then falls back: the most calls a budget invites. At
+    most 100 requests reach the server (counted there), the probe included; exit 4, one line;
+    the runs are `stopped` with the same stop reason everywhere."""
+    server = scripted_server(mode="echo")
+    out = tmp_path / "out"
+    result = cli(NAMING, "--backend", f"openai:m@{server.url}/v1", "--out", str(out), "--max-calls", "100",
+                 "--runs", "3", *QUICK)
+    assert result.returncode == 4, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentsim: stopped: --max-calls 100 reached") and "--resume --out" in last, last
+    assert server.requests <= 100
+    summary = json.loads((out / "summary.json").read_text())
+    assert {(run["status"], run["stop_reason"]) for run in summary["runs"]} == {("stopped", "max_calls")}
+    assert summary["budget"]["calls"] == server.requests
+    rows = set(sqlite3.connect(out / "agentsim.db").execute("SELECT status, stop_reason FROM runs"))
+    assert rows == {("stopped", "max_calls")}

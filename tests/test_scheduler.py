@@ -106,16 +106,21 @@ def _sequential_run(tmp_path: Path, name: str, *, backend: Any = None, **setting
 
 
 def test_sequential_run_is_the_one_at_a_time_run_whatever_the_concurrency(tmp_path: Path) -> None:
-    """The in-process stand-in (one encounter after another, no task) against answers that
-    come back out of order with 1, 8 and 24 encounters in flight: the same run, row for row,
-    stopping at the same consensus."""
-    reference = _sequential_run(tmp_path, "immediate")
+    """Answers that come back out of order with 1, 8 and 24 encounters in flight: the same
+    run, row for row, stopping at the same consensus, having asked the same calls; and the
+    same records as the in-process stand-in, which runs one encounter after another."""
+    def jittery(salt: int) -> Any:
+        return lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=salt)
+
+    reference = _sequential_run(tmp_path, "jittery-1", max_in_flight=1, backend=jittery(1))
     assert len(reference["encounters"]) > 100
-    assert reference["runs"][0][5] == "consensus"  # stopped by its own rule: what could have started is asked too
-    for salt, in_flight in ((1, 1), (2, 8), (3, 24)):
-        jittery = _sequential_run(tmp_path, f"jittery-{in_flight}", max_in_flight=in_flight,
-                                  backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt=salt))
-        assert jittery == reference, f"max_in_flight={in_flight} changed the run"
+    assert reference["runs"][0][5] == "consensus"  # stopped by its own rule: the round past it is asked too
+    for salt, in_flight in ((2, 8), (3, 24)):
+        run = _sequential_run(tmp_path, f"jittery-{in_flight}", max_in_flight=in_flight, backend=jittery(salt))
+        assert run == reference, f"max_in_flight={in_flight} changed the run"
+    immediate = _sequential_run(tmp_path, "immediate")
+    for table in ("agents", "encounters", "decisions", "rounds"):
+        assert immediate[table] == reference[table], table
 
 
 def test_network_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
@@ -235,3 +240,16 @@ def test_a_checkpoint_keeps_encounters_applied_ahead_of_the_record() -> None:
     got, applied = asyncio.run(interrupted())
     assert applied > 0, "the checkpoint must hold encounters applied ahead of the record to mean anything"
     assert got == expected
+
+
+def test_sign_on_the_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
+    """SIGN's lose-shift dice are drawn with the pair, its proposals read when it starts."""
+    from agentsim.games.sign import SignGame
+
+    game = SignGame(agents=12, lexicon_size=6, pairing="sequential", max_rounds=12, max_in_flight=6)
+    run_experiment(game, tmp_path / "a", seed=2)
+    run_experiment(game, tmp_path / "b", seed=2, backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=7))
+    first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
+    assert len(first["encounters"]) == 12 * 6
+    for table in ("encounters", "decisions", "rounds"):
+        assert first[table] == second[table], table

@@ -1,9 +1,15 @@
 """The limiter: a wrapper that keeps one backend within its limits, shared by every agent and
 run that uses the backend.
 
-Three limits: calls in flight (a cap that adapts), requests per minute and tokens per minute
-(token buckets holding ten seconds' worth, so a run does not open with a minute's burst).
-Calls wait in FIFO order. The cap adapts (AIMD):
+Three limits: calls in flight (a cap that adapts), requests per minute and tokens per minute.
+Calls wait for a slot in FIFO order; a call holding a slot then waits for the rate limits
+(aiolimiter's leaky buckets, `rate_limiter`), so what they pace is the moment a request is
+sent. A hosted API counts `--rpm` over a sliding minute: the request bucket holds one request
+and drains at what keeps any 60-second window at or under the limit (capacity + 60 s of
+draining = the limit), so requests go evenly spaced, never a burst above a second's share.
+The token bucket holds up to a quarter of the minute's tokens (a usual prompt in one go); a
+request estimated above that takes it in several fills, so a tight `--tpm` still lets each
+request through in turn, as early as the limit allows. The cap adapts (AIMD):
 
 - each answered call raises it by `growth` (0.5), up to the configured cap: after a cut it
   is back within a few round trips;
@@ -24,8 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from dataclasses import dataclass
+
+from aiolimiter import AsyncLimiter
 
 from ..errors import BackendError, ParameterError
 from .base import Completion, LanguageModel, Request, estimate_tokens
@@ -42,34 +51,23 @@ class Limits:
     cut: float = 0.75
 
     def __post_init__(self) -> None:
-        if self.max_in_flight < 1:
-            raise ParameterError(f"--max-in-flight must be at least 1 (got {self.max_in_flight})")
+        if not 1 <= self.max_in_flight <= 100_000:
+            raise ParameterError(f"--max-in-flight must be between 1 and 100000 (got {self.max_in_flight})")
         if not 1 <= self.min_in_flight <= self.max_in_flight:
             raise ParameterError("the limiter's minimum in flight must be between 1 and --max-in-flight")
         for name, value in (("--rpm", self.rpm), ("--tpm", self.tpm)):
-            if value is not None and value <= 0:
-                raise ParameterError(f"{name} must be > 0 (got {value})")
+            if value is not None and not (math.isfinite(value) and 0 < value <= 1e12):
+                raise ParameterError(f"{name} must be a finite number > 0 (got {value})")
         if not 0 < self.cut < 1 or self.growth <= 0:
             raise ParameterError("the limiter needs 0 < cut < 1 and growth > 0")
 
 
-class _Bucket:
-    """A token bucket refilled at `per_minute / 60` a second, holding ten seconds' worth."""
-
-    def __init__(self, per_minute: float) -> None:
-        self.rate = per_minute / 60
-        self.capacity = max(1.0, self.rate * 10)
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-
-    def wait(self, amount: float, now: float) -> float:
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = now
-        amount = min(amount, self.capacity)
-        return 0.0 if self.level >= amount else (amount - self.level) / self.rate
-
-    def take(self, amount: float) -> None:
-        self.level -= amount
+def rate_limiter(per_minute: float, *, burst: float = 1.0) -> AsyncLimiter:
+    """A leaky bucket that lets at most `per_minute` through in any 60-second window: it holds
+    `burst` and drains at (per_minute - burst) / 60 a second. A burst of one (requests) spaces
+    them evenly, so no second sees more than its share either."""
+    drain = max(per_minute - burst, per_minute / 2) / 60
+    return AsyncLimiter(burst, burst / drain)
 
 
 class LimitedModel:
@@ -85,8 +83,11 @@ class LimitedModel:
         self.last_cut = 0.0
         self.round_trip = 1.0  # seconds; an average of answered calls' latency
         self.queue_times: collections.deque[float] = collections.deque(maxlen=32)
-        self.requests = _Bucket(limits.rpm) if limits.rpm else None
-        self.tokens = _Bucket(limits.tpm) if limits.tpm else None
+        self.requests = rate_limiter(limits.rpm) if limits.rpm else None
+        # A token bucket of one second's share would split most prompts into many fills: it
+        # holds a quarter of the minute's tokens, at most 4096 (a usual prompt in one go).
+        self.tokens = rate_limiter(limits.tpm, burst=max(1.0, min(limits.tpm / 4, max(4096.0, limits.tpm / 60)))) \
+            if limits.tpm else None
         self.waiting: collections.deque[tuple[asyncio.Future[None], int]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self.trajectory: list[tuple[float, float]] = [(time.monotonic(), self.limit)]
@@ -98,6 +99,8 @@ class LimitedModel:
         await self._acquire(tokens)
         started = time.monotonic()
         try:
+            await self._pace(tokens)
+            started = time.monotonic()
             completion = await self.inner.complete(request)
         except BackendError as error:
             self._failed(error, started)
@@ -133,25 +136,26 @@ class LimitedModel:
                     pass
             raise
 
+    async def _pace(self, tokens: int) -> None:
+        """Wait for the rate limits, holding the slot: the request is sent right after."""
+        if self.requests is not None:
+            await self.requests.acquire(1)
+        remaining = float(tokens) if self.tokens is not None else 0.0
+        while self.tokens is not None and remaining > 0:
+            fill = min(remaining, self.tokens.max_rate)
+            await self.tokens.acquire(fill)
+            remaining -= fill
+
     def _can_start(self, tokens: int, now: float) -> float:
-        """0 if a call may start now, else seconds until a timed limit allows it (or inf while
-        the in-flight cap is full: a finishing call wakes the queue)."""
+        """0 if a call may start now, else seconds until the gate (a Retry-After) opens, or inf
+        while the in-flight cap is full (a finishing call wakes the queue)."""
         if self.in_flight >= max(int(self.limit), self.limits.min_in_flight):
             return float("inf")
-        wait = max(0.0, self.gate_until - now)
-        if self.requests is not None:
-            wait = max(wait, self.requests.wait(1, now))
-        if self.tokens is not None and tokens:
-            wait = max(wait, self.tokens.wait(tokens, now))
-        return wait
+        return max(0.0, self.gate_until - now)
 
     def _start(self, tokens: int) -> None:
         self.in_flight += 1
         self.max_seen = max(self.max_seen, self.in_flight)
-        if self.requests is not None:
-            self.requests.take(1)
-        if self.tokens is not None and tokens:
-            self.tokens.take(tokens)
 
     def _dispatch(self) -> None:
         while self.waiting:
@@ -178,10 +182,6 @@ class LimitedModel:
     def _answered(self, completion: Completion, started: float, tokens: int) -> None:
         now = time.monotonic()
         self.round_trip = 0.9 * self.round_trip + 0.1 * (now - started)
-        if self.tokens is not None:
-            actual = completion.prompt_tokens + completion.completion_tokens
-            if actual > tokens:
-                self.tokens.take(actual - tokens)
         signals = completion.signals or {}
         if signals.get("remaining_requests") == 0 and signals.get("reset_requests_s"):
             self.gate_until = max(self.gate_until, now + signals["reset_requests_s"])
