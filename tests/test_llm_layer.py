@@ -199,7 +199,7 @@ def test_a_tight_tpm_lets_requests_through_in_turn() -> None:
             sent.append(asyncio.get_running_loop().time())
             return await super().complete(request)
 
-    request = Request((Message("user", "x" * 2000),), Sampling(max_tokens=10))  # about 510 tokens
+    request = Request(messages=(Message("user", "x" * 2000),), sampling=Sampling(max_tokens=10))  # about 510 tokens
     paced = LimitedModel(Clocked([]), Limits(max_in_flight=64, tpm=2000))
 
     async def many() -> None:
