@@ -7,8 +7,9 @@ fallback; nothing is dropped silently and every attempt is a CallRecord.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BackendError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling

@@ -340,6 +340,7 @@ class Experiment:
 
     def _write_summary(self) -> None:
         experiment = self.store.experiment()
+        runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
         document = {
             "scenario": experiment.get("scenario"),
             "backend": experiment.get("backend"),
@@ -347,9 +348,9 @@ class Experiment:
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
-            "runs": [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]],
+            "runs": runs,
         }
-        document["usage_by_backend"] = _sum_usage(document["runs"])
+        document["usage_by_backend"] = _sum_usage(runs)
         document["limiter_by_backend"] = self._limiter_stats()
         if self.stopped_by is not None:
             status, reason = run_outcome(self.stopped_by)

@@ -11,12 +11,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "backends"))
 
-from standin_server import ServerConfig, StandInServer  # noqa: E402
+from standin_server import ServerConfig, StandInServer
 
 
 class ServerThread:

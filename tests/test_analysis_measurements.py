@@ -14,8 +14,7 @@ from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import js_distance_from_uniform, proportion_interval
 from agentsim.analysis.strategies import strategy_table
-from agentsim.games.naming import NamingGame, NamingSituation
-from agentsim.games.naming import FirstChoiceProbe, StrategyProbe
+from agentsim.games.naming import FirstChoiceProbe, NamingGame, NamingSituation, StrategyProbe
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store

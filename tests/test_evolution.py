@@ -114,7 +114,7 @@ def test_a_donor_sees_exactly_the_recipients_chain_and_nothing_more(tmp_path: Pa
     _, store = run(scenario, tmp_path / "out", backend=backend)
     donations = {}  # round -> {donor: (recipient, percent)}
     views = []
-    for t, context in store.rows("SELECT t, context FROM calls WHERE attempt = 0 ORDER BY t"):
+    for (context,) in store.rows("SELECT context FROM calls WHERE attempt = 0 ORDER BY t"):
         view = decode(context)
         if isinstance(view, DonorView):
             views.append(view)

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import JitteryStandIn, dump, run_experiment
 
-from agentsim.games.naming import NamingGame
-from agentsim.games.naming import NamingStandIn
+from agentsim.games.naming import NamingGame, NamingStandIn
 from agentsim.seeding import derive_seed, unit_uniforms
 
 
@@ -55,7 +54,7 @@ def test_max_in_flight_one_is_the_sequential_process(tmp_path: Path, jittery: bo
     run_experiment(game, tmp_path / "run", seed=5, backend=backend)
     rows = dump(tmp_path / "run" / "agentsim.db", tables=("decisions",))["decisions"]
     recorded: dict[int, list[tuple[int, str]]] = {}
-    for run, t, agent, attempt, action, *_ in rows:
+    for _, t, agent, _, action, *_ in rows:
         recorded.setdefault(t, []).append((agent, action))
 
     expected = sequential_reference(seed=5, agents=24, names=names, memory_length=5, interactions=interactions,

@@ -136,7 +136,7 @@ def test_a_store_of_an_older_format_is_not_resumed(tmp_path: Path) -> None:
     store.set_experiment({**store.experiment(), "store_format": 1})
     store.close()
     config = ExperimentConfig(scenario=scenario, out=tmp_path, seed=1, resume=True)
-    with pytest.raises(OutputDirError, match="store format 1 .* cannot be continued"):
+    with pytest.raises(OutputDirError, match=r"store format 1 .* cannot be continued"):
         Experiment(config, Quiet()).open()
     assert Store(tmp_path).experiment()["store_format"] == 1
 

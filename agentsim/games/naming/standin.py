@@ -140,7 +140,7 @@ class NamingStandIn:
         uniform = 1.0 / len(options)
         if self.bias_name in options and self.bias > 0:
             return {option: (1 - self.bias) * uniform + (self.bias if option == self.bias_name else 0.0) for option in options}
-        return {option: uniform for option in options}
+        return dict.fromkeys(options, uniform)
 
     def prior(self, options: Sequence[str], seed: int) -> str:
         """The favoured name with probability `bias`, else a uniform draw."""
