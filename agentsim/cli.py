@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .analysis.commands import SUBCOMMANDS
+from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from .errors import EXIT_USER_ERROR, RunStopped, UserError
 from .llm.health import HealthPolicy
 from .llm.limiter import Limits
@@ -40,7 +40,13 @@ from .variants import pinned_variants
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
-# Subcommands other issues add (`report`, `sweep`): name -> main(argv) returning an exit code.
+
+def _subcommands_help() -> str:
+    lines = ["subcommands (python -m agentsim NAME --help for each):"]
+    for name in sorted(SUBCOMMANDS):
+        summary = SUBCOMMAND_HELP.get(name) or (SUBCOMMANDS[name].__doc__ or "").strip().split("\n")[0]
+        lines.append(f"  {name:<19} {summary}")
+    return "\n".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +58,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m agentsim",
-        description="Run a scenario file: a population of LLM agents (or the built-in stand-in) meeting and playing.",
+        usage="python -m agentsim SCENARIO.py [options]\n       python -m agentsim SUBCOMMAND [arguments]",
+        description="Run a scenario file: a population of LLM agents (or the built-in stand-in) meeting and playing; "
+                    "or analyse recorded runs with a subcommand (listed below).",
+        epilog=_subcommands_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("scenario", help="a scenario file, e.g. scenarios/critical_mass.py")
     parser.add_argument("--backend", default=None,
@@ -210,7 +220,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
 def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> Path:
     if options.out is not None:
         return options.out
-    base = Path("results") / scenario.name
+    base = Path("results") / Path(options.scenario).stem  # named after the file: two files of one game stay apart
     if options.resume:
         previous = sorted(path for path in base.glob("*") if path.is_dir()) if base.is_dir() else []
         if not previous:
@@ -222,7 +232,6 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> P
 def _user_error(error: UserError) -> int:
     print(f"agentsim: error: {error}", file=sys.stderr)
     return EXIT_USER_ERROR
-
 
 
 if __name__ == "__main__":  # pragma: no cover

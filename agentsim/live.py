@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 import structlog
@@ -19,7 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .runner import RunView
+from .runner import RULE_AGENTS, RunView
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -37,54 +38,130 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs"
 
 
-def render(experiment: dict[str, Any], runs: list[RunView]) -> RenderableType:
-    backend = experiment.get("backend", "?")
-    title = Text.assemble(
-        (f"{experiment.get('scenario', '?')}", "bold"),
-        "  backend ",
-        (backend, "bold yellow" if backend.startswith("stand-in") else "bold"),
-        (" (built-in stand-in rules, not an LLM)" if backend.startswith("stand-in") else "", "yellow"),
-        f"  seed {experiment.get('seed')}  runs {experiment.get('runs')}  → {experiment.get('out', '')}",
-    )
-    parts: list[RenderableType] = [title]
-    parts.extend(Text(f"warning: {message}", style="bold red") for message in experiment.get("warnings", []))
+def clock(seconds: float) -> str:
+    """A duration as a clock reads it: 45s, 3m07s, 2h05m."""
+    seconds = max(0, int(seconds + 0.5))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def eta(experiment: dict[str, Any], runs: list[RunView], elapsed_s: float) -> float | None:
+    """Seconds left at the pace so far, if every run went to its last round: an upper bound
+    (a run that reaches consensus or flips stops early). None before the first round."""
+    done = sum(min(view.rounds_done, view.max_rounds) for view in runs if view.status == "running")
+    done += sum(view.max_rounds for view in runs if view.status != "running")
+    total = float(sum(view.max_rounds for view in runs))
+    if runs:
+        total += max(0, int(experiment.get("runs") or 0) - len(runs)) * (total / len(runs))
+    if done <= 0 or elapsed_s <= 0:
+        return None
+    return max(0.0, elapsed_s * (total - done) / done)
+
+
+def _line(*parts: str | tuple[str, str]) -> Text:
+    text = Text.assemble(*parts)
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float | None = None,
+           height: int = 24) -> RenderableType:
+    """The whole view, in at most `height` lines (24 by default) of any width from 80: the
+    table of runs shows as many as fit and counts the others."""
+    backend = str(experiment.get("backend", "?"))
+    stand_in = backend.startswith("stand-in")
+    rules = backend == RULE_AGENTS
+    header = [_line((f"{experiment.get('scenario', '?')}", "bold"), "  backend ",
+                    (backend, "bold yellow" if stand_in else "bold"),
+                    (" (built-in stand-in rules, not an LLM)" if stand_in else
+                     " (theory: every agent follows a rule)" if rules else "", "yellow"))]
+    timing = ""
+    if elapsed_s is not None:
+        timing = f"  elapsed {clock(elapsed_s)}"
+        left = eta(experiment, runs, elapsed_s) if runs and any(view.status == "running" for view in runs) else None
+        if left is not None:
+            timing += f"  ETA ≤ {clock(left)}"
+    header.append(_line(f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}  → {experiment.get('out', '')}"))
+    header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
     if not runs:
-        return Panel(Group(*parts), title="agentsim")
-    if len(runs) > 1:
-        table = Table(box=None, pad_edge=False, show_edge=False)
-        for column in ("run", "seed", "status", "round", "success", "leading", "state"):
-            table.add_column(column)
-        for view in runs:
-            shares = view.metrics.get("shares") or {}
-            leading = max(shares, key=shares.get) if shares else "-"  # type: ignore[arg-type]
-            table.add_row(str(view.run), str(view.seed), view.status, f"{view.rounds_done}/{view.max_rounds}",
-                          f"{view.metrics.get('success_rate', 0):.0%}", leading, view.stop_reason or "")
-        parts.append(table)
+        return Panel(Group(*header), title="agentsim")
     focus = next((view for view in runs if view.status == "running"), runs[-1])
-    parts.append(_run_panel(focus))
+    panel, panel_height = _run_panel(focus)
+    parts: list[RenderableType] = list(header)
+    if len(runs) > 1:
+        room = max(1, height - 2 - len(header) - panel_height - 2)
+        parts.append(_runs_table(runs, focus, room, int(experiment.get("runs") or len(runs))))
+    parts.append(panel)
     return Panel(Group(*parts), title="agentsim")
 
 
-def _run_panel(view: RunView) -> RenderableType:
+def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) -> RenderableType:
+    """One row per run, as many as `room` allows (the running ones first, the focused one
+    always), then one line counting the rest."""
+    ordered = sorted(runs, key=lambda view: (view is not focus, view.status != "running", view.run))
+    shown = ordered[:room] if len(ordered) + (planned > len(runs)) <= room else ordered[:max(1, room - 1)]
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    cells = any(view.cell for view in runs)
+    for column in ("run", "seed", *(("cell",) if cells else ()), "status", "round", "success", "leading", "state"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=20 if column == "cell" else None,
+                         min_width=None if column in ("cell", "state") else len(column))
+    for view in sorted(shown, key=lambda view: view.run):
+        shares = view.metrics.get("shares") or {}
+        leading = max(shares, key=shares.__getitem__) if shares else "-"
+        table.add_row(str(view.run), str(view.seed), *((view.cell,) if cells else ()), view.status,
+                      f"{view.rounds_done}/{view.max_rounds}", f"{view.metrics.get('success_rate', 0):.0%}", leading,
+                      view.stop_reason or "")
+    hidden = [view for view in runs if view not in shown]
+    waiting = max(0, planned - len(runs))
+    if not hidden and not waiting:
+        return table
+    counts = Counter(view.status for view in hidden)
+    if waiting:
+        counts["waiting"] += waiting
+    more = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
+    return Group(table, _line((f"… {len(hidden) + waiting} more runs: {more}", "dim")))
+
+
+_SHOWN_NAMES = 3
+
+
+def _run_panel(view: RunView) -> tuple[RenderableType, int]:
+    """The focused run's panel and its height in lines."""
     metrics, usage = view.metrics, view.usage
     rows = Table.grid(padding=(0, 1))
-    rows.add_column(style="bold", justify="right")
-    rows.add_column()
+    labels = ["progress", "success", "names", "calls", "latency", "backend", "replies",
+              str(metrics.get("shares_label") or ""), *(label for label, _text in metrics.get("lines", []))]
+    rows.add_column(style="bold", justify="right", no_wrap=True, min_width=min(14, max(map(len, labels))))
+    rows.add_column(no_wrap=True, overflow="ellipsis")
     total = max(view.max_rounds, 1)
     progress = Table.grid(padding=(0, 1))
-    progress.add_row(ProgressBar(total=total, completed=min(view.rounds_done, total), width=30),
+    progress.add_column(no_wrap=True)
+    progress.add_column(no_wrap=True, overflow="ellipsis")
+    progress.add_row(ProgressBar(total=total, completed=min(view.rounds_done, total), width=20),
                      f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions"
                      f"{', stopped: ' + view.stop_reason if view.stop_reason else ''}")
     rows.add_row("progress", progress)
     if "success_rate" in metrics:
         history = metrics.get("success_history") or []
-        rows.add_row("success", f"{metrics['success_rate']:.0%}  {sparkline(history)}")
+        rows.add_row("success", f"{metrics['success_rate']:.0%}  {sparkline(history[-40:])}")
     shares = metrics.get("shares") or {}
     if shares:
+        ranked = sorted(shares.items(), key=lambda item: -item[1])
         bars = Table.grid(padding=(0, 1))
-        for name, share in sorted(shares.items(), key=lambda item: -item[1]):
-            bars.add_row(Text(str(name), style="bold"), ProgressBar(total=1.0, completed=share, width=30), f"{share:.0%}")
-        rows.add_row("names", bars)
+        bars.add_column(no_wrap=True, overflow="ellipsis", max_width=12)
+        for name, share in ranked[:_SHOWN_NAMES]:
+            bars.add_row(Text(str(name), style="bold"), ProgressBar(total=1.0, completed=share, width=20), f"{share:.0%}")
+        rest = sum(share for _name, share in ranked[_SHOWN_NAMES:])
+        if len(ranked) > _SHOWN_NAMES:
+            bars.add_row(Text(f"{len(ranked) - _SHOWN_NAMES} others", style="dim"),
+                         ProgressBar(total=1.0, completed=rest, width=20), f"{rest:.0%}")
+        rows.add_row(str(metrics.get("shares_label") or "names"), bars)
+        if metrics.get("shares_note"):
+            rows.add_row("", Text(str(metrics["shares_note"]), style="dim"))
     for label, text in metrics.get("lines", []):
         rows.add_row(label, text)
     rows.add_row("calls", f"{usage.get('calls', 0)} ({view.calls_per_second:.0f}/s), in flight {usage.get('in_flight', 0)}, "
@@ -96,7 +173,11 @@ def _run_panel(view: RunView) -> RenderableType:
                                 f"{usage.get('retries', 0)} retries" + (f", errors: {errors}" if errors else ""))
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
-    return Panel(rows, title=f"run {view.run} (seed {view.seed}) — {view.status}")
+    names = min(len(shares), _SHOWN_NAMES) + (len(shares) > _SHOWN_NAMES) + bool(metrics.get("shares_note"))
+    lines = 1 + ("success_rate" in metrics) + names + len(metrics.get("lines", [])) + 3 + bool(
+        usage.get("cost_usd") or usage.get("cache_hits") or usage.get("retries") or usage.get("errors"))
+    cell = f", {view.cell}" if view.cell else ""
+    return Panel(rows, title=f"run {view.run} (seed {view.seed}{cell}) — {view.status}"), lines + 2
 
 
 class RichView:
@@ -105,6 +186,7 @@ class RichView:
         self.experiment: dict[str, Any] = {}
         self.live: Live | None = None
         self.runs: list[RunView] = []
+        self.started = time.monotonic()
 
     def warn(self, message: str) -> None:
         """A warning as it happens: the latest three stay under the title."""
@@ -113,13 +195,17 @@ class RichView:
 
     def start(self, experiment: dict[str, Any]) -> None:
         self.experiment = experiment
-        self.live = Live(render(experiment, []), console=self.console, auto_refresh=False, transient=False)
+        self.started = time.monotonic()
+        self.live = Live(self._render([]), console=self.console, auto_refresh=False, transient=False)
         self.live.start()
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:
         self.runs = runs
         if self.live is not None:
-            self.live.update(render(self.experiment, runs), refresh=True)
+            self.live.update(self._render(runs), refresh=True)
+
+    def _render(self, runs: list[RunView]) -> RenderableType:
+        return render(self.experiment, runs, elapsed_s=time.monotonic() - self.started, height=self.console.height)
 
     def stop(self) -> None:
         if self.live is not None:
@@ -135,19 +221,26 @@ class LogView:
         self.every = every_seconds
         self.last: dict[int, float] = {}
         self.ended: set[int] = set()
+        self.experiment: dict[str, Any] = {}
+        self.started = time.monotonic()
 
     def warn(self, message: str) -> None:
         self.log.warning("backend_warning", message=message)
 
     def start(self, experiment: dict[str, Any]) -> None:
+        self.experiment = experiment
+        self.started = time.monotonic()
         self.log.info("experiment_started", **experiment,
-                      stand_in=str(experiment.get("backend", "")).startswith("stand-in"))
+                      stand_in=str(experiment.get("backend", "")).startswith("stand-in"),
+                      rule_agents=experiment.get("backend") == RULE_AGENTS)
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:
         now = time.monotonic()
+        left = eta(self.experiment, runs, now - self.started) if runs else None
         for view in runs:
-            fields = {
-                "run": view.run, "seed": view.seed, "round": view.rounds_done, "interactions": view.interactions,
+            fields: dict[str, Any] = {
+                "run": view.run, "seed": view.seed, **({"cell": view.cell} if view.cell else {}),
+                "round": view.rounds_done, "interactions": view.interactions,
                 "success_rate": round(view.metrics.get("success_rate", 0.0), 3), "calls": view.usage.get("calls", 0),
                 "invalid_replies": view.usage.get("invalid_replies", 0),
             }
@@ -162,7 +255,8 @@ class LogView:
                                   **fields, **dict(view.metrics.get("lines", [])))
             elif now - self.last.get(view.run, 0.0) >= self.every:
                 self.last[view.run] = now
-                self.log.info("run_progress", **fields)
+                self.log.info("run_progress", **fields, elapsed_s=round(now - self.started, 1),
+                              **({"eta_s": round(left, 1)} if left is not None else {}))
 
     def stop(self) -> None:
         return None

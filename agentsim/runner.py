@@ -22,10 +22,11 @@ from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .secrets import redact
-from .store import STORE_FORMAT, Recorder, Store
+from .store import SAME_DRAWS_SINCE, Recorder, Store
 from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
+RULE_AGENTS = "rule agents"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +47,10 @@ class ExperimentConfig:
 
     @property
     def backend_label(self) -> str:
-        """What the store, the summary and the view name as the experiment's backend."""
+        """What the store, the summary and the view name as the experiment's backend: rule
+        agents (theory baselines) ask no backend, so they are not called the stand-in."""
+        if self.scenario.rule_agents:
+            return RULE_AGENTS
         return self.population or self.backend
 
 
@@ -64,6 +68,7 @@ class RunView:
     metrics: dict[str, Any]
     usage: dict[str, Any]
     calls_per_second: float
+    cell: str = ""  # the run's VARIANTS cell ("condition=nl, memory_length=0"), empty outside a grid
 
 
 class View(Protocol):
@@ -123,11 +128,11 @@ class Experiment:
             if recorded and not config.resume:
                 store.close()
                 raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
-            if recorded and config.resume and recorded.get("store_format", 1) != STORE_FORMAT:
+            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
                 store.close()
                 raise OutputDirError(
-                    f"{config.out} was recorded in store format {recorded.get('store_format', 1)} and this agentsim "
-                    f"writes format {STORE_FORMAT} (option orders are drawn differently), so its runs cannot be "
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
                     f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
             for key, value in identity.items():
                 if recorded and recorded.get(key) != value:
@@ -143,7 +148,6 @@ class Experiment:
             **identity,
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
-            "store_format": STORE_FORMAT,
             "code_version": code_version(),
             "prompt_templates": self._templates(),
             "scenario_class": self.scenario.describe()["class"],
@@ -195,6 +199,10 @@ class Experiment:
     async def run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
                          "runs": self.config.runs, "out": str(self.config.out)})
+        ignored = self.standin_ignored()
+        if ignored:
+            self._warn(f"the stand-in ignores {', '.join(f'{key}={value}' for key, value in ignored.items())}: "
+                       "its rule does not read them, so on the stand-in they change nothing; a language model would see them")
         tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
         try:
             await asyncio.gather(*tasks)
@@ -330,26 +338,53 @@ class Experiment:
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
             max_rounds=model.scenario.max_rounds(), interactions=model.completed,
             stop_reason=stop_reason or model.stop_reason or (None if status == "running" else "max_rounds"),
-            metrics=self.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
-            calls_per_second=usage.calls / elapsed,
+            metrics=model.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
+            calls_per_second=usage.calls / elapsed, cell=self._cell(model),
         )
         now = time.monotonic()
         if status != "running" or now - self._last_draw >= 0.25:
             self._last_draw = now
             self.view.update([self.views[run] for run in sorted(self.views)])
 
+    def _cell(self, model: PopulationModel) -> str:
+        variant = self.run_cell(model.replicate)[2]
+        if variant is None:
+            return ""
+        return ", ".join(f"{key}={value}" for key, value in self.config.variants[variant].items())
+
+    def standin_ignored(self) -> dict[str, Any]:
+        """The parameters this experiment changes that the stand-in's rule does not read (each
+        with its value; a grid's variants included), where any agent answers on the stand-in."""
+        if self.config.scenario.rule_agents or not any(spec.startswith("stand-in") for spec, _ in self.shares):
+            return {}
+        ignored: dict[str, Any] = {}
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            try:
+                defaults = type(scenario.params)().as_dict()
+            except UserError:  # parameters with no valid defaults: nothing to compare against
+                continue
+            values = scenario.params.as_dict()
+            for key in scenario.standin_ignores():
+                if key in values and values[key] != defaults.get(key):
+                    ignored.setdefault(key, values[key])
+        return ignored
+
     def _write_summary(self) -> None:
         experiment = self.store.experiment()
         runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
-        document = {
+        document: dict[str, Any] = {
             "scenario": experiment.get("scenario"),
             "backend": experiment.get("backend"),
-            "stand_in": all(spec.startswith("stand-in") for spec, _ in self.shares),
+            "stand_in": not self.config.scenario.rule_agents and all(spec.startswith("stand-in") for spec, _ in self.shares),
+            "rule_agents": self.config.scenario.rule_agents,
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
             "runs": runs,
         }
+        ignored = self.standin_ignored()
+        if ignored:
+            document["standin_ignored"] = ignored
         document["usage_by_backend"] = _sum_usage(runs)
         document["limiter_by_backend"] = self._limiter_stats()
         if self.stopped_by is not None:

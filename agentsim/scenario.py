@@ -49,6 +49,9 @@ class Scenario(Generic[P]):
 
     name: ClassVar[str] = "scenario"
     Params: ClassVar[type[Params]] = Params
+    # True where every agent follows a rule (theory baselines): no backend is asked, and the
+    # store, the summary, the view and the report say "rule agents", not the stand-in.
+    rule_agents: ClassVar[bool] = False
 
     def __init__(self, params: P | None = None, /, **changes: Any) -> None:
         base = params if params is not None else self.Params()
@@ -126,6 +129,11 @@ class Scenario(Generic[P]):
     def standin_rules(self) -> Sequence[StandInRule]:
         """The rules the built-in stand-in backend answers this scenario's prompts with."""
         return []
+
+    def standin_ignores(self) -> tuple[str, ...]:
+        """Parameters the stand-in's rule does not read (payoffs, sampling): a run that changes
+        them warns that on the stand-in they change nothing a language model would see."""
+        return ()
 
     # --- the prompt hooks an LLM policy (policies.LLMPolicy) calls, for games that prompt ------
     def messages(self, situation: Any) -> tuple[Message, ...]:

@@ -11,7 +11,10 @@ Tables (every row of a run carries its `run` number):
                  `action` played and `payoff` (NULL on earlier attempts). Per call: `parsed`
                  (what the reply was read as), `context`, `reply`, tokens, latency, `error`
                  (a backend error kind, or why the reply was unusable), `probabilities`
-                 (JSON: each option's probability, where the backend reports them)
+                 (JSON: each option's probability, where the backend reports them); on the
+                 decision's last row, `fallback` is 1 when no reply gave the action (the game's
+                 fallback, or what it salvaged from an unusable reply): analyses count model
+                 answers only and report the fallback rate
     rounds       per population round tallies (JSON)
     checkpoints  the state a run resumes from
 
@@ -29,13 +32,16 @@ checkpoint without losing or duplicating a row.
 from __future__ import annotations
 
 import json
+import pickle
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import DamagedStoreError, OutputDirError
 from .records import EncounterRecord
 
 if TYPE_CHECKING:
@@ -43,10 +49,18 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 DATABASE = "agentsim.db"
-# What a recorded run depends on beyond its seed and parameters. 2: option orders are drawn
-# with `random.Random.sample` (1 decoded one draw as a Lehmer code), so a run recorded with 1
-# cannot be continued by this version; it can still be read and analysed.
-STORE_FORMAT = 2
+# SQLite's application_id of an agentsim database ("AGSM"): agentsim never writes into a file
+# that is not its own. Databases written before it was set carry 0 and agentsim's tables.
+APPLICATION_ID = 0x4147534D
+# The store's version, in `experiment`: 2 added decisions.fallback (and the application_id); 3
+# draws option orders with `random.Random.sample` on the run's generator (before, one draw was
+# decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
+# continued: its remaining encounters would be drawn by another process.
+STORE_VERSION = 3
+SAME_DRAWS_SINCE = 3
+
+_MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
+    SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiment (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -60,9 +74,8 @@ CREATE TABLE IF NOT EXISTS encounters (
 CREATE TABLE IF NOT EXISTS decisions (
     run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
     context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
-    probabilities TEXT, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
-CREATE VIEW IF NOT EXISTS moves AS
-    SELECT run, t, agent, action, payoff FROM decisions WHERE payoff IS NOT NULL;
+    probabilities TEXT, fallback INTEGER, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
+{moves}
 CREATE VIEW IF NOT EXISTS calls AS
     SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
     FROM decisions WHERE reply IS NOT NULL;
@@ -70,7 +83,7 @@ CREATE VIEW IF NOT EXISTS decisions_by_model AS
     SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
-"""
+""".replace("{moves}", _MOVES_VIEW + ";")
 
 
 @dataclass
@@ -110,7 +123,8 @@ class Recorder:
                 self.decisions.append((run, t, agent, call.attempt, move.action if final else None,
                                        move.payoff if final else None, call.action, call.context, call.reply,
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
-                                       json.dumps(dict(call.probabilities)) if call.probabilities else None))
+                                       json.dumps(dict(call.probabilities)) if call.probabilities else None,
+                                       1 if final and call.fallback else None))
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
         self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
@@ -124,15 +138,68 @@ class Store:
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
         self.path = self.directory / DATABASE
+        existing = self.path.is_file() and self.path.stat().st_size > 0
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
-        self.connection.execute("PRAGMA journal_mode=WAL")
-        self.connection.execute("PRAGMA synchronous=NORMAL")
-        self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
-        self.connection.executescript(_SCHEMA)
+        try:
+            if existing:
+                self._check_own()
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=NORMAL")
+            self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
+            self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.connection.executescript(_SCHEMA)
+            # The version the file was written with, before `_upgrade` brings it to this one's layout.
+            self.written_version = self._recorded_version() if existing else STORE_VERSION
+            self._upgrade()
+        except BaseException:
+            self.connection.close()
+            raise
+
+    def _check_own(self) -> None:
+        """Refuse, before writing anything, a file that is damaged or not agentsim's."""
+        where = self.path
+        try:
+            application = self.connection.execute("PRAGMA application_id").fetchone()[0]
+            tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            verdict = self.connection.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            raise DamagedStoreError(f"{where} is damaged or not a database ({error}); nothing was changed: restore it "
+                                    f"from a copy, or record into a new --out DIR") from None
+        if application != APPLICATION_ID and not (application == 0 and "experiment" in tables and "runs" in tables):
+            raise OutputDirError(f"{where} is an SQLite database agentsim did not create; agentsim never writes into "
+                                 f"it: choose another --out DIR")
+        if verdict != "ok":
+            raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: restore it from a copy, "
+                                    f"or record into a new --out DIR")
+
+    def _recorded_version(self) -> int:
+        row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
+        return int(row[0]) if row else 1
+
+    def _upgrade(self) -> None:
+        """Bring a database written by an earlier agentsim to this layout."""
         columns = {row[1] for row in self.connection.execute("PRAGMA table_info(decisions)")}
-        if "probabilities" not in columns:  # a database written before option probabilities were kept
-            self.connection.execute("ALTER TABLE decisions ADD COLUMN probabilities TEXT")
+        with self._transaction():
+            if "probabilities" not in columns:  # a database written before option probabilities were kept
+                self.connection.execute("ALTER TABLE decisions ADD COLUMN probabilities TEXT")
+            if "fallback" not in columns:
+                # Before the column, a decision's last row carried an error exactly when it fell back.
+                self.connection.execute("ALTER TABLE decisions ADD COLUMN fallback INTEGER")
+                self.connection.execute("UPDATE decisions SET fallback = 1 WHERE payoff IS NOT NULL AND error IS NOT NULL")
+                self.connection.execute("DROP VIEW IF EXISTS moves")
+                self.connection.execute(_MOVES_VIEW)
+            self.connection.execute("INSERT OR REPLACE INTO experiment VALUES ('store_version', ?)", (str(STORE_VERSION),))
+
+    def verify_checkpoints(self) -> None:
+        """Every checkpoint reads back (before a resume changes anything)."""
+        for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
+            try:
+                pickle.loads(zlib.decompress(blob))
+            except Exception as error:  # a truncated or altered blob fails in zlib or pickle, in many ways
+                raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({type(error).__name__}); "
+                                        f"nothing was changed: restore the database from a copy, or record into a "
+                                        f"new --out DIR") from None
 
     @classmethod
     def exists(cls, directory: Path | str) -> bool:
@@ -186,7 +253,7 @@ class Store:
         with self._transaction():
             connection = self.connection
             connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
+            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
             connection.executemany(
                 "INSERT INTO decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
                 " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)

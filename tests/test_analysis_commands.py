@@ -31,9 +31,10 @@ def test_bias_prints_the_test_and_the_consensus_counts(recorded: Path, capsys: p
 
 def test_strategies_prints_each_configuration(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["strategies", str(recorded), "--name", "M"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    *lines, rate = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 + 4  # the empty memory, then the four (own, partner) pairs
     assert all("P(M)=" in line and "exact (stand-in rule)" in line and "p_unbiased=" in line for line in lines)
+    assert rate.startswith("fallback rate ")
 
 
 def test_comprehension_saves_accuracy_beside_the_run(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:

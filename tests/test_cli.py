@@ -36,7 +36,7 @@ def test_runs_a_scenario_and_says_it_used_the_stand_in(tmp_path: Path) -> None:
 def test_default_output_directory_is_under_results(tmp_path: Path) -> None:
     result = cli(CRITICAL_MASS, *QUICK, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    (directory,) = (tmp_path / "results" / "naming_game").iterdir()
+    (directory,) = (tmp_path / "results" / "critical_mass").iterdir()  # named after the file
     assert (directory / "agentsim.db").is_file() and (directory / "summary.json").is_file()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, dump, run_experiment
+from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
 
 from agentsim.games.commons import CommonsGame, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
@@ -27,6 +27,7 @@ from agentsim.games.commons.metrics import (
     run_metrics,
     survival_months,
 )
+from agentsim.games.commons.situations import CommonsSituation
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
@@ -192,10 +193,12 @@ def test_an_unparseable_harvest_is_reasked_then_recorded_as_a_fallback(tmp_path:
     assert summary["harvest_fallbacks"] == 10 and summary["fallbacks"] >= 10
     assert summary["over_usage"] is None  # fallbacks are never analysed as choices
     store = Store(tmp_path / "out")
-    harvests = list(store.rows("SELECT attempt, parsed, error, action FROM decisions WHERE run = 1 "
-                               "AND context LIKE '{\"kind\":\"harvest\"%' OR (run = 1 AND attempt > 0 AND t = 0)"))
+    harvests = list(store.rows(
+        "SELECT d.attempt, d.parsed, d.error, d.action FROM decisions d JOIN decisions f ON f.run = d.run AND f.t = d.t"
+        " AND f.agent = d.agent AND f.attempt = 0 WHERE d.run = 1 AND f.context LIKE '{\"kind\":\"harvest\"%'"))
     assert {attempt for attempt, *_ in harvests} == {0, 1, 2}
     assert all(error is not None for _, _, error, _ in harvests)
+    assert {action for attempt, _, _, action in harvests if attempt == 2} == {"0"}  # recorded, as a fallback
     store.close()
 
 
@@ -213,14 +216,15 @@ def test_the_conditions_differ_as_the_standin_says(tmp_path: Path) -> None:
     default, universal = results["default"], results["universalization"]
     newcomer, silent = results["newcomer"], results["no-communication"]
     assert default["survival_months"] == 12 and default["limits"][0] is not None
+    assert default["stop_reason"] == universal["stop_reason"] == "months" and silent["stop_reason"] == "collapse"
     assert silent["survival_months"] == 2 and silent["limits"] == [None, None] and silent["over_usage"] == 1.0
     assert universal["survival_months"] == 12
     assert universal["gain"] > default["gain"] and universal["efficiency"] > default["efficiency"]
     assert silent["over_usage"] > default["over_usage"]  # Table 3: without communication, more over-usage
     assert newcomer["equality"] < default["equality"] and newcomer["survival_months"] < 12
     store = Store(tmp_path / "newcomer")
-    first = dict(store.rows("SELECT agent, payoff FROM moves WHERE run = 1 AND t = "
-                            "(SELECT MIN(t) FROM moves WHERE run = 1 AND agent = 4)"))
+    first = dict(store.rows("SELECT agent, payoff FROM moves WHERE run = 1 AND t = (SELECT MIN(t) FROM decisions "
+                            "WHERE run = 1 AND agent = 4 AND context LIKE '{\"kind\":\"harvest\"%')"))
     store.close()
     assert first[4] > max(first[agent] for agent in range(4))  # the greedy newcomer takes most
     assert newcomer["condition"] == "newcomer" and default["condition"] == "default"
@@ -298,3 +302,46 @@ def test_kill_9_mid_discussion_then_resume_records_what_an_uninterrupted_run_doe
     resumed = cli(str(scenario_file), "--out", str(tmp_path / "killed"), "--resume", *settings, env=environment)
     assert resumed.returncode == 0, resumed.stderr
     assert dump(tmp_path / "killed" / "agentsim.db") == dump(tmp_path / "whole" / "agentsim.db")
+
+
+def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert cli(str(ROOT / "scenarios" / "commons_conditions.py"), "--runs", "1", "--set", "months=5", "--no-live",
+               "--out", str(out)).returncode == 0
+    report = cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    index = json.loads((out / "report" / "report.json").read_text())
+    assert "commons" in index["sections"]
+    assert {"commons_resource", "commons_survival"} <= {figure["name"] for figure in index["figures"]}
+    table = (out / "report" / "commons_metrics.csv").read_text().splitlines()
+    assert len(table) == 5 and {"default", "universalization", "newcomer", "no-communication"} == {
+        line.split(",")[2] for line in table[1:]}
+
+    shown = cli("commons-transcript", str(out), "--run", "1")
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "== Month 1" in text and "== Month 2" in text and "Mayor: Ladies and gentlemen" in text
+    assert "Agreed limit:" in text and "Harvest: John wanted" in text and "Reflection, John:" in text
+    prompts = cli("commons-transcript", str(out), "--run", "4", "--prompts")  # the no-communication variant
+    assert prompts.returncode == 0 and "[system]" in prompts.stdout and "opportunity to communicate" not in prompts.stdout
+    assert cli("commons-transcript", str(out), "--run", "9").returncode == 2
+
+
+def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
+    silent = CommonsSituation(kind="harvest", month=2, agent=0, name="John", others=("Kate",), stock=60, silent=True,
+                              date="2024-02-01", memories=(("2024-02-01", "Before everyone fishes, there are 60 tons"),))
+    greedy = CommonsSituation(kind="harvest", month=4, agent=1, name="Kate", others=("John",), stock=80, greedy=True)
+    default_game = CommonsGame()  # the grid's base parameters, as a generic reader would rebuild with
+    system = default_game.rebuild_messages(silent.encode())[0].content
+    assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")
+    assert "you just want to make money" in default_game.rebuild_messages(greedy.encode())[0].content
+    assert CommonsSituation.decode(silent.encode()) == silent
+
+
+def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
+    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin_invalid_rate=0.2)
+    run_experiment(game, tmp_path / "immediate", seed=4)
+    for salt in (1, 2):
+        run_experiment(game, tmp_path / f"jittery{salt}", seed=4,
+                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt))
+        assert dump(tmp_path / f"jittery{salt}" / "agentsim.db") == dump(tmp_path / "immediate" / "agentsim.db")

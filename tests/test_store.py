@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Quiet, run_experiment
+from helpers import Quiet, dump, run_experiment
 
 from agentsim.errors import OutputDirError
 from agentsim.games.naming import NamingGame
@@ -17,7 +17,7 @@ from agentsim.llm.standin import StandInModel
 from agentsim.prompts import PromptTemplate
 from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.seeding import derive_seed
-from agentsim.store import STORE_FORMAT, Store
+from agentsim.store import STORE_VERSION, Store
 
 
 class Recording(StandInModel):
@@ -109,7 +109,7 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
     recorder = Recorder(run=1)
     reasked = [CallRecord(3, 0, "ctx", "{'value': A or B", None, 10, 2, 50, "several options"),
                CallRecord(3, 1, "", "{'value': B", "B", 12, 2, 40)]
-    errored = [CallRecord(4, 0, "ctx4", "", None, latency_us=9, error="timeout")]
+    errored = [CallRecord(4, 0, "ctx4", "", None, latency_us=9, error="timeout", fallback=True)]
     weighed = [CallRecord(5, 0, "ctx5", "A", "A", 8, 1, 30, None, {"A": 0.75, "B": 0.25})]
     recorder.add(EncounterRecord(0, 0, 0, [Move(3, "B", -50), Move(7, "A", -50)], reasked))
     recorder.add(EncounterRecord(1, 0, 1, [Move(4, "A", 100), Move(5, "A", 100)], errored + weighed))
@@ -118,27 +118,29 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
     rows = list(store.rows("SELECT * FROM decisions ORDER BY t, agent, attempt"))
     store.close()
     assert rows == [
-        (1, 0, 3, 0, None, None, None, "ctx", "{'value': A or B", 10, 2, 50, "several options", None),
-        (1, 0, 3, 1, "B", -50, "B", "", "{'value': B", 12, 2, 40, None, None),
-        (1, 0, 7, 0, "A", -50, None, None, None, None, None, None, None, None),
-        (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None),
-        (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}'),
+        (1, 0, 3, 0, None, None, None, "ctx", "{'value': A or B", 10, 2, 50, "several options", None, None),
+        (1, 0, 3, 1, "B", -50, "B", "", "{'value': B", 12, 2, 40, None, None, None),
+        (1, 0, 7, 0, "A", -50, None, None, None, None, None, None, None, None, None),
+        (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None, 1),
+        (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}', None),
     ]
 
 
-def test_a_store_of_an_older_format_is_not_resumed(tmp_path: Path) -> None:
-    """Option orders were drawn differently in store format 1: continuing such a run would mix
-    two processes in one run, so resuming it stops with the fix, and the store is untouched."""
+def test_a_store_from_before_the_new_option_draws_is_not_resumed(tmp_path: Path) -> None:
+    """Option orders were drawn differently before store version 3: continuing such a run would
+    mix two processes in one run, so resuming it stops with the fix, and the store is untouched."""
+    import sqlite3
+
     scenario = NamingGame(agents=6, max_rounds=2)
     run_experiment(scenario, tmp_path)
-    store = Store(tmp_path)
-    assert store.experiment()["store_format"] == STORE_FORMAT
-    store.set_experiment({**store.experiment(), "store_format": 1})
-    store.close()
+    assert Store(tmp_path).experiment()["store_version"] == STORE_VERSION
+    with sqlite3.connect(tmp_path / "agentsim.db") as connection:
+        connection.execute("UPDATE experiment SET value = '2' WHERE key = 'store_version'")
+    before = dump(tmp_path / "agentsim.db")
     config = ExperimentConfig(scenario=scenario, out=tmp_path, seed=1, resume=True)
-    with pytest.raises(OutputDirError, match=r"store format 1 .* cannot be continued"):
+    with pytest.raises(OutputDirError, match=r"drew option orders differently \(store version 2"):
         Experiment(config, Quiet()).open()
-    assert Store(tmp_path).experiment()["store_format"] == 1
+    assert dump(tmp_path / "agentsim.db") == before
 
 
 def test_prompts_rebuilt_from_the_store_use_the_template_text_recorded_with_it(tmp_path: Path) -> None:

@@ -57,6 +57,19 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
     return {key: tally for key, tally in counts.items() if sum(tally.values())}
 
 
+def first_choice_fallbacks(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], tuple[int, int]]:
+    """(fallbacks, decisions) from an empty memory, by (backend, name pool): the fallback rate
+    that goes beside each individual-bias test (whose counts leave fallbacks out)."""
+    rates: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
+    for experiment in experiments:
+        if not experiment.names or has_own_section(experiment):
+            continue
+        fallbacks, decisions = experiment.first_choice_fallbacks()
+        before = rates.get(pool_key(experiment), (0, 0))
+        rates[pool_key(experiment)] = (before[0] + fallbacks, before[1] + decisions)
+    return rates
+
+
 def individual_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], BiasTest]:
     """The bias test of the first choices recorded for each (backend, name pool)."""
     return {key: bias_test(tally) for key, tally in first_choice_counts(experiments).items()}

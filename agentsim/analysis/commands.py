@@ -7,6 +7,8 @@ command line dispatches to):
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    transcript DIR          a run's prompts and replies (--run, --agent, --round)
+    commons-transcript DIR  a GovSim commons run month by month (or every prompt, with --prompts)
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
@@ -24,7 +26,10 @@ from typing import NoReturn
 from ..errors import EXIT_USER_ERROR, UserError
 from ..scenario_files import load_scenario, parse_overrides
 
+# name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
+# (else the first line of main's docstring); the command line dispatches to these.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+SUBCOMMAND_HELP: dict[str, str] = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
 
 
-def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def _command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             try:
@@ -41,6 +46,7 @@ def _command(name: str) -> Callable[[Callable[[list[str]], int]], Callable[[list
                 print(f"agentsim {name}: error: {error}", file=sys.stderr)
                 return EXIT_USER_ERROR
         SUBCOMMANDS[name] = main
+        SUBCOMMAND_HELP[name] = summary
         return main
     return decorate
 
@@ -52,7 +58,7 @@ def _directory(text: str) -> Path:
     return path
 
 
-@_command("report")
+@_command("report", "figures (PNG + CSV) and one HTML report for a results directory")
 def report(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
@@ -73,30 +79,33 @@ def report(argv: list[str]) -> int:
     return 0
 
 
-@_command("bias")
+@_command("bias", "individual bias of first choices and collective bias of consensus")
 def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
     options = parser.parse_args(argv)
-    from .bias import collective_bias, individual_bias
+    from .bias import collective_bias, first_choice_fallbacks, individual_bias
     from .recorded import find_experiments
 
     experiments = find_experiments(_directory(options.directory))
     tests = individual_bias(experiments)
+    fallbacks = first_choice_fallbacks(experiments)
     if not tests:
         raise UserError(f"no first choices (decisions from an empty memory) under {options.directory}; "
                         f"run scenarios/individual_bias.py --out {options.directory}")
     for (backend, pool), test in tests.items():
         counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        fell, decided = fallbacks.get((backend, pool), (0, 0))
         print(f"individual {backend} [{' '.join(pool)}]: {counts}; {test.test} p={test.p_value:.4g}, "
-              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%")
+              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%; "
+              f"fallbacks {fell} of {decided} ({fell / decided if decided else 0:.1%}, left out)")
     for (backend, pool), tally in collective_bias(experiments).items():
         counts = ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common())
         print(f"collective {backend} [{' '.join(pool)}]: {counts}")
     return 0
 
 
-@_command("strategies")
+@_command("strategies", "the strategy table (Table 1) of strategy-probe runs")
 def strategies(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
@@ -115,11 +124,13 @@ def strategies(argv: list[str]) -> int:
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
         print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
-              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}")
+              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
+              f" fallbacks={row['fallbacks']}")
+    print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
     return 0
 
 
-@_command("critical-mass")
+@_command("critical-mass", "search the critical mass against both conventions of a pair")
 def critical_mass(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim critical-mass",
                      description="Smallest committed minority that flips each convention of a pair.")
@@ -155,7 +166,7 @@ def critical_mass(argv: list[str]) -> int:
     return 0
 
 
-@_command("unbiased-pool")
+@_command("unbiased-pool", "draw random-string pools until one is unbiased")
 def unbiased_pool(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim unbiased-pool",
                      description="Random six-character pools until one's first choices are within a JS distance of uniform.")
@@ -191,7 +202,7 @@ def unbiased_pool(argv: list[str]) -> int:
     return 0
 
 
-@_command("comprehension")
+@_command("comprehension", "ask Table S7's questions at a recorded run's states")
 def comprehension(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
     parser.add_argument("directory", help="the output directory of a naming-game run")
@@ -212,7 +223,59 @@ def comprehension(argv: list[str]) -> int:
     return 0
 
 
-@_command("lineage")
+@_command("transcript", "a run's prompts and replies, call by call (--run, --agent, --round)")
+def transcript(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim transcript",
+                     description="A run's prompts and replies, call by call, rebuilt from the store with the scenario's "
+                                 "rebuild_messages and the prompt template stored with the experiment.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+    parser.add_argument("--run", type=int, default=None, help="only this run (default: every run)")
+    parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
+    parser.add_argument("--round", dest="round_", type=int, default=None,
+                        help="only this population round (a month, a generation: the game's round)")
+    options = parser.parse_args(argv)
+    from .transcript import write_transcript
+
+    try:
+        write_transcript(_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
+                         round_=options.round_)
+    except BrokenPipeError:  # `| head`: the reader has seen enough
+        sys.stderr.close()
+    return 0
+
+
+@_command("commons-transcript", "a GovSim commons run month by month (or every prompt, with --prompts)")
+def commons_transcript(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim commons-transcript",
+                     description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
+    parser.add_argument("directory", help="a commons run's output directory")
+    parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
+    parser.add_argument("--prompts", action="store_true", help="every call's exact messages and replies instead")
+    options = parser.parse_args(argv)
+    from ..games.commons import CommonsGame
+    from ..games.commons.transcript import transcript
+    from .recorded import find_experiments
+
+    experiments = [experiment for experiment in find_experiments(_directory(options.directory))
+                   if experiment.scenario_name == "commons"]
+    if not experiments:
+        raise UserError(f"no commons run under '{options.directory}'; run scenarios/commons_fishing.py first")
+    experiment = experiments[0]
+    scenario = experiment.scenario
+    if not isinstance(scenario, CommonsGame):
+        scenario = CommonsGame(CommonsGame.Params(**{key: tuple(value) if isinstance(value, list) else value
+                                                    for key, value in experiment.params.items()}))
+    try:
+        for line in transcript(experiment.store, scenario, options.run, prompts=options.prompts):
+            print(line)
+    except KeyError as error:
+        raise UserError(f"{error.args[0]}; pick one with --run") from None
+    finally:
+        experiment.close()
+    return 0
+
+
+@_command("lineage", "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got")
 def lineage(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim lineage",
                      description="Which survivor's strategy and norms became which new agent's, generation by generation "

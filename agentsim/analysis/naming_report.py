@@ -265,8 +265,8 @@ def stability(context: ReportContext) -> None:
         for row_index, row in enumerate(shares):
             matrix[row_index, : len(row)] = row
         rounds = np.arange(1, width + 1)
-        for line in matrix:
-            axis.plot(rounds, line, color=colour, linewidth=0.6, alpha=0.35)
+        for run_shares in matrix:
+            axis.plot(rounds, run_shares, color=colour, linewidth=0.6, alpha=0.35)
         mean = np.nanmean(matrix, axis=0)
         counts = np.sum(~np.isnan(matrix), axis=0)
         sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
@@ -373,11 +373,11 @@ FLIP_SHARE = 0.95
 
 def _stack(matrices: list[np.ndarray]) -> np.ndarray:
     """Runs x rounds matrices of several experiments as one (shorter ones padded with NaN)."""
-    matrices = [matrix for matrix in matrices if matrix.size]
-    if not matrices:
+    filled = [matrix for matrix in matrices if matrix.size]
+    if not filled:
         return np.zeros((0, 0))
-    width = max(matrix.shape[1] for matrix in matrices)
-    return np.vstack([np.pad(matrix, ((0, 0), (0, width - matrix.shape[1])), constant_values=np.nan) for matrix in matrices])
+    width = max(matrix.shape[1] for matrix in filled)
+    return np.vstack([np.pad(matrix, ((0, 0), (0, width - matrix.shape[1])), constant_values=np.nan) for matrix in filled])
 
 
 def matplotlib_colours(count: int) -> list[Any]:
@@ -443,8 +443,8 @@ def strategies(context: ReportContext) -> None:
             for row_index in range(grid.shape[0]):
                 for column_index in range(grid.shape[1]):
                     value = grid[row_index, column_index]
-                    text = "–" if value != value else f"{value:.2f}"
-                    dark = value == value and abs(value - 0.5) > 0.3
+                    text = "–" if np.isnan(value) else f"{value:.2f}"
+                    dark = not np.isnan(value) and abs(value - 0.5) > 0.3
                     axis.text(column_index, row_index, text, ha="center", va="center", fontsize=size,
                               color="white" if dark else "black")
         axis.set(title=f"H={length}: P({focus}) by memory", xlabel="partner's names (oldest first)",

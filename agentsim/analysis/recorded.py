@@ -86,6 +86,7 @@ class Choice:
     options: tuple[str, ...]
     action: str | None
     probabilities: dict[str, float] | None = None
+    fallback: bool = False  # no reply gave the action: never counted as the model's choice
 
 
 @dataclass
@@ -221,30 +222,58 @@ class RecordedExperiment:
 
     # --- decisions ---------------------------------------------------------------------------
     def first_choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> dict[str, int]:
-        """How often each name was played from an empty memory (a context that lists the
-        options only), counted in SQL: the individual-bias samples of any run."""
+        """How often each name was answered from an empty memory (a context that lists the
+        options only), counted in SQL: the individual-bias samples of any run. Fallbacks are
+        not the model's choices and are left out (`first_choice_fallbacks` counts them)."""
+        return {action: count for action, count in self._first_moves(kinds).items() if action is not None}
+
+    def first_choice_fallbacks(self, *, kinds: tuple[str, ...] = ("llm",)) -> tuple[int, int]:
+        """(fallbacks, decisions) among the decisions from an empty memory."""
+        moves = self._first_moves(kinds)
+        return moves.get(None, 0), sum(moves.values())
+
+    def _first_moves(self, kinds: tuple[str, ...]) -> dict[str | None, int]:
+        """Decisions from an empty memory by action; fallbacks under the key None."""
         width = len(self.names)
         if not width:
             return {}
         done = {row["run"] for row in self.runs}
         marks = ",".join("?" * len(kinds))
-        counts: dict[str, int] = {}
-        for run, action, count in self.store.rows(
-                "SELECT d.run, m.action, COUNT(*) FROM decisions d "
+        counts: dict[str | None, int] = {}
+        for run, action, fallback, count in self.store.rows(
+                "SELECT d.run, m.action, m.fallback IS 1, COUNT(*) FROM decisions d "
                 "JOIN decisions m ON m.run = d.run AND m.t = d.t AND m.agent = d.agent AND m.payoff IS NOT NULL "
                 f"JOIN agents a ON a.run = d.run AND a.agent = d.agent AND a.kind IN ({marks}) "
-                "WHERE d.attempt = 0 AND length(d.context) = ? GROUP BY d.run, m.action", (*kinds, width)):
-            if run in done and action is not None:
-                counts[action] = counts.get(action, 0) + count
+                "WHERE d.attempt = 0 AND length(d.context) = ? GROUP BY d.run, m.action, m.fallback IS 1",
+                (*kinds, width)):
+            if run in done:
+                key = None if fallback else action
+                if key is not None or fallback:
+                    counts[key] = counts.get(key, 0) + count
         return counts
 
-    def choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> list[Choice]:
-        """Every decision of agents of `kinds`, with the memory and options it was made from
-        (decoded from the first attempt's context) and the action finally played (read once)."""
+    def fallback_rate(self, *, kinds: tuple[str, ...] = ("llm",)) -> tuple[int, int]:
+        """(fallbacks, decisions) of agents of `kinds` in the finished runs."""
+        done = {row["run"] for row in self.runs}
+        marks = ",".join("?" * len(kinds))
+        fallbacks = decisions = 0
+        for run, fallback, count in self.store.rows(
+                "SELECT m.run, m.fallback IS 1, COUNT(*) FROM decisions m "
+                f"JOIN agents a ON a.run = m.run AND a.agent = m.agent AND a.kind IN ({marks}) "
+                "WHERE m.payoff IS NOT NULL GROUP BY m.run, m.fallback IS 1", kinds):
+            if run in done:
+                decisions += count
+                fallbacks += count if fallback else 0
+        return fallbacks, decisions
+
+    def choices(self, *, kinds: tuple[str, ...] = ("llm",), fallbacks: bool = False) -> list[Choice]:
+        """Every decision of agents of `kinds` that a reply gave (with `fallbacks`, the
+        fallbacks too, marked), with the memory and options it was made from (decoded from
+        the first attempt's context) and the action finally played (read once)."""
         cached = self._choices.get(kinds)
         if cached is None:
             cached = self._choices[kinds] = list(self._read_choices(kinds))
-        return cached
+        return cached if fallbacks else [choice for choice in cached if not choice.fallback]
 
     @cached_property
     def _choices(self) -> dict[tuple[str, ...], list[Choice]]:
@@ -257,27 +286,23 @@ class RecordedExperiment:
         decoded: dict[str, Any] = {}
         agent_kinds = {(run, agent): kind for run, agent, kind in self.store.rows("SELECT run, agent, kind FROM agents")}
         done = {row["run"] for row in self.runs}
-        columns = "run, t, agent, attempt, context, action, payoff" + (", probabilities" if self._has_probabilities else "")
+        columns = "run, t, agent, attempt, context, action, payoff, fallback IS 1, probabilities"
         context: str | None = None
         probabilities: str | None = None
         for row in self.store.rows(f"SELECT {columns} FROM decisions ORDER BY run, t, agent, attempt"):
-            run, t, agent, attempt, row_context, action, payoff = row[:7]
+            run, t, agent, attempt, row_context, action, payoff, fallback = row[:8]
             if run not in done or agent_kinds.get((run, agent)) not in kinds:
                 continue
             if attempt == 0:
                 context = row_context
-                probabilities = row[7] if len(row) > 7 else None
+                probabilities = row[8]
             if payoff is None or not context:
                 continue
             situation = decoded.get(context)
             if situation is None:
                 situation = decoded[context] = scenario.decode(context)
             yield Choice(run, t, agent, situation.memory, situation.options, action,
-                         json.loads(probabilities) if probabilities else None)
-
-    @cached_property
-    def _has_probabilities(self) -> bool:
-        return any(row[1] == "probabilities" for row in self.store.rows("PRAGMA table_info(decisions)"))
+                         json.loads(probabilities) if probabilities else None, bool(fallback))
 
     # --- usage -------------------------------------------------------------------------------
     def usage_by_model(self) -> list[dict[str, Any]]:

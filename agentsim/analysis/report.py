@@ -23,6 +23,7 @@ import csv
 import html
 import importlib
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -198,7 +199,7 @@ def build_report(root: Path | str, out: Path | str | None = None) -> dict[str, A
 
 def significance(p_value: float | None) -> str:
     """The usual marks: *** p < 0.001, ** p < 0.01, * p < 0.05, n.s. otherwise."""
-    if p_value is None or p_value != p_value:
+    if p_value is None or math.isnan(p_value):
         return "n.s."
     return "***" if p_value < 0.001 else "**" if p_value < 0.01 else "*" if p_value < 0.05 else "n.s."
 
@@ -239,7 +240,7 @@ _PREVIEW_ROWS = 40
 
 def _html(root: Path, sections: list[Section], context: ReportContext) -> str:
     backends = sorted({experiment.backend for experiment in context.experiments})
-    stand_in = backends == ["stand-in"]
+    stand_in = "stand-in" in backends and set(backends) <= {"stand-in", "rule agents"}
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>agentsim report: {html.escape(str(root))}</title><style>{_STYLE}</style></head><body>",
@@ -248,7 +249,8 @@ def _html(root: Path, sections: list[Section], context: ReportContext) -> str:
     ]
     if stand_in:
         parts.append("<p class='note'>Every run here used the built-in stand-in policy, not a language model: "
-                     "the figures show the stand-in's documented rule.</p>")
+                     "the figures show the stand-in's documented rule"
+                     + (" (and the rule agents of theory baselines)" if "rule agents" in backends else "") + ".</p>")
     for section in sections:
         parts.append(f"<section id='section-{section.name}'><h2>{html.escape(section.title)}</h2>")
         for name, text in context.notes:

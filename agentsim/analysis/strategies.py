@@ -46,6 +46,12 @@ class StateStrategy:
     probability_sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     probability_calls: int = 0
     exact: dict[str, float] | None = None  # from the stand-in's rule
+    fallbacks: int = 0  # decisions from this state that no reply gave: not in `counts`
+
+    @property
+    def fallback_rate(self) -> float:
+        decisions = self.samples + self.fallbacks
+        return self.fallbacks / decisions if decisions else 0.0
 
     @property
     def samples(self) -> int:
@@ -93,9 +99,17 @@ class StrategyTable:
                 f"p_{focus}": round(strategy.probability(focus), 4),
                 f"sampled_p_{focus}": round(strategy.counts[focus] / strategy.samples, 4) if strategy.samples else None,
                 "ci_low": round(low, 4), "ci_high": round(high, 4),
-                "samples": strategy.samples, "source": strategy.source, **tests,
+                "samples": strategy.samples, "fallbacks": strategy.fallbacks,
+                "fallback_rate": round(strategy.fallback_rate, 4), "source": strategy.source, **tests,
             })
         return rows
+
+    @property
+    def fallback_rate(self) -> float:
+        """The share of all decisions that fell back (left out of every probability above)."""
+        fallbacks = sum(strategy.fallbacks for strategy in self.states.values())
+        decisions = fallbacks + sum(strategy.samples for strategy in self.states.values())
+        return fallbacks / decisions if decisions else 0.0
 
     def interaction_bias(self, focus: str, length: int) -> dict[str, Any] | None:
         """The paper's interaction-level test (Table 1 caption): choices pooled over every
@@ -133,13 +147,16 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
         elif pool_key(experiment) != key:
             continue
         rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
-        for choice in experiment.choices():
+        for choice in experiment.choices(fallbacks=True):
             state = state_of(choice.memory)
             strategy = table.states.get(state)
             if strategy is None:
                 strategy = table.states[state] = StateStrategy(state)
                 if rule is not None:
                     strategy.exact = rule.probabilities(choice)
+            if choice.fallback:  # a fallback is not the model's strategy: counted apart
+                strategy.fallbacks += 1
+                continue
             if choice.action is not None:
                 strategy.counts[choice.action] += 1
             if choice.probabilities:

@@ -15,6 +15,7 @@ torch and transformers are imported here only, so the rest of agentsim never nee
 from __future__ import annotations
 
 import asyncio
+import inspect
 from pathlib import Path
 from typing import Any, cast
 
@@ -53,6 +54,10 @@ class LocalModel:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         self.model_id = Path(path).name or path
+        # transformers 5 renamed the KV-cache argument and output field from `past_key_values` to `cache`
+        # (the old name warns, and will go); 4.x knows only the old one.
+        forward = inspect.signature(self.model.forward).parameters
+        self.cache_field = "cache" if "cache" in forward else "past_key_values"
         self.pending: list[tuple[Request, asyncio.Future[Completion]]] = []
         self.worker: asyncio.Task[None] | None = None
         self.batches: list[int] = []  # sizes of the batches run, for tests and tuning
@@ -114,8 +119,8 @@ class LocalModel:
                 if past is not None:
                     positions = positions[:, -1:]
                 output = self.model(input_ids=step_ids, attention_mask=step_mask, position_ids=positions,
-                                    past_key_values=past, use_cache=True)
-                past = output.past_key_values
+                                    use_cache=True, **{self.cache_field: past})
+                past = getattr(output, self.cache_field)
                 logits = output.logits[:, -1, :].float()
                 chosen = []
                 for row, request in enumerate(requests):

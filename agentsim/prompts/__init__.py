@@ -62,6 +62,25 @@ class PromptTemplate:
             raise ParameterError(f"prompt template '{self.name}' lacks section(s) {', '.join(missing)}; add them as [name] blocks")
         return self
 
+    def fields(self, section: str) -> set[str]:
+        """The fields a section uses (`{entries}`, `{options}`...)."""
+        return {name for _text, name, _spec, _conversion in string.Formatter().parse(self.sections.get(section, ""))
+                if name}
+
+    def require_fields(self, **wanted: tuple[str, ...]) -> PromptTemplate:
+        """Check that each section uses the fields the game fills in and needs the model to see:
+        `history=("entries",)`; "options|options_text" is satisfied by either. A template that
+        leaves one out would run, and silently never show the model its memory."""
+        for section, names in wanted.items():
+            present = self.fields(section)
+            for name in names:
+                choices = name.split("|")
+                if not present.intersection(choices):
+                    shown = " or ".join(f"{{{choice}}}" for choice in choices)
+                    raise ParameterError(f"prompt template '{self.name}' lacks the field {shown} in its [{section}] section; "
+                                         "add it (docs/writing-a-scenario.md lists each section's fields)")
+        return self
+
     def render(self, section: str, /, **values: object) -> str:
         return self.sections[section].format(**values)
 

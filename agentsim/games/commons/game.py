@@ -97,6 +97,14 @@ class CommonsGame(Scenario[CommonsParams]):
     def pairing(self, model: PopulationModel) -> Pairing:
         return StepPairing()
 
+    def max_rounds(self) -> int:
+        """`max_rounds` when set; else a bound the run never reaches (it ends with its months
+        or a collapse), which gives the live view its progress: per month at most three
+        rating rounds, the harvest, the utterances, the limit, the reflection and one rating
+        round per insight."""
+        params = self.params
+        return params.max_rounds or params.months * (7 + params.max_utterances + params.max_insights)
+
     def stop_reason(self, model: PopulationModel) -> str | None:
         return model.metrics.finished
 
@@ -167,11 +175,11 @@ class CommonsGame(Scenario[CommonsParams]):
             following = "reflection"
         else:
             following = "month_end"
-        if any(_unrated(_agent(model, index)) for index in state.present):
-            state.phase, state.after_importance = "importance", following
-            return
         if following == "month_end":
             self._end_month(model, state)
+            return
+        if any(_unrated(_agent(model, index)) for index in state.present):
+            state.phase, state.after_importance = "importance", following
             return
         if following == "utterance" and phase != "utterance":
             caught = tuple((state.names[index], state.current.caught[index]) for index in state.present)
@@ -188,13 +196,11 @@ class CommonsGame(Scenario[CommonsParams]):
         caught = allocate(wanted, state.stock, random.Random(allocation_seed))
         record = state.current
         record.wanted, record.caught, record.fallbacks = wanted, caught, fallbacks
-        stock_before = state.stock
         state.stock -= sum(caught.values())
         record.stock_after = state.stock
         state.first_speaker = state.present[int(speaker_die * len(state.present))]
         for agent in encounter.agents:
-            text = prompts.observation_lines(self.words, stock_before, state.names[agent.index], wanted[agent.index],
-                                             caught[agent.index])
+            text = prompts.harvest_line(self.words, state.names[agent.index], wanted[agent.index], caught[agent.index])
             self._remember(state, agent, text, "observation")
         if state.stock < self.params.collapse_below:
             record.collapsed = True
@@ -250,11 +256,14 @@ class CommonsGame(Scenario[CommonsParams]):
             state.greedy.add(state.villagers[-1])
         threshold = params.threshold(state.stock, len(state.present))
         state.history.append(MonthRecord(state.month, state.stock, threshold))
-        if params.universalization:
-            line = prompts.universalization_line(self.words, threshold)
-            for index in state.present:
-                self._remember(state, _agent(model, index), line, "universalization", always=True)
-        state.phase = "harvest"
+        for index in state.present:
+            villager = _agent(model, index)
+            self._remember(state, villager, prompts.stock_line(self.words, state.stock), "observation")
+            if params.universalization:
+                self._remember(state, villager, prompts.universalization_line(self.words, threshold), "universalization",
+                               always=True)
+        # What the villagers perceive at the lake is rated for importance before they harvest.
+        state.phase, state.after_importance = "importance", "harvest"
 
     def _end_month(self, model: PopulationModel, state: CommonsState) -> None:
         params = self.params
@@ -270,7 +279,8 @@ class CommonsGame(Scenario[CommonsParams]):
     # --- what each agent is asked ------------------------------------------------------------
     def situation(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent) -> CommonsSituation:
         params, words, phase = self.params, self.words, state.phase
-        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, date=state.date())
+        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, date=state.date(),
+                                silent=not params.communication)
         if phase == "limit":
             return replace(base, conversation=tuple(state.conversation))
         base = replace(base, name=state.names[agent.index], greedy=agent.index in state.greedy,
@@ -295,7 +305,7 @@ class CommonsGame(Scenario[CommonsParams]):
             return (Message("user", prompts.limit_prompt(words, situation.conversation)),)
         system = Message("system", prompts.system_prompt(
             words, name=situation.name, others=situation.others, capacity=params.capacity,
-            communication=params.communication, greedy=situation.greedy))
+            communication=not situation.silent, greedy=situation.greedy))
         if kind == "harvest":
             text = (prompts.location_time(words.place, situation.date) + prompts.memory_block(situation.name, situation.memories)
                     + "\n" + prompts.harvest_task(words, situation.stock))

@@ -110,6 +110,7 @@ def run_metrics(history: Sequence[MonthRecord], *, horizon: int, villagers: Sequ
         "over_usage": None if usage is None else round(usage, 4),
         "harvest_fallbacks": sum(len(record.fallbacks) for record in history),
         "stock": [record.stock_before for record in history],
+        "catches": [{names[index]: amount for index, amount in record.caught.items()} for record in history],
         "limits": [record.limit for record in history],
     }
     if models:

@@ -34,6 +34,7 @@ class Words:
     unit_plural: str  # "tons" (the answer format)
     take: str  # "catch"
     takes: str  # "fishes" (the universalization sentence: "if everyone fishes more than")
+    shrinks: str  # "the lake population" (the universalization sentence: "... will shrink next month")
     taken: str  # "caught"
     taking: str  # "fishing"
     capacity_sentence: str  # "The lake has a carrying capacity of {capacity} tons of fish."
@@ -45,19 +46,20 @@ class Words:
 WORDS: dict[str, Words] = {
     "fishing": Words(
         role="fisherman", roles="fishermen", work="fish every month in a lake", place="lake", resource="fish",
-        where="in the lake", units="tons of fish", unit="ton of fish", unit_plural="tons", take="catch", takes="fishes",
+        where="in the lake", units="tons of fish", unit="ton of fish", unit_plural="tons", take="catch", takes="fishes", shrinks="the lake population",
         taken="caught", taking="fishing", capacity_sentence="The lake has a carrying capacity of {capacity} tons of fish.",
         regrow="reproduce and double once", before="Before everyone fishes", business="fishing business"),
     "pasture": Words(
         role="shepherd", roles="shepherds", work="graze your sheep every month on a shared pasture", place="pasture",
         resource="grass", where="on the pasture", units="hectares of grass", unit="hectare of grass",
-        unit_plural="hectares", take="graze", takes="grazes", taken="grazed", taking="grazing",
+        unit_plural="hectares", take="graze", takes="grazes", shrinks="the grass on the pasture", taken="grazed", taking="grazing",
         capacity_sentence="The pasture can hold at most {capacity} hectares of grass.",
         regrow="grow back and double once", before="Before the sheep go out", business="flock"),
     "pollution": Words(
         role="factory owner", roles="factory owners", work="run a factory every month on a shared river",
         place="river", resource="clean water", where="in the river", units="pallets of widgets",
-        unit="pallet of widgets", unit_plural="pallets", take="produce", takes="produces", taken="produced", taking="producing",
+        unit="pallet of widgets", unit_plural="pallets", take="produce", takes="produces",
+        shrinks="the river's capacity to absorb pollution", taken="produced", taking="producing",
         capacity_sentence=("The river can absorb the pollution of at most {capacity} pallets of widgets a month;"
                            " each pallet produced uses up the capacity to absorb one pallet."),
         regrow="recover and double once", before="Before everyone produces", business="factory"),
@@ -172,17 +174,20 @@ IMPORTANCE_TASK = (
 IMPORTANCE_REMINDER = "Please answer with one whole number from 1 to 10, as Rating: N."
 
 
-def observation_lines(words: Words, stock: int, name: str, wanted: int, caught: int) -> str:
-    """What an agent remembers of its harvest (GovSim's tons_in_lake and tons_caught)."""
-    return (f"{words.before}, there are {stock} {words.units} {words.where}."
-            f" {name} wanted to {words.take} {wanted} {words.unit_plural}, and {words.taken} {caught}"
-            f" {words.unit_plural}.")
+def stock_line(words: Words, stock: int) -> str:
+    """What every villager perceives before harvesting (GovSim's tons_in_lake)."""
+    return f"{words.before}, there are {stock} {words.units} {words.where}."
+
+
+def harvest_line(words: Words, name: str, wanted: int, caught: int) -> str:
+    """What a villager remembers of its harvest (GovSim's tons_caught)."""
+    return f"{name} wanted to {words.take} {wanted} {words.unit_plural}, and {words.taken} {caught} {words.unit_plural}."
 
 
 def universalization_line(words: Words, threshold: int) -> str:
     """GovSim's univ(): the universalization sentence, kept in memory every month."""
     return (f"Given the current situation, if everyone {words.takes} more than {threshold} {words.unit_plural},"
-            f" the {words.resource} {words.where} will shrink next month.")
+            f" {words.shrinks} will shrink next month.")
 
 
 def limit_line(words: Words, limit: int) -> str:

@@ -26,6 +26,7 @@ class CommonsSituation:
     date: str = ""
     others: tuple[str, ...] = ()
     greedy: bool = False
+    silent: bool = False  # the no-communication condition (its system prompt), so a context alone rebuilds
     memories: tuple[tuple[str, str], ...] = ()
     stock: int = 0
     participants: tuple[str, ...] = ()

@@ -29,7 +29,8 @@ when everyone has spoken.
 Limit extraction: the first proposed limit if someone agreed with it, else N/A.
 Reflection: insights from its memories (the agreed limit, the stock it last saw, the
 universalization sentence), citing their numbers. Importance: 8 for an agreement or a
-limit, 6 for a conversation, 7 for a harvest (9 if it got less than it wanted), 4 otherwise,
+limit, 6 for a conversation, 7 for the stock seen or a harvest (9 if it got less than it
+wanted), 4 otherwise,
 with probability `noise` one point more.
 
 So the conditions differ on the stand-in as the paper reports of capable models: with
@@ -173,7 +174,9 @@ class CommonsStandIn:
             rating = 6
         elif "wanted to" in memory:
             amounts = [int(number) for number in re.findall(r"\b(\d+)\b", memory)]
-            rating = 9 if len(amounts) >= 3 and amounts[-1] < amounts[-2] else 7
+            rating = 9 if len(amounts) >= 2 and amounts[-1] < amounts[-2] else 7
+        elif ", there are " in memory:
+            rating = 7
         else:
             rating = 4
         return f"Rating: {min(rating + (dice[1] < self.noise), 10)}"

@@ -9,6 +9,10 @@ only the reply is read:
 2. Otherwise a reply that is just an option (`M`, `**M**`, `'M'.`) is that option.
 3. Otherwise free text is scanned for options as whole words, case-sensitively: exactly one
    distinct option is the answer; none or several is unusable.
+
+Options that are also English words ("I", "A") are not read where the text uses them as
+words: "I am not sure" names no option, "A good name is M" names M. Such an option counts
+where it stands alone ("I.", "'A'", "**I**", "choose A") or before a verb ("A is my choice").
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ SEVERAL = "several options"
 _FIELD = re.compile(r"""['"]?\b(?:value|action|name|answer|choice)\b['"]?\s*[:=]\s*([^;}\n]*)""", re.IGNORECASE)
 _NEXT_KEY = re.compile(r""",\s*['"]""")
 _WRAPPING = "*`'\"{}[]<>().:;,! \t\n"
+# Options that English uses as words: the pronoun I and the article A.
+_WORDS = frozenset({"I", "A"})
+# What follows a pronoun or an article: a lower-case word ("I am", "a good name") or a
+# contraction ("I'm", "I'd"); an option before a verb ("A is my choice") is still an option.
+_USED_AS_WORD = re.compile(r"(?:\s+(?!(?:is|was|wins|won|seems|works|it|again|then|too|now|or|and)\b)[a-z]|['’](?:m|d|ll|ve)\b)")
 
 
 class AnswerReader:
@@ -45,14 +54,12 @@ class AnswerReader:
             value = field.group(1)
             if "," in value:  # a JSON-style next key ends the field: "value": "M", "reason": ...
                 value = _NEXT_KEY.split(value, maxsplit=1)[0]
-            found = set(self._exact.findall(value))
-            if not found:
-                found = {self._canonical[match.lower()] for match in self._loose.findall(value)}
+            found = _named(self._exact, value) or _named(self._loose, value, self._canonical)
             return _verdict(found)
         bare = text.strip(_WRAPPING)
         if bare in self.options:
             return Parsed(bare)
-        return _verdict(set(self._exact.findall(text)))
+        return _verdict(_named(self._exact, text))
 
 
 def parse_answer(text: str, options: tuple[str, ...] | list[str]) -> Parsed:
@@ -63,6 +70,17 @@ def parse_answer(text: str, options: tuple[str, ...] | list[str]) -> Parsed:
 @lru_cache(maxsize=256)
 def _reader(options: frozenset[str]) -> AnswerReader:
     return AnswerReader(sorted(options))
+
+
+def _named(pattern: re.Pattern[str], text: str, canonical: dict[str, str] | None = None) -> set[str]:
+    """The options `pattern` finds in `text`, leaving out "I" and "A" where they are words."""
+    found = set()
+    for match in pattern.finditer(text):
+        option = match.group(0) if canonical is None else canonical[match.group(0).lower()]
+        if option in _WORDS and _USED_AS_WORD.match(text, match.end()):
+            continue
+        found.add(option)
+    return found
 
 
 def _verdict(found: set[str]) -> Parsed:

@@ -112,7 +112,9 @@ class NamingGame(PairwiseGame[NamingParams]):
 
     @cached_property
     def template(self) -> PromptTemplate:
-        return PromptTemplate.load("naming", self.params.prompt).require("system", "history", "entry", "user", "reminder")
+        return PromptTemplate.load("naming", self.params.prompt).require("system", "history", "entry", "user", "reminder") \
+            .require_fields(system=("options|options_text", "history"), history=("entries",), entry=("own", "partner"),
+                            reminder=("options|options_text",))
 
     @cached_property
     def _answers(self) -> AnswerReader:
@@ -319,7 +321,8 @@ class NamingGame(PairwiseGame[NamingParams]):
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
-        lines = [("agreement", f"{metrics.agreement:.0%}")]
+        committed = bool(metrics.committed)
+        lines = [("agreement", f"{metrics.agreement:.0%}" + (" (latest names of the non-committed agents)" if committed else ""))]
         if metrics.consensus:
             lines.append(("consensus", f"on {metrics.consensus.name} at round {metrics.consensus.round}"))
         if metrics.alternative is not None:
@@ -332,8 +335,14 @@ class NamingGame(PairwiseGame[NamingParams]):
             "success_rate": metrics.success_rate,
             "success_history": metrics.success_history[-60:],
             "shares": {name: shares.get(name, 0.0) for name in self.names},
+            "shares_label": "plays",
+            "shares_note": (f"last {metrics.window_size} plays, committed agents' included" if committed
+                            else f"share of the last {metrics.window_size} plays"),
             "lines": lines,
         }
+
+    def standin_ignores(self) -> tuple[str, ...]:
+        return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens")
 
     def standin_rules(self) -> list[NamingStandIn]:
         params = self.params

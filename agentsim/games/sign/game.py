@@ -155,7 +155,10 @@ class SignGame(PairwiseGame[SignParams]):
     def template(self) -> PromptTemplate:
         sections = ("system", "user") + (("history", "entry") if self.condition != "nl" else ())
         sections += ("reminder",) if self.condition == "schema" else ()
-        return PromptTemplate.load("sign", self.params.prompt or _TEMPLATES[self.condition]).require(*sections)
+        template = PromptTemplate.load("sign", self.params.prompt or _TEMPLATES[self.condition]).require(*sections)
+        if self.condition == "nl":
+            return template.require_fields(system=("lexicon",))
+        return template.require_fields(system=("lexicon", "history"), history=("entries",), entry=("partner",))
 
     @cached_property
     def _schema(self) -> SchemaParser:
@@ -314,6 +317,9 @@ class SignGame(PairwiseGame[SignParams]):
                                   key=lambda item: -item[1])[:5]),
             "lines": lines,
         }
+
+    def standin_ignores(self) -> tuple[str, ...]:
+        return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens", "repetition_penalty")
 
     def standin_rules(self) -> list[SignStandIn]:
         params = self.params

@@ -44,6 +44,7 @@ class BestResponseNamingGame(NamingGame):
     """The naming game with best-response rule agents of memory M = `memory_length`."""
 
     name = "best_response_naming_game"
+    rule_agents = True
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         return RulePolicy(f"rule:best-response-M{self.params.memory_length}", best_response)

@@ -92,6 +92,7 @@ class MinimalNamingGame(NamingGame):
     """The minimal naming game, run by rule agents in agentsim's scheduler."""
 
     name = "minimal_naming_game"
+    rule_agents = True
     Params = MinimalNamingParams
     params: MinimalNamingParams
 

@@ -1,0 +1,151 @@
+"""`python -m agentsim transcript DIR [--run N] [--agent A] [--round R]`: a run's prompts and
+replies, call by call, as the model saw them.
+
+The store keeps each call's compact context, not its prompt; the prompt is rebuilt with the
+scenario's own `rebuild_messages` (the scenario rebuilt from the recorded class and
+parameters, each run with its VARIANTS cell's) and the prompt template text stored with the
+experiment, so a template file edited since the run does not change what is printed. Any
+scenario that implements `rebuild_messages` gets a transcript: the naming game, SIGN, and
+games added later. Each call is headed by its run, population round (for a game played in
+rounds, its month or generation), encounter time `t`, agent and model.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import UserError
+from ..llm.base import Message
+from ..scenario import Scenario
+from .recorded import RecordedExperiment, find_experiments
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded policy call and what came of it."""
+
+    run: int
+    round: int | None
+    t: int
+    agent: int
+    model: str
+    attempt: int
+    reply: str | None
+    parsed: str | None
+    error: str | None
+    action: str | None
+    payoff: float | None
+    new_messages: tuple[Message, ...]  # what this attempt added to the conversation
+
+
+def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any]:
+    """The scenario that ran (this cell of its grid), reading its prompt template from the
+    text stored with the experiment rather than from today's file."""
+    scenario = experiment.scenario
+    if scenario is None:
+        raise UserError(f"the scenario class of '{experiment.directory}' ({experiment.experiment.get('scenario_class')}) "
+                        "cannot be imported; install the package or keep the scenario file where it was")
+    if type(scenario).rebuild_messages is Scenario.rebuild_messages:
+        raise UserError(f"scenario '{experiment.scenario_name}' does not implement rebuild_messages, so its prompts "
+                        "cannot be rebuilt; implement it (docs/writing-a-scenario.md)")
+    stored: dict[str, str] = experiment.experiment.get("prompt_templates") or {}
+    template = getattr(scenario, "template", None)
+    text = stored.get(getattr(template, "name", ""))
+    if template is not None and text is not None and text != template.text and "prompt" in experiment.params:
+        templates_dir.mkdir(parents=True, exist_ok=True)
+        path = templates_dir / f"{template.name}.txt"
+        path.write_text(text, encoding="utf-8")
+        scenario = scenario.with_params(prompt=str(path)).for_experiment(int(experiment.experiment.get("seed", 0)))
+    return scenario
+
+
+def _cell_runs(experiment: RecordedExperiment) -> dict[int, int]:
+    """Every run of this cell of the grid (finished or not) and its seed."""
+    return {row["run"]: row["seed"] for row in experiment.store.runs()
+            if experiment.variant is None or row["replicate"] % experiment.variants == experiment.variant}
+
+
+def calls(experiment: RecordedExperiment, scenario: Scenario[Any], *, run: int | None = None, agent: int | None = None,
+          round_: int | None = None) -> Iterator[Call]:
+    """The experiment's recorded calls in order (run, t, agent, attempt), with their messages."""
+    runs = _cell_runs(experiment)
+    if run is not None:
+        runs = {key: value for key, value in runs.items() if key == run}
+    if not runs:
+        return
+    filters, parameters = [f"d.run IN ({','.join('?' * len(runs))})"], list(runs)
+    if agent is not None:
+        filters.append("d.agent = ?")
+        parameters.append(agent)
+    if round_ is not None:
+        filters.append("e.round = ?")
+        parameters.append(round_)
+    rows = experiment.store.rows(
+        "SELECT d.run, e.round, d.t, d.agent, a.model, d.attempt, d.context, d.reply, d.parsed, d.error, d.action, d.payoff "
+        "FROM decisions d LEFT JOIN encounters e ON e.run = d.run AND e.t = d.t "
+        "LEFT JOIN agents a ON a.run = d.run AND a.agent = d.agent "
+        f"WHERE (d.reply IS NOT NULL OR d.context IS NOT NULL) AND {' AND '.join(filters)} "
+        "ORDER BY d.run, d.t, d.agent, d.attempt", tuple(parameters))
+    context: str | None = None
+    replies: list[str] = []
+    shown = 0
+    for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff in rows:
+        if attempt == 0:
+            context, replies, shown = row_context, [], 0
+        if context is None:
+            continue
+        messages = scenario.rebuild_messages(context, tuple(replies))
+        new = tuple(message for message in messages[shown:] if message.role != "assistant")
+        shown = len(messages)
+        if reply is not None:
+            replies.append(reply)
+            shown += 1  # the reply is printed as the reply, not again as an assistant message
+        yield Call(run_id, round_number, t, agent_id, model or "", attempt, reply, parsed, error, action, payoff, new)
+
+
+def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = None, agent: int | None = None,
+                     round_: int | None = None) -> int:
+    """Print the calls under `directory` that match the filters; returns how many."""
+    experiments = find_experiments(directory)
+    if not experiments:
+        raise UserError(f"no runs found under '{directory}'; give the output directory of a run")
+    printed = 0
+    with tempfile.TemporaryDirectory(prefix="agentsim-templates-") as scratch:
+        try:
+            for number, experiment in enumerate(experiments):
+                cell = _cell_runs(experiment)
+                if run is not None and run not in cell:
+                    continue
+                scenario = rebuilding_scenario(experiment, Path(scratch) / str(number))
+                out.write(f"### {experiment.label}: {experiment.scenario_name}, backend {experiment.backend}\n")
+                for call in calls(experiment, scenario, run=run, agent=agent, round_=round_):
+                    _write_call(out, call, cell.get(call.run))
+                    printed += 1
+        finally:
+            for experiment in experiments:
+                experiment.close()
+    if not printed:
+        wanted = ", ".join(f"{name} {value}" for name, value in (("run", run), ("agent", agent), ("round", round_))
+                           if value is not None)
+        raise UserError(f"no recorded calls under '{directory}'" + (f" for {wanted}" if wanted else "")
+                        + "; check the filters (runs of rule agents make no calls)")
+    return printed
+
+
+def _write_call(out: TextIO, call: Call, seed: int | None) -> None:
+    where = f"round {call.round}" if call.round is not None else "round ?"
+    if call.attempt == 0:
+        out.write(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
+    out.writelines(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
+    if call.reply is not None:
+        out.write(f"[reply, attempt {call.attempt}]\n{call.reply}\n")
+    verdict = f"read as {call.parsed}" if call.parsed is not None else "read as nothing"
+    if call.error:
+        verdict += f" ({call.error})"
+    if call.payoff is not None:
+        verdict += f"; played {call.action}, payoff {call.payoff:g}"
+    out.write(f"→ {verdict}\n")
