@@ -113,7 +113,7 @@ def _view(run: int, **changes: Any) -> RunView:
     values: dict[str, Any] = {
         "run": run, "seed": run, "status": "running", "rounds_done": 12, "max_rounds": 30, "interactions": 144,
         "stop_reason": None, "metrics": {"success_rate": 0.8, "success_history": [0.5] * 80,
-                 "shares": {name: 0.1 for name in "ABCDEFGHIJ"}, "shares_label": "plays",
+                 "shares": dict.fromkeys("ABCDEFGHIJ", 0.1), "shares_label": "plays",
                  "shares_note": "last 72 plays, committed agents' included",
                  "lines": [("agreement", "80% (latest names of the non-committed agents)"),
                            ("committed", "6 of 24 (25%) play Q"), ("flip", "not yet (Q at 25% among the others)")]},

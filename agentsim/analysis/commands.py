@@ -21,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import EXIT_USER_ERROR, UserError
 from ..scenario_files import load_scenario, parse_overrides
@@ -263,8 +263,9 @@ def commons_transcript(argv: list[str]) -> int:
     experiment = experiments[0]
     scenario = experiment.scenario
     if not isinstance(scenario, CommonsGame):
-        scenario = CommonsGame(CommonsGame.Params(**{key: tuple(value) if isinstance(value, list) else value
-                                                    for key, value in experiment.params.items()}))
+        recorded: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                    for key, value in experiment.params.items()}
+        scenario = CommonsGame(CommonsGame.Params(**recorded))
     try:
         for line in transcript(experiment.store, scenario, options.run, prompts=options.prompts):
             print(line)
