@@ -76,9 +76,10 @@ def test_transcript_prints_every_conversation_as_it_was_sent(tmp_path: Path) -> 
     assert {(int(run), int(t), int(agent)) for run, _round, t, agent in header} == decisions
     assert all(rounds[(int(run), int(t))] == int(round_) for run, round_, t, _agent in header)
 
-    only = _transcript(tmp_path / "out", agent=2, round_=1)
+    _, round_, _, agent = header[len(header) // 2]  # an agent and round that made calls, whatever the draws
+    only = _transcript(tmp_path / "out", agent=int(agent), round_=int(round_))
     headers = re.findall(r"· round (\d+) · t \d+ · agent (\d+)", only)
-    assert headers and all(found == ("1", "2") for found in headers)
+    assert headers and all(found == (round_, agent) for found in headers)
 
 
 def test_transcript_command_on_sign_shows_each_runs_own_condition(tmp_path: Path) -> None:
