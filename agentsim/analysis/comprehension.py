@@ -96,7 +96,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
             right, total = tally[kind]
             low, high = proportion_interval(right, total)
             accuracy.append({"question": kind, "group": QUESTIONS[kind][1], "correct": right, "asked": total,
-                             "accuracy": correct / total, "ci_low": low, "ci_high": high})
+                             "accuracy": right / total, "ci_low": low, "ci_high": high})
     document = {"backend": backend_spec, "run": check.run, "agents": sorted(chosen), "states": len(states),
                 "questions": len(asked), "accuracy": accuracy}
     save_artifact(directory, ARTIFACT, document)
