@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -123,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         experiment = _prepare(options)
     except UserError as error:
         return _user_error(error)
+    except (OSError, sqlite3.Error) as error:  # the output directory: read-only, full, not a directory
+        return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); free space or choose "
+                                     f"a writable --out DIR"))
     received: list[int] = []
     out = experiment.config.out
     try:
@@ -133,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
               f"continue with --resume --out {out}", file=sys.stderr)
         return error.exit_code
+    except (OSError, sqlite3.Error) as error:  # a disk that filled up or turned read-only during the run
+        print(f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free space, "
+              f"then continue with --resume --out {out}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
         print(f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
@@ -144,12 +153,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _prepare(options: argparse.Namespace) -> Experiment:
     if options.runs is not None and options.runs < 1:
         raise UserError(f"--runs must be at least 1 (got {options.runs})")
-    if options.checkpoint_seconds < 0:
-        raise UserError(f"--checkpoint-seconds must be >= 0 (got {options.checkpoint_seconds})")
+    if not (math.isfinite(options.checkpoint_seconds) and 0 <= options.checkpoint_seconds <= 86_400):
+        raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
+    if options.backend is not None and options.population is not None:
+        raise UserError("--backend and --population both choose the agents' models; give one of them")
     scenario, module = load_scenario(options.scenario)
     overrides = parse_overrides(options.overrides)
     scenario = scenario.with_overrides(overrides)
-    runs = options.runs if options.runs is not None else int(getattr(module, "RUNS", 1))
+    runs = options.runs if options.runs is not None else getattr(module, "RUNS", 1)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ScenarioFileError(f"scenario file '{options.scenario}': RUNS must be a whole number >= 1 "
+                                f"(got {runs!r}); fix the file or pass --runs")
     population = options.population
     if population is None and options.backend is None:
         population = getattr(module, "POPULATION", None)
@@ -227,6 +241,10 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> P
             raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
         return previous[-1]
     return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def _reason(error: BaseException) -> str:
+    return redact(getattr(error, "strerror", None) or str(error) or type(error).__name__)
 
 
 def _user_error(error: UserError) -> int:

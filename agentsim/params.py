@@ -8,6 +8,7 @@ impossible value stops the run before anything starts, with a message naming the
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
@@ -20,6 +21,11 @@ class Params:
     """Base of every scenario's parameters; subclasses add fields and extend `validate`."""
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):  # NaN and infinity pass every comparison's test the wrong way
+            value = getattr(self, field.name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, float) and not math.isfinite(item):
+                    raise ParameterError(f"{field.name} must be a finite number (got {item})")
         self.validate()
 
     def validate(self) -> None:
@@ -99,9 +105,12 @@ def convert(text: str, annotation: Any, key: str) -> Any:
             raise ParameterError(f"{key} must be a whole number (got '{text}')") from None
     if annotation is float:
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             raise ParameterError(f"{key} must be a number (got '{text}')") from None
+        if not math.isfinite(number):
+            raise ParameterError(f"{key} must be a finite number (got '{text}')")
+        return number
     if annotation is str:
         return text
     raise ParameterError(f"{key} cannot be set from the command line; set it in the scenario file")

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import json
+import math
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -13,7 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
-from .errors import BackendSpecError, OutputDirError, RunStopped, UserError
+from .errors import (
+    BackendSpecError,
+    DamagedStoreError,
+    OutputDirError,
+    ParameterError,
+    RunStopped,
+    UserError,
+)
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
@@ -21,11 +31,46 @@ from .llm.specs import BackendOptions, build_backend, parse_population
 from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
-from .secrets import redact
-from .store import SAME_DRAWS_SINCE, Recorder, Store
+from .secrets import redact, strip_credentials
+from .store import DATABASE, SAME_DRAWS_SINCE, Recorder, Store
 from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
+MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
+MAX_AGENTS = 100_000  # one run's population that fits a workstation's memory with its records
+MAX_RUNS = 10_000
+RUNS_AT_ONCE = 256  # runs in memory at once (fewer for large populations: LIVE_AGENTS in all)
+LIVE_AGENTS = 1_000_000
+LOCK = ".agentsim.lock"
+
+
+class DirectoryLock:
+    """An exclusive lock on an output directory while an experiment writes it: a second
+    agentsim on the same directory (two --resume at once) gets one line, not an
+    IntegrityError. The lock is the kernel's (flock): a killed process leaves none behind."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    @classmethod
+    def acquire(cls, directory: Path) -> DirectoryLock:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            handle = open(directory / LOCK, "a+")  # noqa: SIM115  (held for the experiment's life)
+        except OSError as error:
+            raise OutputDirError(f"cannot write to {directory} ({error.strerror}); choose a writable --out DIR") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise OutputDirError(f"{directory} is being written by another agentsim right now; wait for it to "
+                                 f"finish, or use another --out DIR") from None
+        return cls(handle)
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
 RULE_AGENTS = "rule agents"
 
 
@@ -76,9 +121,10 @@ class View(Protocol):
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None: ...
 
-    def warn(self, message: str) -> None: ...
-
     def stop(self) -> None: ...
+
+    # Optional: `warn(message)`, a backend's warning as it happens (the live view and the log
+    # lines show it; a view without it shows none).
 
 
 def run_outcome(error: BaseException) -> tuple[str, str]:
@@ -104,16 +150,31 @@ class Experiment:
     variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
+    lock: DirectoryLock = field(init=False)
     stopped_by: BaseException | None = field(init=False, default=None)  # what stopped every run, if anything
     _last_draw: float = field(init=False, default=0.0)
 
     def open(self) -> None:
-        """Check everything the user could get wrong, before any run starts."""
-        config = self.config
+        """Check everything the user could get wrong, before any run starts (and, unless the
+        output directory is new, before anything in it changes)."""
+        config = self.config = _without_credentials(self.config)
+        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
+            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
+        if not 1 <= config.runs <= MAX_RUNS:
+            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
+                                 f"separate experiments with --seed")
+        if not (math.isfinite(config.checkpoint_seconds) and 0 <= config.checkpoint_seconds <= 86_400):
+            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
+                                 f"(got {config.checkpoint_seconds})")
         self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
         if config.variants:  # from here on, `runs` counts every variant's replicates
             self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
         self.scenario = config.scenario.for_experiment(config.seed)
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            agents = getattr(scenario.params, "agents", None)
+            if isinstance(agents, int) and agents > MAX_AGENTS:
+                raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
+                                     f"--set agents={MAX_AGENTS} or fewer")
         self.shares = self._shares()
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, self._warn)
@@ -122,12 +183,39 @@ class Experiment:
             raise BackendSpecError("--max-calls and --max-cost limit requests to a model server, and the stand-in "
                                    "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
+        self._check_directory()
+        self.lock = DirectoryLock.acquire(config.out)
+        try:
+            self._open_store(identity)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _check_directory(self) -> None:
+        out, resume = self.config.out, self.config.resume
+        if out.exists() and not out.is_dir():
+            raise OutputDirError(f"--out {out} is a file, not a directory; give a directory path")
+        if resume and not Store.exists(out):
+            raise OutputDirError(f"nothing to resume: {out} holds no {DATABASE}; check the path, or drop --resume "
+                                 f"to start a new experiment there")
+        if resume and (out / DATABASE).stat().st_size == 0:
+            raise DamagedStoreError(f"{out / DATABASE} is empty (truncated); nothing was changed: restore it from a "
+                                    f"copy, or record into a new --out DIR")
+        probe = out if out.exists() else next((parent for parent in out.parents if parent.exists()), Path("."))
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise OutputDirError(f"cannot write to {probe} (permission denied); choose a writable --out DIR")
+
+    def _open_store(self, identity: dict[str, Any]) -> None:
+        config = self.config
         if Store.exists(config.out):
-            store = Store(config.out)
+            store = Store(config.out, check_checkpoints=config.resume)
             recorded = store.experiment()
-            if recorded and not config.resume:
+            if recorded and not config.resume and store.runs():
                 store.close()
                 raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
+            if config.resume and not recorded:
+                store.close()
+                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
             if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
                 store.close()
                 raise OutputDirError(
@@ -144,6 +232,9 @@ class Experiment:
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:
             self.store = Store(config.out)
+        if not config.resume:  # a directory left by an experiment that recorded no run: start afresh
+            with contextlib.suppress(Exception):
+                self.store.connection.execute("DELETE FROM experiment WHERE key = 'budget_spent'")
         self.store.set_experiment({
             **identity,
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
@@ -203,7 +294,15 @@ class Experiment:
         if ignored:
             self._warn(f"the stand-in ignores {', '.join(f'{key}={value}' for key, value in ignored.items())}: "
                        "its rule does not read them, so on the stand-in they change nothing; a language model would see them")
-        tasks = [asyncio.ensure_future(self._run_one(replicate)) for replicate in range(self.config.runs)]
+        agents = getattr(self.scenario.params, "agents", 0)
+        gate = asyncio.Semaphore(max(1, min(RUNS_AT_ONCE, LIVE_AGENTS // agents if isinstance(agents, int) and agents
+                                            else RUNS_AT_ONCE)))
+
+        async def bounded(replicate: int) -> None:
+            async with gate:  # a bounded number of runs in memory at once; the rest wait their turn
+                await self._run_one(replicate)
+
+        tasks = [asyncio.ensure_future(bounded(replicate)) for replicate in range(self.config.runs)]
         try:
             await asyncio.gather(*tasks)
         except BaseException as error:
@@ -225,6 +324,7 @@ class Experiment:
             for backend in self.backends.values():
                 await backend.aclose()
             self.store.close()
+            self.lock.release()
         return [self.summaries[run] for run in sorted(self.summaries)]
 
     async def _run_one(self, replicate: int) -> None:
@@ -408,6 +508,16 @@ class Experiment:
                 stats[label] = {"max_in_flight_seen": limiter.max_seen, "cap": limiter.limits.max_in_flight,
                                 "final_limit": round(limiter.limit, 2), "cuts": limiter.cuts}
         return stats
+
+
+def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
+    """The config with `user:password@` taken out of every URL it names: credentials are used
+    to connect (llm/specs.py reads them back by host) and never recorded or shown."""
+    llm = config.llm
+    if llm.base_url:
+        llm = dataclasses.replace(llm, base_url=strip_credentials(llm.base_url))
+    return dataclasses.replace(config, backend=strip_credentials(config.backend),
+                               population=strip_credentials(config.population), llm=llm)
 
 
 def _sum_usage(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

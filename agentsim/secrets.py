@@ -1,44 +1,57 @@
 """Secrets never reach anything recorded: the store, summary.json, the logs, an exception's
 message. Keys come from the environment and never enter a message; what can carry one by
-accident is a URL with credentials (`http://user:KEY@host`). `strip_credentials` removes
-them from a URL before it is shown or recorded, and `redact` removes every secret agentsim
-was handed (registered with `register_secret`) from a text."""
+accident is a URL with credentials (`http://user:KEY@host`). `strip_credentials` takes them
+out of any text that holds URLs (a backend spec, a population, a base URL) before it is
+shown or recorded, and keeps them, by host, for the backend that connects there
+(`credentials_for`); `redact` removes every secret seen so far from a text."""
 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 _SECRETS: set[str] = set()
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]*@)")
+_BY_HOST: dict[str, tuple[str, str]] = {}
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s,]*)@(?P<host>[^/\s,@?#]+)")
 
 
 def register_secret(value: str | None) -> None:
     """Remember a secret (a key, a URL's password) so that `redact` removes it from texts."""
     if value and len(value) >= 4:
         _SECRETS.add(value)
+        quoted = value.replace("%", "%25")
+        if quoted != value:
+            _SECRETS.add(quoted)
 
 
-def strip_credentials(url: str) -> str:
-    """The URL without its `user:password@` part (registered as secrets first)."""
+def strip_credentials(text: str) -> str:
+    """`text` with the `user:password@` of every URL in it taken out (and kept by host)."""
+
+    def strip(match: re.Match[str]) -> str:
+        user, _, password = match["userinfo"].partition(":")
+        user, password = unquote(user), unquote(password)
+        for secret in (match["userinfo"], user, password):
+            register_secret(secret)
+        _BY_HOST[match["host"].lower()] = (user, password)
+        return match["scheme"] + match["host"]
+
+    return _URL_USERINFO.sub(strip, text)
+
+
+def credentials_for(url: str | None) -> tuple[str, str] | None:
+    """The (user, password) a URL to this host was given with, if any."""
+    if not url:
+        return None
     try:
-        parts = urlsplit(url)
+        host = urlsplit(url).netloc.rpartition("@")[2].lower()
     except ValueError:
-        return _USERINFO.sub(r"\g<scheme>", url)
-    if parts.username is None and parts.password is None:
-        return url
-    register_secret(parts.password)
-    register_secret(parts.username)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+        return None
+    return _BY_HOST.get(host)
 
 
 def redact(text: str) -> str:
     """`text` with URL credentials and every registered secret replaced by `***`."""
-    text = _USERINFO.sub(r"\g<scheme>***@", text)
+    text = _URL_USERINFO.sub(lambda match: f"{match['scheme']}***@{match['host']}", text)
     for secret in _SECRETS:
         if secret in text:
             text = text.replace(secret, "***")

@@ -135,7 +135,10 @@ class Recorder:
 
 
 class Store:
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, check_checkpoints: bool = False) -> None:
+        """Open (or create) the database of `directory`. An existing file is checked before
+        anything is written to it: refused if damaged or not agentsim's, and with
+        `check_checkpoints` (a resume) if a checkpoint does not read back."""
         self.directory = Path(directory)
         self.path = self.directory / DATABASE
         existing = self.path.is_file() and self.path.stat().st_size > 0
@@ -144,10 +147,13 @@ class Store:
         try:
             if existing:
                 self._check_own()
+                if check_checkpoints:
+                    self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
             self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
-            self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            if self.connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.connection.executescript(_SCHEMA)
             # The version the file was written with, before `_upgrade` brings it to this one's layout.
             self.written_version = self._recorded_version() if existing else STORE_VERSION
@@ -180,6 +186,9 @@ class Store:
     def _upgrade(self) -> None:
         """Bring a database written by an earlier agentsim to this layout."""
         columns = {row[1] for row in self.connection.execute("PRAGMA table_info(decisions)")}
+        version = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
+        if version == (str(STORE_VERSION),) and {"probabilities", "fallback"} <= columns:
+            return
         with self._transaction():
             if "probabilities" not in columns:  # a database written before option probabilities were kept
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN probabilities TEXT")
@@ -196,7 +205,7 @@ class Store:
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
             try:
                 pickle.loads(zlib.decompress(blob))
-            except Exception as error:  # a truncated or altered blob fails in zlib or pickle, in many ways
+            except Exception as error:  # noqa: BLE001  (a damaged blob fails in zlib or pickle, in many ways)
                 raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({type(error).__name__}); "
                                         f"nothing was changed: restore the database from a copy, or record into a "
                                         f"new --out DIR") from None

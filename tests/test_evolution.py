@@ -209,7 +209,9 @@ def test_an_unreadable_donation_is_reasked_then_a_recorded_fallback_outside_the_
     assert record["fallbacks"] == {"play": 1}
     assert record["donation_fraction"] == pytest.approx(0.5)  # 1_2's choice only
     attempts = list(store.rows("SELECT attempt, error, action FROM decisions WHERE reply = 'I would rather not say.'"))
+    flagged = list(store.rows("SELECT action FROM moves WHERE fallback"))
     store.close()
+    assert flagged == [(None,)]  # the store marks the move a fallback, for every analysis to leave out
     assert [attempt for attempt, _, _ in attempts] == [0, 1, 2]
     assert all(error for _, error, _ in attempts) and attempts[-1][2] is None
 
@@ -288,16 +290,22 @@ def test_a_run_does_not_depend_on_the_order_answers_come_back_in(tmp_path: Path)
     assert dump(tmp_path / "1" / "agentsim.db") == dump(tmp_path / "2" / "agentsim.db") == dump(tmp_path / "plain" / "agentsim.db")
 
 
-def test_interrupted_in_the_middle_of_a_round_then_resumed_is_the_same_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["within a round", "between generations"])
+def test_interrupted_then_resumed_is_the_same_run(tmp_path: Path, where: str) -> None:
+    """Cancelled at the 20th call (generation 1, in the middle of a game round) or at the
+    first call of generation 2 (after selection, before the newcomers write)."""
     scenario = DonorGame(agents=6, rounds=3, generations=3, condition="norms")
     run(scenario, tmp_path / "whole", backend=JitteryStandIn(scenario.standin_rules(), salt=5))[1].close()
 
     class Interrupting(JitteryStandIn):
         calls = 0
+        cut = False
 
         async def complete(self, request: Request) -> Completion:
             Interrupting.calls += 1
-            if Interrupting.calls == 40:  # mid-generation 1, in the middle of a round
+            first_of_generation_2 = "Here is the advice of" in request.messages[1].content and not Interrupting.cut
+            if (Interrupting.calls == 20) if where == "within a round" else first_of_generation_2:
+                Interrupting.cut = True
                 main.cancel()
             return await super().complete(request)
 
@@ -313,6 +321,7 @@ def test_interrupted_in_the_middle_of_a_round_then_resumed_is_the_same_run(tmp_p
     asyncio.run(interrupted())
     cut = dump(tmp_path / "cut" / "agentsim.db")
     assert {row[4] for row in cut["runs"]} == {"interrupted"}
+    assert len(cut["rounds"]) == (1 if where == "between generations" else 0)  # generation rows recorded
     assert 0 < len(cut["encounters"]) < len(dump(tmp_path / "whole" / "agentsim.db")["encounters"])
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "cut", seed=1, resume=True,
                                              checkpoint_seconds=0), Quiet())
@@ -323,8 +332,8 @@ def test_interrupted_in_the_middle_of_a_round_then_resumed_is_the_same_run(tmp_p
     for table in ("agents", "encounters", "decisions", "rounds"):
         assert resumed[table] == whole[table]
     # Calls answered but cancelled with their round were paid for and are asked again: the
-    # usage counts them, nothing else differs.
-    paid = ("calls", "prompt_tokens", "completion_tokens", "usage_by_backend")
+    # usage counters count them (calls, tokens, re-asks); the records and generations do not.
+    paid = ("calls", "prompt_tokens", "completion_tokens", "usage_by_backend", "reasks", "invalid_replies", "fallbacks")
     after, before = (json.loads(rows["runs"][0][-1]) for rows in (resumed, whole))
     assert {k: v for k, v in after.items() if k not in paid} == {k: v for k, v in before.items() if k not in paid}
     assert after["calls"] >= before["calls"]

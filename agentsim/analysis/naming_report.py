@@ -423,9 +423,10 @@ def strategies(context: ReportContext) -> None:
         tests = [test for length in sorted({len(state) for state in table.states}) if length <= 2
                  for test in [table.interaction_bias(focus, length)] if test]
         if tests:
-            context.add_table("table1_interaction_bias", "Interaction-level bias (Table 1 caption)", list(tests[0]),
-                              [list(test.values()) for test in tests],
-                              "All configurations of an interaction pooled (equally weighted); exact binomial test against 1/2.")
+            context.add_table("table1_interaction_bias", "Interaction-level bias (Table 1 caption)", [*tests[0], "significance"],
+                              [[*test.values(), significance(test["p_value"])] for test in tests],
+                              "All configurations of an interaction pooled (equally weighted); exact binomial test against 1/2 "
+                              "(*** p < 0.001, ** p < 0.01, * p < 0.05, n.s. not significant).")
     lengths = sorted({len(state) for state in table.states if state})
     if not lengths:
         return

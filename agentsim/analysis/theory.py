@@ -52,14 +52,15 @@ def theory_baselines(context: ReportContext) -> None:
         rounds = matrix.shape[1]
         mean = np.nanmean(matrix, axis=0)
         fast = success_curve(agents, rounds, runs=FAST_RUNS, seed=0, pool_size=pool)
-        label = f"N={agents}, W={pool or 'new words'}"
+        label = f"{experiment.label}: N={agents}, W={pool or 'new words'}"
         x = np.arange(1, rounds + 1)
         axis.plot(x, mean, color=f"C{number}", lw=2, label=f"scheduler, rule agents ({len(matrix)} runs), {label}")
         axis.plot(x, fast, color=f"C{number}", ls="--", lw=1.5, label=f"numpy fast path ({FAST_RUNS} runs)")
-        rows.extend([agents, pool, round_ + 1, float(mean[round_]), float(fast[round_])] for round_ in range(rounds))
+        rows.extend([experiment.label, agents, pool, round_ + 1, float(mean[round_]), float(fast[round_])]
+                    for round_ in range(rounds))
         summaries = experiment.summaries()
         converged = [summary["converged_t"] for summary in summaries if summary.get("converged_t") is not None]
-        table.append([agents, pool, len(summaries), len(converged),
+        table.append([experiment.label, agents, pool, len(summaries), len(converged),
                       float(np.mean(converged)) if converged else None,
                       float(np.mean([summary.get("peak_words", 0) for summary in summaries]))])
     axis.set_xlabel("population round (N/2 interactions)")
@@ -67,10 +68,10 @@ def theory_baselines(context: ReportContext) -> None:
     axis.set_ylim(0, 1.02)
     axis.legend(fontsize=7, loc="lower right")
     context.add_figure("theory_success_rate", "Minimal naming game: scheduler against fast path", figure,
-                       ["agents", "pool_size", "round", "scheduler_success", "fast_path_success"], rows,
+                       ["experiment", "agents", "pool_size", "round", "scheduler_success", "fast_path_success"], rows,
                        caption="Mean success per population round of the recorded rule-agent runs (solid) and of "
                                f"{FAST_RUNS} runs of the vectorised model (dashed); the two should coincide.")
     context.add_table("theory_convergence", "Minimal naming game: convergence",
-                      ["agents", "pool_size", "runs", "converged", "mean_converged_t", "mean_peak_words"], table,
+                      ["experiment", "agents", "pool_size", "runs", "converged", "mean_converged_t", "mean_peak_words"], table,
                       caption="Interactions to global consensus (every inventory the same single word) and the "
                               "peak total number of words (Baronchelli et al. 2006: both grow like N^1.5).")

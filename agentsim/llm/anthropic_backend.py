@@ -30,7 +30,10 @@ class AnthropicModel:
         self._anthropic = anthropic
         self.name = name
         self.model = model
-        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        # The Messages API authenticates with `x-api-key`; some SDK versions send only a bearer
+        # token, which third-party Anthropic-compatible servers refuse: send the documented header.
+        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                               default_headers={"x-api-key": api_key})
         self.endpoint = str(self.client.base_url)
 
     def arguments(self, request: Request) -> dict[str, Any]:

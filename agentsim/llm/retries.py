@@ -12,6 +12,7 @@ refused key) are raised at once.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -31,10 +32,12 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ParameterError(f"--max-attempts must be at least 1 (got {self.max_attempts})")
-        if self.base_s <= 0 or self.cap_s < self.base_s:
+        if not (math.isfinite(self.cap_s) and 0 < self.base_s <= self.cap_s):
             raise ParameterError("retry backoff needs 0 < base <= cap")
-        if self.deadline_s <= 0:
-            raise ParameterError(f"--deadline must be > 0 seconds (got {self.deadline_s})")
+        if not (math.isfinite(self.deadline_s) and 0 < self.deadline_s <= 7 * 86_400):
+            raise ParameterError(f"--deadline must be a number of seconds in (0, 604800] (got {self.deadline_s})")
+        if not 1 <= self.max_attempts <= 1000:
+            raise ParameterError(f"--max-attempts must be between 1 and 1000 (got {self.max_attempts})")
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         return rng.uniform(0, min(self.cap_s, self.base_s * (1 << min(attempt, 30))))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendSpecError, ParameterError
+from ..secrets import credentials_for, register_secret
 from .accounting import Budget
 from .base import LanguageModel
 from .health import HealthPolicy
@@ -75,9 +76,17 @@ def _standin(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions
     return model
 
 
+def _url_key(url: str | None) -> str | None:
+    """The key a base URL was given with (`http://user:KEY@host`): used, never recorded."""
+    credentials = credentials_for(url)
+    return (credentials[1] or credentials[0]) if credentials else None
+
+
 def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
-    key = os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec))
+    key = (os.environ.get("OPENAI_API_KEY") or _url_key(base_url)
+           or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec)))
+    register_secret(key)
     from .openai_backend import OpenAIModel
 
     return OpenAIModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url, timeout_s=options.timeout_s,
@@ -86,7 +95,9 @@ def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions)
 
 def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
-    key = os.environ.get("ANTHROPIC_API_KEY") or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec))
+    key = (os.environ.get("ANTHROPIC_API_KEY") or _url_key(base_url)
+           or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec)))
+    register_secret(key)
     from .anthropic_backend import AnthropicModel
 
     return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
@@ -98,7 +109,7 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) ->
         raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
     from .tgi import TGIModel
 
-    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or None,
+    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or _url_key(spec.target),
                     timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
 
 

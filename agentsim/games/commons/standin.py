@@ -54,7 +54,7 @@ _CAPACITY = re.compile(r"between 0 and (\d+)")
 _NAME = re.compile(r"You are (\w+),")
 _UNIVERSAL = re.compile(r"if everyone \w+ more than (\d+)")
 _LIMIT = re.compile(r"agreed on a maximum limit of (\d+)")
-_STOCK = re.compile(r", there are (\d+) ")
+_STOCK = re.compile(r"Before [^,]*, \D*?(\d+) ")
 _PROPOSAL = re.compile(r"at most (\d+)")
 _AGREEMENT = re.compile(r"I agree with (\d+)")
 _PARTICIPANTS = re.compile(r"Scenario: (.+) are engaged in a group chat\.")
@@ -175,7 +175,7 @@ class CommonsStandIn:
         elif "wanted to" in memory:
             amounts = [int(number) for number in re.findall(r"\b(\d+)\b", memory)]
             rating = 9 if len(amounts) >= 2 and amounts[-1] < amounts[-2] else 7
-        elif ", there are " in memory:
+        elif memory.startswith("Before "):
             rating = 7
         else:
             rating = 4

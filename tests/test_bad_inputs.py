@@ -1,0 +1,186 @@
+"""Every bad input the issue lists ends with one line naming the fix and exit code 2, and
+leaves nothing behind that would block a rerun; a damaged database or checkpoint, a foreign
+SQLite file, and a directory another agentsim is writing are refused before anything in them
+changes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, cli
+from test_cli import assert_user_error
+
+from agentsim.runner import DirectoryLock
+
+NAMING = str(ROOT / "scenarios" / "naming_game.py")
+QUICK = ("--set", "agents=8", "--set", "max_rounds=3", "--no-live")
+
+
+def _file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "scenario.py"
+    path.write_text(text)
+    return str(path)
+
+
+FLAG_CASES = [
+    (("--seed", "-5"), ("--seed must be a whole number from 0",)),
+    (("--seed", str(2**70)), ("--seed must be a whole number from 0",)),
+    (("--timeout", "inf"), ("--timeout must be a number of seconds",)),
+    (("--timeout", "nan"), ("--timeout must be a number of seconds",)),
+    (("--deadline", "inf"), ("--deadline must be",)),
+    (("--checkpoint-seconds", "nan"), ("--checkpoint-seconds must be",)),
+    (("--checkpoint-seconds", "inf"), ("--checkpoint-seconds must be",)),
+    (("--rpm", "nan"), ("--rpm must be a finite number",)),
+    (("--tpm", "inf"), ("--tpm must be a finite number",)),
+    (("--max-cost", "nan"), ("--max-cost must be a finite number",)),
+    (("--max-fallback-share", "inf"), ("--max-fallback-share must be a share",)),
+    (("--set", "consensus_threshold=nan"), ("consensus_threshold must be a finite number",)),
+    (("--set", "consensus_window=inf"), ("consensus_window must be a finite number",)),
+    (("--set", "temperature=-inf"), ("temperature must be a finite number",)),
+    (("--set", "agents=100000000"), ("agents=100000000 is more than one run can hold", "at most 100000")),
+    (("--runs", "100000"), ("--runs must be between 1 and 10000",)),
+    (("--backend", "stand-in", "--population", "stand-in:a=8"), ("--backend and --population",)),
+    (("--max-calls", "10"), ("the stand-in answers in process",)),
+]
+
+
+@pytest.mark.parametrize(("arguments", "fragments"), FLAG_CASES, ids=lambda value: " ".join(value))
+def test_each_bad_flag_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path, arguments: tuple[str, ...],
+                                                              fragments: tuple[str, ...]) -> None:
+    out = tmp_path / "out"
+    assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *arguments), *fragments)
+    assert not out.exists(), "a refused run leaves no directory behind"
+
+
+def test_a_refused_seed_does_not_block_the_rerun(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert_user_error(cli(NAMING, "--out", str(out), *QUICK, "--seed", "-5"), "--seed")
+    assert cli(NAMING, "--out", str(out), *QUICK, "--seed", "5").returncode == 0
+
+
+def test_runs_that_is_not_a_number_in_the_scenario_file(tmp_path: Path) -> None:
+    scenario = _file(tmp_path, 'from agentsim.games.naming import NamingGame\nRUNS = "ten"\nscenario = NamingGame()\n')
+    assert_user_error(cli(scenario, "--out", str(tmp_path / "out"), "--no-live"), "RUNS must be a whole number", "'ten'")
+
+
+def test_out_on_a_file_and_resume_of_a_missing_directory(tmp_path: Path) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("keep me")
+    assert_user_error(cli(NAMING, "--out", str(file), *QUICK), "is a file, not a directory")
+    assert file.read_text() == "keep me"
+    assert_user_error(cli(NAMING, "--out", str(tmp_path / "missing"), "--resume", *QUICK), "nothing to resume")
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_output_directory(tmp_path: Path) -> None:
+    parent = tmp_path / "read-only"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        assert_user_error(cli(NAMING, "--out", str(parent / "out"), *QUICK), "cannot write to", "writable --out")
+    finally:
+        parent.chmod(0o700)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An experiment interrupted once: its database holds a checkpoint to resume from."""
+    out = tmp_path_factory.mktemp("finished") / "out"
+    result = cli(NAMING, "--out", str(out), "--runs", "2", *QUICK)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _copy(finished: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    return out
+
+
+def _truncate(database: Path) -> None:
+    database.write_bytes(database.read_bytes()[: database.stat().st_size // 2])
+
+
+def _scribble(database: Path) -> None:
+    data = bytearray(database.read_bytes())
+    for offset in range(1024, len(data), 997):  # every page's b-tree header and cells
+        data[offset] ^= 0x5A
+    database.write_bytes(bytes(data))
+
+
+def _empty(database: Path) -> None:
+    database.write_bytes(b"")
+
+
+def _damage_checkpoint(database: Path) -> None:
+    connection = sqlite3.connect(database)
+    connection.execute("UPDATE checkpoints SET state = substr(state, 1, length(state) / 2) WHERE run = 1")
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize("damage", [_truncate, _scribble, _empty, _damage_checkpoint], ids=lambda damage: damage.__name__)
+def test_a_damaged_database_or_checkpoint_on_resume_changes_nothing(finished: Path, tmp_path: Path,
+                                                                    damage: Callable[[Path], None]) -> None:
+    out = _copy(finished, tmp_path)
+    database = out / "agentsim.db"
+    damage(database)
+    before = hashlib.sha256(database.read_bytes()).hexdigest()
+    assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK), "nothing was changed")
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+
+
+def test_a_foreign_sqlite_file_is_never_written(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    database = out / "agentsim.db"
+    connection = sqlite3.connect(database)
+    connection.execute("CREATE TABLE customers (name TEXT)")
+    connection.execute("INSERT INTO customers VALUES ('kept')")
+    connection.commit()
+    connection.close()
+    before = database.read_bytes()
+    for extra in ((), ("--resume",)):
+        assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *extra), "agentsim did not create")
+    assert database.read_bytes() == before
+
+
+def test_a_second_writer_of_a_directory_gets_one_line(finished: Path, tmp_path: Path) -> None:
+    out = _copy(finished, tmp_path)
+    lock = DirectoryLock.acquire(out)  # another agentsim resuming it right now
+    try:
+        assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK), "another agentsim")
+    finally:
+        lock.release()
+    assert cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK).returncode == 0
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path: Path) -> None:
+    """SIGTERM (a batch system's stop): runs recorded `interrupted`, one line, exit 143, and
+    --resume finishes them."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    arguments = [NAMING, "--out", str(out), "--set", "agents=24", "--set", "max_rounds=100000", "--set", "stop_at=none",
+                 "--no-live", "--checkpoint-seconds", "0.1"]
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *arguments], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out / "agentsim.db").is_file():
+        time.sleep(0.05)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1].startswith("agentsim: interrupted by SIGTERM"), stderr
+    rows = list(sqlite3.connect(out / "agentsim.db").execute("SELECT status, stop_reason FROM runs"))
+    assert rows == [("interrupted", "interrupted")]
