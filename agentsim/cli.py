@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
-from .errors import EXIT_USER_ERROR, RunStopped, UserError
+from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
 from .llm.health import HealthPolicy
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy

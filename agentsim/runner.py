@@ -4,6 +4,7 @@ recorded into one output directory, with checkpoints, resume and a clean interru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import fcntl
 import json

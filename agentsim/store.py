@@ -205,7 +205,7 @@ class Store:
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
             try:
                 pickle.loads(zlib.decompress(blob))
-            except Exception as error:  # noqa: BLE001  (a damaged blob fails in zlib or pickle, in many ways)
+            except Exception as error:
                 raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({type(error).__name__}); "
                                         f"nothing was changed: restore the database from a copy, or record into a "
                                         f"new --out DIR") from None

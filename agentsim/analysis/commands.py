@@ -21,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..errors import EXIT_USER_ERROR, UserError
 from ..scenario_files import load_scenario, parse_overrides
