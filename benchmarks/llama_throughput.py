@@ -80,7 +80,9 @@ def plain_client(url: str, concurrency: int, seconds: float) -> tuple[float, flo
     sampling = game.params.sampling()
 
     def body(seed: int) -> dict[str, Any]:
-        return model.arguments(Request(game.messages(situation), sampling, seed, situation.options, 0, game.grammar()))
+        arguments = model.arguments(Request(messages=game.messages(situation), sampling=sampling, seed=seed,
+                                            options=situation.options, grammar=game.grammar()))
+        return {**arguments, **arguments.pop("extra_body", {})}  # what the SDK sends
 
     async def hammer() -> tuple[float, float]:
         done = tokens = 0

@@ -35,15 +35,15 @@ class Scripted:
     async def complete(self, request: Request) -> Completion:
         self.calls += 1
         option = draw(self.distribution, (request.seed or 0) + 1)  # not the wrapper's own draw
-        return Completion(f"{{'value': {option}; 'reason': 'x'}}", 50, 6, "scripted",
-                          option_probabilities=dict(self.distribution))
+        return Completion(text=f"{{'value': {option}; 'reason': 'x'}}", prompt_tokens=50, completion_tokens=6,
+                          model="scripted", option_probabilities=dict(self.distribution))
 
     async def aclose(self) -> None:
         return None
 
 
 def _request(seed: int, text: str = "pick Q or M") -> Request:
-    return Request((Message("system", text),), Sampling(temperature=0.5), seed, ("Q", "M"))
+    return Request(messages=(Message("system", text),), sampling=Sampling(temperature=0.5), seed=seed, options=("Q", "M"))
 
 
 def test_a_known_prompt_is_drawn_from_its_distribution_by_the_seed_without_a_call(tmp_path: Path) -> None:

@@ -70,8 +70,8 @@ def test_the_model_answers_by_its_seed_with_probabilities_over_the_options(smoll
     situation = NamingSituation(("M", "Q"), (("Q", "M", -50),))
 
     def request(seed: int, temperature: float = 0.7) -> Request:
-        return Request(game.messages(situation), Sampling(temperature=temperature, top_k=10, max_tokens=6), seed,
-                       situation.options, 0, game.grammar())
+        return Request(messages=game.messages(situation), sampling=Sampling(temperature=temperature, top_k=10, max_tokens=6),
+                       seed=seed, options=situation.options, grammar=game.grammar())
 
     async def ask() -> list[Any]:
         return [await smollm2.complete(request(seed)) for seed in (1, 1, 2)] + [await smollm2.complete(request(4, 0.0))]
@@ -81,7 +81,7 @@ def test_the_model_answers_by_its_seed_with_probabilities_over_the_options(smoll
     assert first.text.startswith("{'value': ") and game.parse(first.text, situation).action in ("Q", "M")
     assert first.model == "smollm2" and first.prompt_tokens > 100 and first.completion_tokens > 0
     assert set(first.option_probabilities) == {"Q", "M"} and sum(first.option_probabilities.values()) == pytest.approx(1)
-    assert 0 < min(first.option_probabilities.values()), "both options are in the model's top tokens"
+    assert min(first.option_probabilities.values()) > 0, "both options are in the model's top tokens"
     chosen = game.parse(greedy.text, situation).action
     assert greedy.option_probabilities == {chosen: 1.0, ("Q" if chosen == "M" else "M"): 0.0}, "greedy takes the argmax"
 
@@ -89,8 +89,9 @@ def test_the_model_answers_by_its_seed_with_probabilities_over_the_options(smoll
 def test_unconstrained_replies_are_the_models_own_and_read_or_counted_invalid(smollm2: LlamaCppModel) -> None:
     game = NamingGame(names=("Q", "M")).for_experiment(0)
     situation = NamingSituation(("Q", "M"), ())
-    replies = [asyncio.run(smollm2.complete(Request(game.messages(situation), Sampling(temperature=0.7, max_tokens=12),
-                                                    seed, situation.options))) for seed in range(3)]
+    replies = [asyncio.run(smollm2.complete(Request(messages=game.messages(situation),
+                                                    sampling=Sampling(temperature=0.7, max_tokens=12),
+                                                    seed=seed, options=situation.options))) for seed in range(3)]
     for reply in replies:
         parsed = game.parse(reply.text, situation)
         assert parsed.action in ("Q", "M") or parsed.problem is not None

@@ -42,7 +42,8 @@ from .logprobs import first_option
 def distribution_key(provider: str, endpoint: str, model: str, request: Request) -> str:
     """The response cache's key of the same request with no seed and no replicate index: every
     call of every run with this prompt shares it."""
-    unseeded = Request(request.messages, request.sampling, None, request.options, 0, request.grammar)
+    unseeded = Request(messages=request.messages, sampling=request.sampling, seed=None, options=request.options,
+                       replicate=0, grammar=request.grammar)
     return "choices:" + hashlib.sha256(cache_key(provider, endpoint, model, unseeded).encode()).hexdigest()
 
 
@@ -125,5 +126,5 @@ def _learnt(completion: Completion) -> dict[str, object] | None:
 def _drawn(known: Mapping[str, object], request: Request, *, sampled_locally: bool) -> Completion:
     distribution: dict[str, float] = known["distribution"]  # type: ignore[assignment]
     option = draw(distribution, request.seed)
-    return Completion(f"{known['prefix']}{option}", model=str(known["model"]), option_probabilities=distribution,
+    return Completion(text=f"{known['prefix']}{option}", model=str(known["model"]), option_probabilities=distribution,
                       raw={"sampled_locally": sampled_locally}, sampled_locally=sampled_locally)
