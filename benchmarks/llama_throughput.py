@@ -1,14 +1,13 @@
 """`benchmarks/throughput.py --server llama`: agentsim against llama.cpp's `llama-server`
 serving SmolLM2-135M-Instruct on the CPU, with 1, 2 and 4 slots (`--parallel`).
 
-For each slot count: the server alone, driven by a plain concurrent aiohttp client keeping
-`slots` requests open (the same naming-game request agentsim sends: its prompt, temperature,
-top-k, seed, grammar and logprobs), gives the reference requests/s and generated tokens/s;
-then agentsim runs the naming game (constrained decoding, no response cache, so every call
-reaches the server) with its adaptive limiter allowed up to 4x the slots, and the figures are
-its requests/s and tokens/s as a fraction of the reference (target >= 0.9), with the most
-calls the limiter kept in flight and its final cap (does it find the server's concurrency by
-itself?). Build the server first: `backends/llamacpp/launch.sh build`.
+For each slot count: agentsim runs the naming game (constrained decoding, no response cache,
+so every call reaches the server) with its adaptive limiter allowed up to 4x the slots, and
+every request body it sends is kept; then, on a freshly started server, a plain aiohttp client
+keeping `slots` requests open sends the very same bodies (prompts, sampling, seeds, grammar,
+logprobs): the server alone. Printed: agentsim's requests/s and generated tokens/s as a
+fraction of the plain client's (target >= 0.9), and the most calls the limiter kept in flight
+and its final cap (does it find the server's concurrency by itself?). Build the server first: `backends/llamacpp/launch.sh build`.
 
 Prints figures; asserts nothing timed. On a shared host the figures move with the load.
 """
@@ -25,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from agentsim.games.naming import NamingGame, NamingSituation
+from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.llamacpp import smollm2_path
@@ -69,45 +68,35 @@ def naming_game(agents: int, rounds: int) -> NamingGame:
                       max_in_flight=agents // 2)
 
 
-def plain_client(url: str, concurrency: int, seconds: float) -> tuple[float, float]:
-    """Requests/s and generated tokens/s of a bare aiohttp client keeping `concurrency`
-    naming-game requests open: the body agentsim's OpenAI backend sends, with seeds varied."""
+def plain_client(url: str, concurrency: int, bodies: list[dict[str, Any]]) -> tuple[float, float]:
+    """Requests/s and generated tokens/s of a bare aiohttp client keeping `concurrency` requests
+    open, sending `bodies`: the very requests agentsim sent (prompts, sampling, seeds, grammar,
+    logprobs), so the server does the same work for both."""
     import aiohttp
 
-    game = naming_game(24, 1).for_experiment(1)
-    model = OpenAIModel(name="plain", model="smollm2", api_key="EMPTY", base_url=url)
-    situation = NamingSituation(("Q", "M"), (("Q", "M", -50), ("M", "M", 100)))
-    sampling = game.params.sampling()
-
-    def body(seed: int) -> dict[str, Any]:
-        arguments = model.arguments(Request(messages=game.messages(situation), sampling=sampling, seed=seed,
-                                            options=situation.options, grammar=game.grammar()))
-        return {**arguments, **arguments.pop("extra_body", {})}  # what the SDK sends
-
     async def hammer() -> tuple[float, float]:
-        done = tokens = 0
-        seeds = iter(range(10**9))
+        tokens = 0
+        queue = list(reversed(bodies))
         async with aiohttp.ClientSession() as session:
-            end = time.perf_counter() + seconds
 
             async def worker() -> None:
-                nonlocal done, tokens
-                while time.perf_counter() < end:
-                    async with session.post(url + "/chat/completions", json=body(next(seeds))) as response:
+                nonlocal tokens
+                while queue:
+                    body = queue.pop()
+                    async with session.post(url + "/chat/completions", json=body) as response:
                         answer = await response.json()
-                    done += 1
                     tokens += int(answer["usage"]["completion_tokens"])
 
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             wall = time.perf_counter() - started
-        await model.aclose()
-        return done / wall, tokens / wall
+        return len(bodies) / wall, tokens / wall
 
     return asyncio.run(hammer())
 
 
 def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -> dict[str, Any]:
+    """The naming game through the OpenAI backend, no response cache; every request body is kept."""
     spec = f"openai:smollm2@{url}"
     options = BackendOptions(limits=Limits(max_in_flight=4 * slots), cache=False, timeout_s=120,
                              retry=RetryPolicy(max_attempts=4))
@@ -115,13 +104,26 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
                                              llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
+    backend = layer(experiment.backends[spec], OpenAIModel)
+    assert isinstance(backend, OpenAIModel) and isinstance(limiter, LimitedModel)
+    bodies: list[dict[str, Any]] = []
+    build = backend.arguments
+
+    def recorded(request: Request) -> dict[str, Any]:
+        arguments = build(request)
+        if request.options:  # not the start-up probe
+            bodies.append({**arguments, **arguments.get("extra_body", {})})
+            bodies[-1].pop("extra_body", None)
+        return arguments
+
+    backend.arguments = recorded  # type: ignore[method-assign]
     wall = time.perf_counter()
     asyncio.run(experiment.run())
     wall = time.perf_counter() - wall
     (run,) = json.loads((out / "summary.json").read_text())["runs"]
     usage = run["usage_by_backend"][spec]
     return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter,
-            "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"]}
+            "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies}
 
 
 def main(options: Any) -> None:
@@ -130,17 +132,21 @@ def main(options: Any) -> None:
         raise SystemExit(f"no llama-server at {binary}: run backends/llamacpp/launch.sh build (or --llama-server PATH)")
     threads = options.threads or os.cpu_count() or 1
     print(f"llama-server ({binary}), SmolLM2-135M-Instruct Q4_1, {threads} threads; naming game N {options.agents}, "
-          f"{options.rounds} rounds, constrained decoding, no response cache; plain client {options.seconds:g} s")
+          f"{options.rounds} rounds, constrained decoding, no response cache")
     with tempfile.TemporaryDirectory() as scratch:
         for slots in (1, 2, 4):
             port = _free_port()
-            server = start_llama_server(binary, slots, threads, port)
             url = f"http://127.0.0.1:{port}/v1"
+            server = start_llama_server(binary, slots, threads, port)
             try:
-                plain_client(url, slots, 2.0)  # warm-up: the first requests load and page in the model
-                requests, tokens = plain_client(url, slots, options.seconds)
                 result = agentsim_run(url, slots=slots, agents=options.agents, rounds=options.rounds,
                                       out=Path(scratch) / f"slots-{slots}")
+            finally:
+                server.terminate()
+                server.wait(10)
+            server = start_llama_server(binary, slots, threads, port)  # the same cold start for the plain client
+            try:
+                requests, tokens = plain_client(url, slots, result["bodies"])
             finally:
                 server.terminate()
                 server.wait(10)

@@ -255,7 +255,6 @@ def main() -> None:
                              "(benchmarks/llama_throughput.py; N 24 and 3 rounds unless given)")
     parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
     parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="how long the plain client runs per setting")
     options = parser.parse_args()
     if options.server == "llama":
         import llama_throughput
