@@ -112,8 +112,9 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     for view in sorted(shown, key=lambda view: view.run):
         shares = view.metrics.get("shares") or {}
         leading = max(shares, key=shares.__getitem__) if shares else "-"
+        success = f"{view.metrics['success_rate']:.0%}" if "success_rate" in view.metrics else "-"  # none: not 0%
         table.add_row(str(view.run), str(view.seed), *((view.cell,) if cells else ()), view.status,
-                      f"{view.rounds_done}/{view.max_rounds}", f"{view.metrics.get('success_rate', 0):.0%}", leading,
+                      f"{view.rounds_done}/{view.max_rounds}", success, leading,
                       view.stop_reason or "")
     hidden = [view for view in runs if view not in shown]
     waiting = max(0, planned - len(runs))

@@ -321,8 +321,12 @@ def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
     text = shown.stdout
     assert "== Month 1" in text and "== Month 2" in text and "Mayor: Ladies and gentlemen" in text
     assert "Agreed limit:" in text and "Harvest: John wanted" in text and "Reflection, John:" in text
-    prompts = cli("commons-transcript", str(out), "--run", "4", "--prompts")  # the no-communication variant
-    assert prompts.returncode == 0 and "[system]" in prompts.stdout and "opportunity to communicate" not in prompts.stdout
+    prompts = cli("transcript", str(out), "--run", "4")  # every call's prompt: the no-communication cell's
+    assert prompts.returncode == 0, prompts.stderr
+    assert "[system]" in prompts.stdout and "Date: 2024-02-01" in prompts.stdout
+    assert "opportunity to communicate" not in prompts.stdout and "Ladies and gentlemen" not in prompts.stdout
+    talk = cli("transcript", str(out), "--run", "1")
+    assert "opportunity to communicate" in talk.stdout and "Conversation conclusion by me:" in talk.stdout
     assert cli("commons-transcript", str(out), "--run", "9").returncode == 2
 
 

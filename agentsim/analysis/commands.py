@@ -7,7 +7,7 @@
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
-    commons-transcript DIR  a GovSim commons run month by month (or every prompt, with --prompts)
+    commons-transcript DIR  a GovSim commons run month by month: harvests, discussion, limit, insights
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
@@ -242,15 +242,13 @@ def transcript(argv: list[str]) -> int:
     return 0
 
 
-@_command("commons-transcript", "a GovSim commons run month by month (or every prompt, with --prompts)")
+@_command("commons-transcript", "a GovSim commons run month by month: harvests, discussion, limit, insights")
 def commons_transcript(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim commons-transcript",
                      description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
     parser.add_argument("directory", help="a commons run's output directory")
     parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
-    parser.add_argument("--prompts", action="store_true", help="every call's exact messages and replies instead")
     options = parser.parse_args(argv)
-    from ..games.commons import CommonsGame
     from ..games.commons.transcript import transcript
     from .recorded import find_experiments
 
@@ -259,12 +257,8 @@ def commons_transcript(argv: list[str]) -> int:
     if not experiments:
         raise UserError(f"no commons run under '{options.directory}'; run scenarios/commons_fishing.py first")
     experiment = experiments[0]
-    scenario = experiment.scenario
-    if not isinstance(scenario, CommonsGame):
-        scenario = CommonsGame(CommonsGame.Params(**{key: tuple(value) if isinstance(value, list) else value
-                                                    for key, value in experiment.params.items()}))
     try:
-        for line in transcript(experiment.store, scenario, options.run, prompts=options.prompts):
+        for line in transcript(experiment.store, options.run, str(experiment.params.get("resource", "fishing"))):
             print(line)
     except KeyError as error:
         raise UserError(f"{error.args[0]}; pick one with --run") from None
