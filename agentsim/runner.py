@@ -220,7 +220,8 @@ class Experiment:
                 store.close()
                 raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
             for key, value in identity.items():
-                if recorded and recorded.get(key) != value:
+                # (a directory whose experiment recorded no run yet is started afresh)
+                if recorded and config.resume and recorded.get(key) != value:
                     store.close()
                     raise OutputDirError(
                         f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
