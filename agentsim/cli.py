@@ -18,34 +18,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import math
 import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import RunStopped, ScenarioFileError, UserError
+from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
+from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
 from .llm.health import HealthPolicy
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
+from .params import finite_float
 from .runner import Experiment, ExperimentConfig
 from .scenario import Scenario
+from .scenario_files import load_scenario, parse_overrides
 from .secrets import redact
 from .variants import pinned_variants
 
-EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-
-# Subcommands (`report`, `transcript`, ...): name -> main(argv) returning an exit code, and a
-# one-line summary for `--help` (else the first line of main's docstring).
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
-SUBCOMMAND_HELP: dict[str, str] = {}
 
 
 def _subcommands_help() -> str:
@@ -54,18 +50,6 @@ def _subcommands_help() -> str:
         summary = SUBCOMMAND_HELP.get(name) or (SUBCOMMANDS[name].__doc__ or "").strip().split("\n")[0]
         lines.append(f"  {name:<19} {summary}")
     return "\n".join(lines)
-
-
-def finite_float(text: str) -> float:
-    """An argparse type: a number that is neither NaN nor infinite (they pass every range
-    check the wrong way: `--checkpoint-seconds nan` silently turned checkpoints off)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
-    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -261,51 +245,6 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> P
     return base / time.strftime("%Y%m%d-%H%M%S")
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, str]:
-    overrides = {}
-    for pair in pairs:
-        key, separator, value = pair.partition("=")
-        if not separator or not key.strip():
-            raise UserError(f"--set takes KEY=VALUE (got '{pair}')")
-        overrides[key.strip()] = value.strip()
-    return overrides
-
-
-def load_scenario(path: str | Path) -> tuple[Scenario[Any], Any]:
-    """The scenario a file defines: its `scenario` variable, else its one Scenario object, else
-    its one Scenario subclass (built with default parameters)."""
-    file = Path(path)
-    if not file.is_file():
-        raise ScenarioFileError(f"scenario file '{path}' not found; give the path to a scenario file such as scenarios/naming_game.py")
-    name = f"agentsim_scenarios.{file.stem}"
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # checkpoints may pickle objects of classes the file defines
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as error:
-        raise ScenarioFileError(f"scenario file '{path}' has a syntax error at line {error.lineno}: {error.msg}; fix the file") from None
-    except UserError as error:
-        raise ScenarioFileError(f"scenario file '{path}': {error}") from None
-    except Exception as error:  # the file's own code failed: report it as the user's to fix
-        raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
-    candidate = getattr(module, "scenario", None)
-    if isinstance(candidate, Scenario):
-        return candidate, module
-    objects = [value for value in vars(module).values() if isinstance(value, Scenario)]
-    if len(objects) == 1:
-        return objects[0], module
-    classes = [value for value in vars(module).values()
-               if isinstance(value, type) and issubclass(value, Scenario) and value.__module__ == name]
-    if not objects and len(classes) == 1:
-        return classes[0](), module
-    raise ScenarioFileError(
-        f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
-        f"assign the one to run to a variable named `scenario`")
-
-
 def _reason(error: BaseException) -> str:
     return redact(getattr(error, "strerror", None) or str(error) or type(error).__name__)
 
@@ -313,9 +252,6 @@ def _reason(error: BaseException) -> str:
 def _user_error(error: UserError) -> int:
     print(f"agentsim: error: {error}", file=sys.stderr)
     return EXIT_USER_ERROR
-
-
-from .analysis import commands as _analysis_commands  # noqa: E402,F401  (registers report, bias, critical-mass, ...)
 
 
 if __name__ == "__main__":  # pragma: no cover

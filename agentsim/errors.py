@@ -21,6 +21,8 @@ error kinds, not from request objects.
 
 from __future__ import annotations
 
+EXIT_USER_ERROR = 2  # the exit status of a UserError, from `python -m agentsim` and its subcommands
+
 
 class AgentsimError(Exception):
     """Base class of every error agentsim raises on purpose."""

@@ -253,7 +253,7 @@ class LogView:
                     self.ended.add(view.run)
                     ended = self.log.info if view.status == "done" else self.log.warning
                     ended("run_ended", status=view.status, stop_reason=view.stop_reason,
-                                  **fields, **{label: text for label, text in view.metrics.get("lines", [])})
+                                  **fields, **dict(view.metrics.get("lines", [])))
             elif now - self.last.get(view.run, 0.0) >= self.every:
                 self.last[view.run] = now
                 self.log.info("run_progress", **fields, elapsed_s=round(now - self.started, 1),

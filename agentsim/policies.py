@@ -7,9 +7,9 @@ fallback; nothing is dropped silently and every attempt is a CallRecord.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BackendError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
@@ -27,12 +27,6 @@ class Policy(Protocol):
     immediate: bool  # decides without suspending (no I/O), so encounters need no concurrency
 
     async def decide(self, agent: PopulationAgent, situation: Any) -> Decision: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class InvalidReplyPolicy:
-    max_reasks: int = 2
-    fallback: str = "random"  # what the game's fallback hook implements: random, previous or none
 
 
 class LLMPolicy:
@@ -56,9 +50,9 @@ class LLMPolicy:
         model = agent.model
         game = model.scenario
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
-        # messages, sampling, seed, options, replicate, grammar (by position: keywords cost more)
-        request = Request(game.messages(situation), self.sampling, agent.next_call_seed(), situation.options,
-                          model.replicate, self.grammar)
+        request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
+                          options=situation.options, replicate=model.replicate, grammar=self.grammar,
+                          situation=situation)
         context = game.encode(situation)
         calls: list[CallRecord] = []
         for attempt in range(self.max_reasks + 1):

@@ -7,13 +7,11 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
-import gc
 import json
 import math
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,7 +33,7 @@ from .llm.stack import layer
 from .model import BackendShare, PopulationModel
 from .scenario import Scenario
 from .secrets import redact, strip_credentials
-from .store import DATABASE, Recorder, Store
+from .store import DATABASE, SAME_DRAWS_SINCE, Recorder, Store
 from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
@@ -219,6 +217,12 @@ class Experiment:
             if config.resume and not recorded:
                 store.close()
                 raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
+            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
+                store.close()
+                raise OutputDirError(
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
             for key, value in identity.items():
                 # (a directory whose experiment recorded no run yet is started afresh)
                 if recorded and config.resume and recorded.get(key) != value:
@@ -286,10 +290,6 @@ class Experiment:
         return self.variant_scenarios[variant], seed, variant
 
     async def run(self) -> list[dict[str, Any]]:
-        with relaxed_gc():
-            return await self._run()
-
-    async def _run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
                          "runs": self.config.runs, "out": str(self.config.out)})
         ignored = self.standin_ignored()
@@ -473,6 +473,7 @@ class Experiment:
 
     def _write_summary(self) -> None:
         experiment = self.store.experiment()
+        runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
         document: dict[str, Any] = {
             "scenario": experiment.get("scenario"),
             "backend": experiment.get("backend"),
@@ -481,12 +482,12 @@ class Experiment:
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
-            "runs": [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]],
+            "runs": runs,
         }
         ignored = self.standin_ignored()
         if ignored:
             document["standin_ignored"] = ignored
-        document["usage_by_backend"] = _sum_usage(document["runs"])
+        document["usage_by_backend"] = _sum_usage(runs)
         document["limiter_by_backend"] = self._limiter_stats()
         if self.stopped_by is not None:
             status, reason = run_outcome(self.stopped_by)
@@ -544,23 +545,6 @@ def _describe_options(options: BackendOptions) -> dict[str, Any]:
             "deadline_s": options.retry.deadline_s, "max_in_flight": limits.max_in_flight, "rpm": limits.rpm,
             "tpm": limits.tpm, "adaptive": limits.adaptive, "cache": options.cache, "replay": options.replay,
             "max_calls": options.max_calls, "max_cost_usd": options.max_cost_usd}
-
-
-@contextlib.contextmanager
-def relaxed_gc(young: int = 100_000) -> Iterator[None]:
-    """Collect cycles less often while runs go. Every decision allocates a few dozen small
-    objects, none of which form cycles, and at the default threshold (700) the collector took
-    a fifth of the engine's time; and what exists before the runs start (imported modules,
-    some hundred thousand objects) is frozen out of the full collections that would walk it
-    again and again."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip((young, 50, 50), thresholds)))
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
 
 
 def code_version() -> str:

@@ -15,12 +15,14 @@ between generations) is a new scenario, not a new scheduler:
     stop_reason(model)        why the run should stop now, or None
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
-Prompted games also implement `PromptedGame`, which is what an LLM policy needs from them.
+A game whose agents ask a language model (`policies.LLMPolicy`) also implements the prompt
+hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `rebuild_messages`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from .llm.base import Message
 from .params import Params
@@ -40,24 +42,6 @@ class Parsed(NamedTuple):
 
     action: str | None
     problem: str | None = None
-
-
-class PromptedGame(Protocol):
-    """What an LLM policy asks of the game whose situation it is deciding."""
-
-    def messages(self, situation: Any) -> tuple[Message, ...]: ...
-
-    def parse(self, text: str, situation: Any) -> Parsed: ...
-
-    def reminder(self, situation: Any, parsed: Parsed) -> str: ...
-
-    def fallback(self, situation: Any, unit: float) -> str | None: ...
-
-    def salvage(self, reply: str, situation: Any) -> str | None:
-        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
-        ...
-
-    def encode(self, situation: Any) -> str: ...
 
 
 class Scenario(Generic[P]):
@@ -142,7 +126,7 @@ class Scenario(Generic[P]):
     def max_rounds(self) -> int:
         return int(getattr(self.params, "max_rounds", 0))
 
-    def standin_rules(self) -> list[StandInRule]:
+    def standin_rules(self) -> Sequence[StandInRule]:
         """The rules the built-in stand-in backend answers this scenario's prompts with."""
         return []
 
@@ -150,6 +134,31 @@ class Scenario(Generic[P]):
         """Parameters the stand-in's rule does not read (payoffs, sampling): a run that changes
         them warns that on the stand-in they change nothing a language model would see."""
         return ()
+
+    # --- the prompt hooks an LLM policy (policies.LLMPolicy) calls, for games that prompt ------
+    def messages(self, situation: Any) -> tuple[Message, ...]:
+        """What the agent is asked, for the situation `start` gave it."""
+        raise NotImplementedError
+
+    def parse(self, text: str, situation: Any) -> Parsed:
+        """The action a reply answers with, or the problem that makes it unusable."""
+        raise NotImplementedError
+
+    def reminder(self, situation: Any, parsed: Parsed) -> str:
+        """The user turn that re-asks after an unusable reply."""
+        raise NotImplementedError
+
+    def salvage(self, reply: str, situation: Any) -> str | None:
+        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
+        return None
+
+    def fallback(self, situation: Any, unit: float) -> str | None:
+        """The recorded fallback once re-asks are spent; `unit` is a uniform draw from the seed."""
+        raise NotImplementedError
+
+    def encode(self, situation: Any) -> str:
+        """The situation in a few bytes for the store; `rebuild_messages` must rebuild from it."""
+        raise NotImplementedError
 
     def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
         """The exact messages of a recorded call, from its stored context and the replies of

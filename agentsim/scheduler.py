@@ -303,7 +303,7 @@ class SequenceScheduler(_Base):
         try:
             outcome = await self.model.scenario.play(self.model, encounter)
             self._apply_now(encounter, outcome)
-        except Exception as error:  # noqa: BLE001 - handed to the run's loop, which raises it
+        except Exception as error:
             if self.failure is None:
                 self.failure = error
         del self.running[encounter.t]

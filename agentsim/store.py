@@ -37,7 +37,7 @@ import sqlite3
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +52,12 @@ DATABASE = "agentsim.db"
 # SQLite's application_id of an agentsim database ("AGSM"): agentsim never writes into a file
 # that is not its own. Databases written before it was set carry 0 and agentsim's tables.
 APPLICATION_ID = 0x4147534D
-# The layout's version, in `experiment`: 2 added decisions.fallback (and the application_id).
-STORE_VERSION = 2
+# The store's version, in `experiment`: 2 added decisions.fallback (and the application_id); 3
+# draws option orders with `random.Random.sample` on the run's generator (before, one draw was
+# decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
+# continued: its remaining encounters would be drawn by another process.
+STORE_VERSION = 3
+SAME_DRAWS_SINCE = 3
 
 _MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
     SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
@@ -151,6 +155,8 @@ class Store:
             if self.connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
                 self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.connection.executescript(_SCHEMA)
+            # The version the file was written with, before `_upgrade` brings it to this one's layout.
+            self.written_version = self._recorded_version() if existing else STORE_VERSION
             self._upgrade()
         except BaseException:
             self.connection.close()
@@ -172,6 +178,10 @@ class Store:
         if verdict != "ok":
             raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: restore it from a copy, "
                                     f"or record into a new --out DIR")
+
+    def _recorded_version(self) -> int:
+        row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
+        return int(row[0]) if row else 1
 
     def _upgrade(self) -> None:
         """Bring a database written by an earlier agentsim to this layout."""
@@ -195,7 +205,7 @@ class Store:
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
             try:
                 pickle.loads(zlib.decompress(blob))
-            except Exception as error:  # noqa: BLE001  (a damaged blob fails in zlib or pickle, in many ways)
+            except Exception as error:
                 raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({type(error).__name__}); "
                                         f"nothing was changed: restore the database from a copy, or record into a "
                                         f"new --out DIR") from None
@@ -306,4 +316,4 @@ class _Transaction:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

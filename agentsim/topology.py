@@ -80,7 +80,7 @@ class Topology:
 
 def lattice_shape(size: int) -> tuple[int, int]:
     """The most nearly square rows × columns factorisation of size."""
-    rows = int(math.isqrt(size))
+    rows = math.isqrt(size)
     while rows > 1 and size % rows:
         rows -= 1
     return rows, size // rows

@@ -8,9 +8,11 @@ that was sent (a second, untimed run with the same seed).
 
     python benchmarks/engine.py [--agents 1000] [--rounds 100] [--skip-verify]
 
-Targets (one core): at least 20,000 decisions per second, at most 400 bytes per interaction.
-A shared host's timings swing by a third from run to run, so the run is timed `--repeat`
-times (3) and the median and the best are printed.
+Targets (one core): at least 20,000 decisions per second, at most 400 bytes per interaction,
+and at most 3x the time of a bare Python loop doing the same work (`bare_loop`: the same
+game, prompt text, stand-in rule, reply parsing and SQLite rows, written as one function with
+no framework). A shared host's timings swing by a third from run to run, so each is timed
+`--repeat` times (3) and the median and the best are printed; the ratio is of the bests.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import random
+import re
+import sqlite3
 import shutil
 import sys
 import tempfile
@@ -95,6 +100,82 @@ def verify_prompts(agents: int, rounds: int, pairing: str, directory: Path) -> i
     return checked
 
 
+_SYSTEM = ("Context: Player 1 is playing a multi-round partnership game with Player 2 for 100 rounds. At each "
+           "round, Player 1 and Player 2 simultaneously pick an action from the following values: {options}. The "
+           "payoff that both players get is determined by the following rule:\n1. If Players play the SAME action as "
+           "each other, they will both be REWARDED with payoff +100 points.\n2. If Players play DIFFERENT actions to "
+           "each other, they will both be PUNISHED with payoff -50 points.\nThe objective of each Player is to "
+           "maximize their own accumulated point tally, conditional on the behavior of the other player.\n{history}"
+           "It is now round {round}. The current score of Player 1 is {score}. Answer saying which value Player 1 "
+           "should pick. Please think step by step before making a decision. Remember, examining history explicitly "
+           "is important. Write your answer using the following format: {{'value': <VALUE_OF_PLAYER_1>; 'reason': "
+           "<YOUR_REASON>}}.")
+_ENTRY = "{{'round': {round}, 'Player 1': {own}, 'Player 2': {partner}, 'payoff': {payoff}}}"
+_REPLY = re.compile(r"'value': ([^;]*);")
+
+
+def bare_loop(agents: int, rounds: int, directory: Path) -> tuple[float, int]:
+    """The yardstick: the same work as the engine's run, as one plain function. Every
+    population round pairs the agents at random; each agent of a pair is shown the prompt
+    (options shuffled, its last five interactions and score), answers by the stand-in's rule
+    (win-stay, else the name partners played most, else a random name), and its reply is
+    parsed back; payoffs, memories and the encounter and decision rows (in SQLite, committed
+    every round) follow. Returns the wall seconds and the decisions made."""
+    rng = random.Random(1)
+    names = tuple("ABCDEFGHIJ")
+    memories: list[list[tuple[str, str, int]]] = [[] for _ in range(agents)]
+    directory.mkdir(parents=True)
+    database = sqlite3.connect(directory / "bare.db")
+    database.execute("CREATE TABLE encounters (t INTEGER PRIMARY KEY, round INTEGER, outcome INTEGER)")
+    database.execute("CREATE TABLE decisions (t INTEGER, agent INTEGER, action TEXT, payoff INTEGER, context TEXT, "
+                     "reply TEXT, prompt_tokens INTEGER, PRIMARY KEY (t, agent)) WITHOUT ROWID")
+    started, t, decisions = time.perf_counter(), 0, 0
+    for round_ in range(rounds):
+        order = list(range(agents))
+        rng.shuffle(order)
+        encounter_rows, decision_rows = [], []
+        for first, second in zip(order[0::2], order[1::2]):
+            said: list[tuple[int, str | None, str, str, int]] = []
+            for agent in (first, second):
+                memory = memories[agent][-5:]
+                options = rng.sample(names, len(names))
+                history = ""
+                if memory:
+                    entries = "\n".join(_ENTRY.format(round=number, own=own, partner=partner, payoff=payoff)
+                                        for number, (own, partner, payoff) in enumerate(memory, start=1))
+                    history = "This is the history of choices in past rounds:\n" + entries + "\n"
+                prompt = _SYSTEM.format(options=f"[{', '.join(options)}]", history=history, round=len(memory) + 1,
+                                        score=sum(payoff for *_, payoff in memory))
+                if memory and memory[-1][0] == memory[-1][1]:
+                    name = memory[-1][0]
+                elif memory:
+                    counts: dict[str, int] = {}
+                    for _, partner, _ in memory:
+                        counts[partner] = counts.get(partner, 0) + 1
+                    most = max(counts.values())
+                    name = next(partner for _, partner, _ in reversed(memory) if counts[partner] == most)
+                else:
+                    name = rng.choice(names)
+                reply = f"{{'value': {name}; 'reason': 'it worked last round'}}"[:24]
+                match = _REPLY.search(reply)
+                said.append((agent, match.group(1) if match else None, "".join(options), reply, (len(prompt) + 3) // 4))
+            first_name, second_name = said[0][1], said[1][1]
+            payoff = 100 if first_name == second_name else -50
+            memories[first].append((first_name, second_name, payoff))
+            memories[second].append((second_name, first_name, payoff))
+            encounter_rows.append((t, round_, int(payoff > 0)))
+            for agent, name, context, reply, tokens in said:
+                decision_rows.append((t, agent, name, payoff, context, reply, tokens))
+            t += 1
+            decisions += 2
+        database.executemany("INSERT INTO encounters VALUES (?, ?, ?)", encounter_rows)
+        database.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decision_rows)
+        database.commit()
+    wall = time.perf_counter() - started
+    database.close()
+    return wall, decisions
+
+
 def host_speed() -> float:
     """Nanoseconds per iteration of a plain Python loop. Hosts differ in single-core speed by
     two or three times, so the engine's figures are printed with this one's."""
@@ -117,7 +198,11 @@ def main() -> None:
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="agentsim-bench-"))
     try:
-        results = [timed_run(options.agents, options.rounds, options.pairing, work / f"timed{number}") for number in range(options.repeat)]
+        # The engine and the bare loop take turns, so that a busy stretch of a shared host slows both.
+        results, bare = [], []
+        for number in range(options.repeat):
+            results.append(timed_run(options.agents, options.rounds, options.pairing, work / f"timed{number}"))
+            bare.append(bare_loop(options.agents, options.rounds, work / f"bare{number}"))
         interactions, size = results[0][2], results[0][3]
         decisions = 2 * interactions
         rates = sorted(decisions / wall for _, wall, _, _ in results)
@@ -129,6 +214,9 @@ def main() -> None:
         print(f"  decisions per second      {rates[median]:,.0f} median, {rates[-1]:,.0f} best of {len(results)}")
         print(f"  CPU µs per decision       {cpus[median]:.1f} median, {cpus[0]:.1f} best")
         print(f"  stored bytes/interaction  {size / interactions:.0f}  ({size / 1e6:.1f} MB)")
+        bare_rates = sorted(count / wall for wall, count in bare)
+        print(f"  bare loop, same work      {bare_rates[median]:,.0f} median, {bare_rates[-1]:,.0f} best decisions/s")
+        print(f"  engine time / bare loop   {bare_rates[-1] / rates[-1]:.2f}x (best against best; must stay under 3x)")
         print(f"  host: plain Python loop   {host_speed():.0f} ns per iteration (for comparing hosts)")
         if not options.skip_verify:
             checked = verify_prompts(options.agents, options.rounds, options.pairing, work / "verify")

@@ -28,13 +28,12 @@ second against C / service time). Targets: at least 0.8 of the width at N 24
 (the population, not the server, is the limit there), at least 0.9 of the capacity at N 200
 and 1000.
 
-Each OpenAI run prints the route its calls took: `direct` (the SDK builds its request once;
-each body goes out with it over one aiohttp session, see agentsim/llm/openai_routes.py) or
-`sdk` (every call through `AsyncOpenAI.post`). `--only sdk` runs the clean setting on the SDK
-route, for comparison: the difference is what rebuilding the request per call costs.
+The OpenAI backend's calls go through the SDK's public API
+(`chat.completions.with_raw_response.create`); the TGI run's client CPU against it is what the
+SDK costs per call.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
-                                    [--only openai|429|tgi|sdk]
+                                    [--only openai|429|tgi|scheduler]
 
 Timings on a shared host swing from run to run; the run is timed once per setting (a run is
 thousands of calls). Prints figures; asserts nothing timed.
@@ -106,9 +105,7 @@ def warm_up(url: str) -> None:
 
 
 def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
-             provider: str = "openai", direct: bool = True, max_in_flight: int | None = None) -> dict[str, Any]:
-    from agentsim.llm.openai_backend import OpenAIModel
-
+             provider: str = "openai", max_in_flight: int | None = None) -> dict[str, Any]:
     spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
     scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none",
                           max_in_flight=max_in_flight or agents // 2)
@@ -117,9 +114,6 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: 
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1, llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
-    backend = layer(experiment.backends[spec], OpenAIModel)
-    if isinstance(backend, OpenAIModel):
-        backend.direct = direct  # read on the first call
     cpu, wall = time.process_time(), time.perf_counter()
     asyncio.run(experiment.run())
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -130,16 +124,15 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: 
     unanswered = connection.execute("SELECT COUNT(*) FROM moves m WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE "
                                      "c.run = m.run AND c.t = m.t AND c.agent = m.agent AND c.error IS NULL)").fetchone()[0]
     connection.close()
-    route = backend.route.name if isinstance(backend, OpenAIModel) and backend.route is not None else None
     return {"run": run, "wall": wall, "cpu": cpu, "times_ok": times == list(range(agents // 2 * rounds)),
-            "unanswered": unanswered, "limiter": limiter, "route": route}
+            "unanswered": unanswered, "limiter": limiter}
 
 
 def report(label: str, result: dict[str, Any], capacity: int, service_time: float, requests: int) -> None:
     run, wall, cpu = result["run"], result["wall"], result["cpu"]
     calls = run["calls"]
     ceiling = capacity / service_time
-    print(f"{label}:" + (f" (route: {result['route']})" if result["route"] else ""))
+    print(f"{label}:")
     print(f"  {run['interactions']} interactions, {calls} answered calls, {requests} requests reached the server, "
           f"{wall:.2f} s")
     print(f"  throughput: {requests / wall:.0f} requests/s = {requests / wall / ceiling:.2f} of capacity "
@@ -254,17 +247,14 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi", "sdk", "scheduler"], default=None,
-                        help="run one setting only; sdk: the clean setting with every call through AsyncOpenAI.post; "
-                             "scheduler: the concurrency figures at N 24, 200 and 1000")
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler"], default=None,
+                        help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     options = parser.parse_args()
     print(f"N {options.agents}, {options.rounds} population rounds, server capacity {options.capacity}, "
           f"service {options.service_time:g} s, agentsim cap {options.cap}, cache {'off' if options.no_cache else 'on'}")
     settings = [("openai", "OpenAI backend, clean", "openai", []),
                 ("429", "OpenAI backend, 20% of requests answered 429", "openai", ["429=0.2"]),
                 ("tgi", "reference: TGI backend (our stack on plain aiohttp, no SDK), clean", "tgi", [])]
-    if options.only == "sdk":
-        settings = [("sdk", "reference: OpenAI backend, every call through AsyncOpenAI.post, clean", "openai", [])]
     with tempfile.TemporaryDirectory() as scratch:
         for number, (name, label, provider, faults) in enumerate(settings):
             if options.only and options.only != name:
@@ -275,8 +265,7 @@ def main() -> None:
                 before = process_cpu_seconds(server.pid)
                 cache = None if options.no_cache else Path(scratch) / f"cache-{number}.db"
                 result = run_once(url, agents=options.agents, rounds=options.rounds, cap=options.cap,
-                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider,
-                                  direct=name != "sdk")
+                                  out=Path(scratch) / f"out-{number}", cache=cache, provider=provider)
                 requests = server_requests(url)
                 report(label, result, options.capacity, options.service_time, requests)
                 after = process_cpu_seconds(server.pid)

@@ -67,7 +67,10 @@ def run_experiment(scenario: Scenario[Any], out: Path, *, seed: int = 1, runs: i
     return asyncio.run(experiment.run())
 
 
-def dump(database: Path, *, tables: tuple[str, ...] = ("runs", "agents", "encounters", "decisions", "rounds")) -> dict[str, list[tuple[Any, ...]]]:
+TABLES = ("runs", "agents", "encounters", "decisions", "rounds")
+
+
+def dump(database: Path, *, tables: tuple[str, ...] = TABLES) -> dict[str, list[tuple[Any, ...]]]:
     """Every recorded row of `tables`, in key order, without the wall-clock columns (and
     without the latency figures inside run summaries)."""
     connection = sqlite3.connect(database)

@@ -15,7 +15,7 @@ from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "backends"))
 
-from standin_server import ServerConfig, StandInServer  # noqa: E402
+from standin_server import ServerConfig, StandInServer
 
 
 class ServerThread:

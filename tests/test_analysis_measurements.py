@@ -14,8 +14,7 @@ from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import js_distance_from_uniform, proportion_interval
 from agentsim.analysis.strategies import strategy_table
-from agentsim.games.naming import NamingGame, NamingSituation
-from agentsim.games.naming import FirstChoiceProbe, StrategyProbe
+from agentsim.games.naming import FirstChoiceProbe, NamingGame, NamingSituation, StrategyProbe
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
@@ -58,7 +57,7 @@ def test_individual_bias_is_read_back_from_a_recorded_probe(tmp_path: Path) -> N
     run_experiment(probe, tmp_path / "probe", seed=2)
     ((key, test),) = individual_bias(find_experiments(tmp_path)).items()
     assert key[1] == ("M", "Q") and test.samples == 20 * 50
-    assert test.biased and test.p_value < 1e-6
+    assert test.biased and test.p_value < 1e-4  # 600 of 1000 gives p about 1e-10; 1e-4 leaves room for a seed's luck
     low, high = proportion_interval(dict(zip(test.names, test.counts))["M"], test.samples, confidence=0.999)
     assert low <= 0.6 <= high
 
@@ -107,14 +106,11 @@ class ReportingStandIn(StandInModel):
     def __init__(self, scenario: NamingGame) -> None:
         super().__init__(scenario.standin_rules())
         self.rule = scenario.standin_rules()[0]
-        self.template = scenario.template
 
     def answer(self, request: Request) -> Completion:
         completion = super().answer(request)
-        fields = self.template.read("system", request.messages[0].content, only=("options", "history"))
-        assert fields is not None
-        memory = self.template.findall("entry", fields.get("history") or "", "own", "partner")
-        completion.option_probabilities = self.rule.probabilities(NamingSituation(request.options, tuple(memory)))
+        assert isinstance(request.situation, NamingSituation)
+        completion.option_probabilities = self.rule.probabilities(request.situation)
         return completion
 
 

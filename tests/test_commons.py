@@ -59,11 +59,11 @@ def test_gain_and_equality_follow_the_papers_gini() -> None:
 
 
 def test_efficiency_compares_the_total_with_the_horizon_times_the_initial_sustainable_catch() -> None:
-    sustainable = [month(m, 100, 10, {i: 10 for i in range(5)}) for m in range(1, 13)]
+    sustainable = [month(m, 100, 10, dict.fromkeys(range(5), 10)) for m in range(1, 13)]
     assert efficiency(sustainable, 12, 50) == 1.0
-    greedy = [month(1, 100, 10, {i: 20 for i in range(5)}), month(2, 0, 0, {}, collapsed=True)]
+    greedy = [month(1, 100, 10, dict.fromkeys(range(5), 20)), month(2, 0, 0, {}, collapsed=True)]
     assert efficiency(greedy, 12, 50) == pytest.approx(100 / 600)
-    assert efficiency([month(m, 100, 10, {i: 20 for i in range(5)}) for m in range(1, 13)], 12, 50) == 1.0  # capped
+    assert efficiency([month(m, 100, 10, dict.fromkeys(range(5), 20)) for m in range(1, 13)], 12, 50) == 1.0  # capped
 
 
 def test_over_usage_counts_harvests_above_the_threshold_among_positive_ones_and_skips_fallbacks() -> None:
@@ -265,7 +265,8 @@ class KillMidDiscussion:
 
     def answer(self, request):
         text = request.messages[-1].content
-        if "Output format:" in text and "Date: 2024-03-01" in text and text.split("Conversation so far:")[-1].count("\\n-") >= 3 and not MARKER.exists():
+        conversation = text.split("Conversation so far:")[-1]
+        if "Output format:" in text and "Date: 2024-03-01" in text and conversation.count("\\n-") >= 3 and not MARKER.exists():
             MARKER.write_text("killed")
             os.kill(os.getpid(), signal.SIGKILL)
         return None

@@ -18,7 +18,7 @@ from helpers import ROOT, cli
 from test_local_backend import tiny_model  # noqa: F401  (the fixture)
 
 
-def test_a_short_commons_run_on_a_local_model_records_its_own_replies(tmp_path: Path, tiny_model: Path) -> None:  # noqa: F811
+def test_a_short_commons_run_on_a_local_model_records_its_own_replies(tmp_path: Path, tiny_model: Path) -> None:
     out = tmp_path / "out"
     result = cli(str(ROOT / "scenarios" / "commons_fishing.py"), "--backend", f"local:{tiny_model}", "--runs", "1",
                  "--set", "months=1", "--set", "agents=3", "--set", "max_tokens=16", "--set", "max_reasks=1",

@@ -61,7 +61,7 @@ class Scripted:
         else:
             round_ = int(re.search(r"It is now round (\d+)", user).group(1))  # type: ignore[union-attr]
             text = f"Justification: scripted.\nAnswer: {self.hunts[who][round_ - 1]}"
-        return Completion(text, 10, 10, self.name)
+        return Completion(text=text, prompt_tokens=10, completion_tokens=10, model=self.name)
 
     async def aclose(self) -> None:
         return None
@@ -114,7 +114,7 @@ def test_a_donor_sees_exactly_the_recipients_chain_and_nothing_more(tmp_path: Pa
     _, store = run(scenario, tmp_path / "out", backend=backend)
     donations = {}  # round -> {donor: (recipient, percent)}
     views = []
-    for t, context in store.rows("SELECT t, context FROM calls WHERE attempt = 0 ORDER BY t"):
+    for (context,) in store.rows("SELECT context FROM calls WHERE attempt = 0 ORDER BY t"):
         view = decode(context)
         if isinstance(view, DonorView):
             views.append(view)

@@ -20,7 +20,7 @@ from test_local_backend import tiny_model  # noqa: F401  (the fixture)
 from agentsim.games.evolution.prompts import DonorView, Task, decode
 
 
-def test_one_donor_generation_on_a_local_model_records_its_own_replies(tmp_path: Path, tiny_model: Path) -> None:  # noqa: F811
+def test_one_donor_generation_on_a_local_model_records_its_own_replies(tmp_path: Path, tiny_model: Path) -> None:
     out = tmp_path / "out"
     result = cli(str(ROOT / "scenarios" / "donor_game.py"), "--backend", f"local:{tiny_model}", "--runs", "1",
                  "--set", "condition=norms", "--set", "agents=2", "--set", "rounds=1", "--set", "games=1",

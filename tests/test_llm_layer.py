@@ -4,6 +4,7 @@ kinds and Retry-After, option probabilities, the cache key, retries and the limi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from typing import Any
 
@@ -199,7 +200,7 @@ def test_a_tight_tpm_lets_requests_through_in_turn() -> None:
             sent.append(asyncio.get_running_loop().time())
             return await super().complete(request)
 
-    request = Request((Message("user", "x" * 2000),), Sampling(max_tokens=10))  # about 510 tokens
+    request = Request(messages=(Message("user", "x" * 2000),), sampling=Sampling(max_tokens=10))  # about 510 tokens
     paced = LimitedModel(Clocked([]), Limits(max_in_flight=64, tpm=2000))
 
     async def many() -> None:
@@ -207,7 +208,7 @@ def test_a_tight_tpm_lets_requests_through_in_turn() -> None:
 
     _run_on_virtual_clock(many())
     assert sent[0] - 0 < 1, "the first request goes at once"
-    assert all(later - earlier < 60 for earlier, later in zip(sent, sent[1:])), "each waits its turn, not a minute"
+    assert all(later - earlier < 60 for earlier, later in itertools.pairwise(sent)), "each waits its turn, not a minute"
     assert max(sum(510 for t in sent if start <= t < start + 60) for start in sent) <= 2000
 
 

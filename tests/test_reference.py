@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import JitteryStandIn, dump, run_experiment
 
-from agentsim.games.naming import NamingGame
-from agentsim.games.naming import NamingStandIn
-from agentsim.seeding import derive_seed, shuffled, unit_uniforms
+from agentsim.games.naming import NamingGame, NamingStandIn
+from agentsim.seeding import derive_seed, unit_uniforms
 
 
 def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memory_length: int, interactions: int,
@@ -30,7 +29,7 @@ def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memo
         second = rng.randrange(agents - 1)
         second += second >= first
         chosen = {}
-        for agent, options in ((first, shuffled(rng, names)), (second, shuffled(rng, names))):
+        for agent, options in ((first, tuple(rng.sample(names, len(names)))), (second, tuple(rng.sample(names, len(names))))):
             call_seed = derive_seed(derive_seed(seed, agent), encounters[agent], 0)
             noise_die = unit_uniforms(call_seed, 3)[1] if noise else 1.0
             chosen[agent], _ = rule.choose(list(options), [(own, partner) for own, partner, _ in memories[agent]],
@@ -55,7 +54,7 @@ def test_max_in_flight_one_is_the_sequential_process(tmp_path: Path, jittery: bo
     run_experiment(game, tmp_path / "run", seed=5, backend=backend)
     rows = dump(tmp_path / "run" / "agentsim.db", tables=("decisions",))["decisions"]
     recorded: dict[int, list[tuple[int, str]]] = {}
-    for run, t, agent, attempt, action, *_ in rows:
+    for _, t, agent, _, action, *_ in rows:
         recorded.setdefault(t, []).append((agent, action))
 
     expected = sequential_reference(seed=5, agents=24, names=names, memory_length=5, interactions=interactions,

@@ -59,7 +59,7 @@ def test_the_anthropic_backend_sends_x_api_key() -> None:
         url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
         model = AnthropicModel(name="anthropic:m", model="m", api_key="third-party-key", base_url=url)
         try:
-            completion = await model.complete(Request((Message("user", "hi"),), Sampling(max_tokens=1)))
+            completion = await model.complete(Request(messages=(Message("user", "hi"),), sampling=Sampling(max_tokens=1)))
         finally:
             await model.aclose()
             await runner.cleanup()

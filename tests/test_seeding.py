@@ -19,24 +19,3 @@ def test_seeds_differ_by_every_part() -> None:
     seeds = {derive_seed(1, encounters, calls) for encounters in range(100) for calls in range(3)}
     assert len(seeds) == 300
     assert all(0 <= seed < 1 << 63 for seed in seeds)
-
-
-def test_shuffled_is_the_lehmer_decoding_of_one_draw() -> None:
-    """The tables only speed up decoding: every size gives the order a digit-by-digit decoding
-    of the same draw gives (so runs keep their option orders across versions)."""
-    import math
-
-    from agentsim.seeding import shuffled
-
-    def decoded(rng: random.Random, items: tuple[int, ...]) -> tuple[int, ...]:
-        pool, order = list(items), []
-        code = rng.randrange(math.factorial(len(pool)))
-        for base in range(len(pool), 0, -1):
-            code, position = divmod(code, base)
-            order.append(pool.pop(position))
-        return tuple(order)
-
-    for size in range(1, 13):
-        fast, plain = random.Random(size), random.Random(size)
-        items = tuple(range(size))
-        assert all(shuffled(fast, items) == decoded(plain, items) for _ in range(500)), size

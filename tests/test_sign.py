@@ -13,15 +13,14 @@ import pytest
 from helpers import ROOT, cli, run_experiment, run_model
 
 from agentsim.errors import ParameterError
-from agentsim.games.sign import SignGame, SignSituation, sign_grid
-from agentsim.games.sign import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, lexicon
+from agentsim.games.sign import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, SignGame, SignSituation, lexicon, sign_grid
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 from agentsim.records import Decision
-from agentsim.variants import pinned_variants
 from agentsim.scheduler import Encounter
 from agentsim.store import Store
+from agentsim.variants import pinned_variants
 
 NAMES = lexicon(12)
 
@@ -213,7 +212,8 @@ def test_grid_and_pinned_variants() -> None:
     ({"alpha": 1.5}, "alpha (the lose-shift probability) must be in [0, 1]"),
     ({"memory_length": -1}, "memory_length (K) must be >= 0"),
     ({"lexicon_size": 1}, "lexicon_size (M) must be at least 2"),
-    ({"pool_size": 4}, "set lexicon_size (M), not pool_size"),
+    ({"pool_size": 4}, "unknown parameter 'pool_size'"),  # SIGN's lexicon is C1..CM: lexicon_size (M)
+    ({"committed": 2}, "unknown parameter 'committed'"),
     ({"condition": "json"}, None),
 ])
 def test_impossible_parameters_say_what_to_fix(changes: dict[str, Any], fragment: str | None) -> None:
@@ -254,8 +254,8 @@ def test_a_bad_parameter_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_the_mixed_model_example_splits_agreement_by_model(tmp_path: Path) -> None:
-    from agentsim.cli import load_scenario
     from agentsim.analysis.sign import load_runs, models_table
+    from agentsim.cli import load_scenario
 
     scenario, module = load_scenario(ROOT / "examples" / "mixed_sign_models.py")
     assert [variant["condition"] for variant in module.VARIANTS] == ["nl", "nl-sw", "schema"]
@@ -289,8 +289,9 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_experiment(game, tmp_path / "cut", seed=2, checkpoint_seconds=0,
                        backend=lambda scenario: Interrupting(scenario.standin_rules()))
-    from agentsim.runner import Experiment, ExperimentConfig
     from helpers import Quiet
+
+    from agentsim.runner import Experiment, ExperimentConfig
 
     experiment = Experiment(ExperimentConfig(scenario=game, out=tmp_path / "cut", seed=2, resume=True), Quiet())
     experiment.open()
@@ -330,8 +331,9 @@ def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> 
 
 
 def test_an_impossible_variant_is_refused_before_the_output_directory_exists(tmp_path: Path) -> None:
-    from agentsim.runner import Experiment, ExperimentConfig
     from helpers import Quiet
+
+    from agentsim.runner import Experiment, ExperimentConfig
 
     config = ExperimentConfig(scenario=SignGame(max_rounds=2), out=tmp_path / "out",
                               variants=({"condition": "nl"}, {"alpha": 3.0}))

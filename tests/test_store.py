@@ -8,13 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_experiment
+from helpers import Quiet, dump, run_experiment
 
+from agentsim.errors import OutputDirError
 from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
+from agentsim.prompts import PromptTemplate
+from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.seeding import derive_seed
-from agentsim.store import Store
+from agentsim.store import STORE_VERSION, Store
 
 
 class Recording(StandInModel):
@@ -121,3 +124,46 @@ def test_every_shape_of_decision_row_is_written_whole(tmp_path: Path) -> None:
         (1, 1, 4, 0, "A", 100, None, "ctx4", "", 0, 0, 9, "timeout", None, 1),
         (1, 1, 5, 0, "A", 100, "A", "ctx5", "A", 8, 1, 30, None, '{"A": 0.75, "B": 0.25}', None),
     ]
+
+
+def test_a_store_from_before_the_new_option_draws_is_not_resumed(tmp_path: Path) -> None:
+    """Option orders were drawn differently before store version 3: continuing such a run would
+    mix two processes in one run, so resuming it stops with the fix, and the store is untouched."""
+    import sqlite3
+
+    scenario = NamingGame(agents=6, max_rounds=2)
+    run_experiment(scenario, tmp_path)
+    assert Store(tmp_path).experiment()["store_version"] == STORE_VERSION
+    with sqlite3.connect(tmp_path / "agentsim.db") as connection:
+        connection.execute("UPDATE experiment SET value = '2' WHERE key = 'store_version'")
+    before = dump(tmp_path / "agentsim.db")
+    config = ExperimentConfig(scenario=scenario, out=tmp_path, seed=1, resume=True)
+    with pytest.raises(OutputDirError, match=r"drew option orders differently \(store version 2"):
+        Experiment(config, Quiet()).open()
+    assert dump(tmp_path / "agentsim.db") == before
+
+
+def test_prompts_rebuilt_from_the_store_use_the_template_text_recorded_with_it(tmp_path: Path) -> None:
+    """A template file edited after the run: the analysis rebuilds the prompts that were sent,
+    from the text the store recorded, not from today's file."""
+    from agentsim.analysis.recorded import RecordedExperiment
+
+    template = tmp_path / "mine.txt"
+    template.write_text(PromptTemplate.load("naming", "standard").text, encoding="utf-8")
+    backends: list[Recording] = []
+
+    def recording(scenario: Any) -> Recording:
+        backends.append(Recording(scenario.standin_rules()))
+        return backends[-1]
+
+    game = NamingGame(agents=6, pool_size=3, prompt=str(template), stop_at="none", max_rounds=3)
+    run_experiment(game, tmp_path / "out", seed=4, backend=recording)
+    template.write_text(template.read_text(encoding="utf-8").replace("Player 1", "Player One"), encoding="utf-8")
+    recorded = RecordedExperiment(tmp_path / "out")
+    scenario = recorded.scenario
+    assert "Player One" not in scenario.template.text
+    sent = {request.messages for request in backends[0].sent.values()}
+    rows = list(recorded.store.rows("SELECT t, agent, attempt FROM calls WHERE run = 1"))
+    assert rows and {recorded.store.messages(scenario, 1, t, agent, attempt) for t, agent, attempt in rows} == sent
+    assert "Player One" in game.for_experiment(4).template.text  # today's file says something else
+    recorded.close()

@@ -8,9 +8,8 @@ import pytest
 from helpers import run_model
 
 from agentsim.errors import ParameterError
-from agentsim.games.theory import MinimalNamingGame, speak
-from agentsim.games.theory import per_round, production_shares, run_to_consensus, simulate, success_curve
 from agentsim.games.naming import NamingSituation
+from agentsim.games.theory import MinimalNamingGame, per_round, production_shares, run_to_consensus, simulate, speak, success_curve
 
 
 def fitted_exponent(sizes: list[int], values: list[float]) -> float:

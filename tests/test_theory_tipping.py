@@ -7,10 +7,16 @@ from __future__ import annotations
 import numpy as np
 from helpers import run_model
 
-from agentsim.games.theory import BestResponseNamingGame, best_response, flip_shares, mean_field_critical_mass
-from agentsim.games.theory import consensus_times, mean_field_critical_fraction
-from agentsim.games.theory import MinimalNamingGame
 from agentsim.games.naming import NamingSituation
+from agentsim.games.theory import (
+    BestResponseNamingGame,
+    MinimalNamingGame,
+    best_response,
+    consensus_times,
+    flip_shares,
+    mean_field_critical_fraction,
+    mean_field_critical_mass,
+)
 
 
 def test_xie_rate_equations_give_the_published_critical_fraction() -> None:

@@ -76,9 +76,10 @@ def test_transcript_prints_every_conversation_as_it_was_sent(tmp_path: Path) -> 
     assert {(int(run), int(t), int(agent)) for run, _round, t, agent in header} == decisions
     assert all(rounds[(int(run), int(t))] == int(round_) for run, round_, t, _agent in header)
 
-    only = _transcript(tmp_path / "out", agent=2, round_=1)
+    _, round_, _, agent = header[len(header) // 2]  # an agent and round that made calls, whatever the draws
+    only = _transcript(tmp_path / "out", agent=int(agent), round_=int(round_))
     headers = re.findall(r"· round (\d+) · t \d+ · agent (\d+)", only)
-    assert headers and all(found == ("1", "2") for found in headers)
+    assert headers and all(found == (round_, agent) for found in headers)
 
 
 def test_transcript_command_on_sign_shows_each_runs_own_condition(tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def _view(run: int, **changes: Any) -> RunView:
     values: dict[str, Any] = {
         "run": run, "seed": run, "status": "running", "rounds_done": 12, "max_rounds": 30, "interactions": 144,
         "stop_reason": None, "metrics": {"success_rate": 0.8, "success_history": [0.5] * 80,
-                 "shares": {name: 0.1 for name in "ABCDEFGHIJ"}, "shares_label": "plays",
+                 "shares": dict.fromkeys("ABCDEFGHIJ", 0.1), "shares_label": "plays",
                  "shares_note": "last 72 plays, committed agents' included",
                  "lines": [("agreement", "80% (latest names of the non-committed agents)"),
                            ("committed", "6 of 24 (25%) play Q"), ("flip", "not yet (Q at 25% among the others)")]},

@@ -17,8 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..games.naming import NamingGame, generate_names
-from ..games.naming import FirstChoiceProbe
+from ..games.naming import FirstChoiceProbe, NamingGame, generate_names
 from ..llm.specs import build_backend
 from ..model import BackendShare, PopulationModel
 from .recorded import RecordedExperiment
@@ -39,7 +38,7 @@ def backend_label(experiment: RecordedExperiment) -> str:
     if experiment.scenario_name not in (NamingGame.name, *PROBES):
         return experiment.scenario_name
     params = experiment.params
-    if experiment.backend != "stand-in" or not params.get("standin_bias_name") and not params.get("standin_noise"):
+    if experiment.backend != "stand-in" or (not params.get("standin_bias_name") and not params.get("standin_noise")):
         return experiment.backend
     parts = [f"favours {params['standin_bias_name']}" if params.get("standin_bias_name") else "",
              f"bias {params['standin_bias']}" if params.get("standin_bias") else "",
@@ -53,7 +52,7 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
     for experiment in experiments:
         if not experiment.names or has_own_section(experiment):
             continue
-        tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
+        tally = counts.setdefault(pool_key(experiment), Counter(dict.fromkeys(experiment.names, 0)))
         tally.update(experiment.first_choices())
     return {key: tally for key, tally in counts.items() if sum(tally.values())}
 
@@ -107,7 +106,7 @@ def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
     for experiment in experiments:
         if not is_free_run(experiment) or not experiment.runs:
             continue
-        tally = counts.setdefault(pool_key(experiment), Counter({name: 0 for name in experiment.names}))
+        tally = counts.setdefault(pool_key(experiment), Counter(dict.fromkeys(experiment.names, 0)))
         for name in experiment.consensus_names():
             tally[name or ""] += 1
     return counts
@@ -135,7 +134,7 @@ async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: i
         await model.arun()
     finally:
         await model_backend.aclose()
-    tally: Counter[str] = Counter({name: 0 for name in probe.names})
+    tally: Counter[str] = Counter(dict.fromkeys(probe.names, 0))
     for stats in model.metrics.rounds.values():
         for name, count in stats.productions.items():
             if name is not None:

@@ -1,4 +1,5 @@
-"""The analysis subcommands of `python -m agentsim`, registered in `cli.SUBCOMMANDS`:
+"""The analysis subcommands of `python -m agentsim`, registered in `SUBCOMMANDS` (which the
+command line dispatches to):
 
     report DIR              figures, CSVs and the HTML report for DIR's runs
     bias DIR                individual bias tests of first choices, and consensus counts
@@ -22,15 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ..cli import (
-    EXIT_USER_ERROR,
-    SUBCOMMAND_HELP,
-    SUBCOMMANDS,
-    finite_float,
-    load_scenario,
-    parse_overrides,
-)
-from ..errors import UserError
+from ..errors import EXIT_USER_ERROR, UserError
+from ..params import finite_float
+from ..scenario_files import load_scenario, parse_overrides
+
+# name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
+# (else the first line of main's docstring); the command line dispatches to these.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+SUBCOMMAND_HELP: dict[str, str] = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,7 +101,8 @@ def bias(argv: list[str]) -> int:
               f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%; "
               f"fallbacks {fell} of {decided} ({fell / decided if decided else 0:.1%}, left out)")
     for (backend, pool), tally in collective_bias(experiments).items():
-        print(f"collective {backend} [{' '.join(pool)}]: " + ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common()))
+        counts = ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common())
+        print(f"collective {backend} [{' '.join(pool)}]: {counts}")
     return 0
 
 
@@ -156,7 +157,8 @@ def critical_mass(argv: list[str]) -> int:
     majority = options.majority or scenario.params.majority_name or names[-1]
     alternative = options.alternative or next(name for name in names if name != majority)
     spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)), required_share=options.share,
+                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)),
+                              required_share=options.share,
                               max_rounds=options.max_rounds, backend=options.backend, seed=options.seed)
     for result in search_both(spec, options.out):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
@@ -189,7 +191,8 @@ def unbiased_pool(argv: list[str]) -> int:
                         max_tries=options.tries, seed=options.seed, backend=options.backend)
     result = find_unbiased_pool(search, scenario)
     for entry in result.tries:
-        print(f"{' '.join(entry['pool'])}: counts {entry['counts']}, JS distance {entry['js_distance']:.4g}{' kept' if entry['kept'] else ''}")
+        kept = " kept" if entry["kept"] else ""
+        print(f"{' '.join(entry['pool'])}: counts {entry['counts']}, JS distance {entry['js_distance']:.4g}{kept}")
     if options.out is not None:
         save_artifact(options.out, "unbiased_pool", result.as_dict() | {"backend": options.backend, "threshold": options.threshold,
                                                                         "samples": options.samples})

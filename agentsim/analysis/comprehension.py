@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..games.naming import QUESTIONS, ComprehensionStandIn, question_messages, questions_for, score
-from ..games.naming import NamingGame
+from ..games.naming import QUESTIONS, ComprehensionStandIn, NamingGame, NamingSituation, question_messages, questions_for, score
 from ..llm.base import LanguageModel, Request, Sampling
 from ..llm.specs import build_backend
 from ..llm.standin import StandInModel
@@ -77,7 +76,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
     params = scenario.params
     asked = []
     for choice in states:
-        game_messages = scenario.messages(choice)
+        game_messages = scenario.messages(NamingSituation(choice.options, choice.memory))
         for question in questions_for(choice.options, choice.memory, success_payoff=params.success_payoff,
                                       failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
             asked.append((choice, question, question_messages(game_messages, question)))
@@ -94,10 +93,10 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
     accuracy = []
     for kind in QUESTIONS:
         if kind in tally:
-            correct, total = tally[kind]
-            low, high = proportion_interval(correct, total)
-            accuracy.append({"question": kind, "group": QUESTIONS[kind][1], "correct": correct, "asked": total,
-                             "accuracy": correct / total, "ci_low": low, "ci_high": high})
+            right, total = tally[kind]
+            low, high = proportion_interval(right, total)
+            accuracy.append({"question": kind, "group": QUESTIONS[kind][1], "correct": right, "asked": total,
+                             "accuracy": right / total, "ci_low": low, "ci_high": high})
     document = {"backend": backend_spec, "run": check.run, "agents": sorted(chosen), "states": len(states),
                 "questions": len(asked), "accuracy": accuracy}
     save_artifact(directory, ARTIFACT, document)

@@ -11,8 +11,9 @@ import numpy as np
 
 from ..games.naming import StrategyProbe
 from .bias import backend_label, has_own_section, individual_bias, is_free_run, pool_key
-from .critical_mass import ARTIFACT as CRITICAL_MASS, committed_experiments
 from .comprehension import ARTIFACT as COMPREHENSION
+from .critical_mass import ARTIFACT as CRITICAL_MASS
+from .critical_mass import committed_experiments
 from .recorded import RecordedExperiment
 from .report import ReportContext, register_section, significance, wrap
 from .stats import proportion_interval
@@ -46,7 +47,7 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
     """The minimal naming game's success rate per population round (the dashed line of Fig.
     1A), from the theory module when it is installed; None otherwise."""
     try:
-        from ..games.theory import success_curve  # type: ignore[import-not-found]
+        from ..games.theory import success_curve
     except ImportError:
         return None
     offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
@@ -54,7 +55,7 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
     parameters = inspect.signature(success_curve).parameters
     try:
         curve = np.asarray(success_curve(**{key: value for key, value in offered.items() if key in parameters}), dtype=float)
-    except Exception:  # noqa: BLE001 - a theory module with another signature: draw no line
+    except Exception:
         return None
     return curve[:rounds] if curve.ndim == 1 and curve.size else None
 
@@ -148,7 +149,7 @@ def consensus(context: ReportContext) -> None:
     figure, panels = context.panels(len(free), width=6.4, height=2.9)
     rows = []
     for index, (axis, experiment) in enumerate(zip(panels, free)):
-        tally = Counter({name: 0 for name in experiment.names})
+        tally = Counter(dict.fromkeys(experiment.names, 0))
         tally.update(name or "" for name in experiment.consensus_names())
         runs = sum(tally.values())
         names = sorted(tally, key=lambda name: (-tally[name], name))
@@ -172,9 +173,11 @@ def bias(context: ReportContext) -> None:
     table = []
     for (backend, pool), test in tests.items():
         table.append([backend, " ".join(pool), test.samples, test.test, test.statistic, test.p_value, test.js_distance,
-                      "yes" if test.biased else "no", significance(test.p_value), " ".join(f"{name}:{count}" for name, count in zip(test.names, test.counts))])
+                      "yes" if test.biased else "no", significance(test.p_value),
+                      " ".join(f"{name}:{count}" for name, count in zip(test.names, test.counts))])
     context.add_table("table_s1_individual_bias", "Individual bias: first choices with an empty memory",
-                      ["backend", "pool", "samples", "test", "statistic", "p_value", "js_distance_base2", "biased_at_5pct", "significance", "counts"],
+                      ["backend", "pool", "samples", "test", "statistic", "p_value", "js_distance_base2", "biased_at_5pct",
+                       "significance", "counts"],
                       table, "Exact two-sided binomial test against 1/2 for two names, chi-square against uniform for more; "
                              "Jensen-Shannon distance from uniform in bits (base 2).")
     groups = list(tests.items())
@@ -228,7 +231,7 @@ def bias(context: ReportContext) -> None:
                   applies=lambda context: "unbiased_pool" in context.artifacts)
 def unbiased_pool(context: ReportContext) -> None:
     rows = []
-    for path, document in context.artifacts["unbiased_pool"]:
+    for _, document in context.artifacts["unbiased_pool"]:
         for attempt, entry in enumerate(document.get("tries", []), start=1):
             rows.append([document.get("backend", ""), attempt, " ".join(entry["pool"]), " ".join(map(str, entry["counts"])),
                          entry["js_distance"], document.get("threshold"), "kept" if entry["kept"] else ""])
@@ -341,7 +344,8 @@ def critical_mass(context: ReportContext) -> None:
                            ["group", "condition", "majority", "alternative", "committed", "round", "mean_alternative_share",
                             "sem", "runs", "runs_flipped", "is_critical_mass", "experiments"], rows,
                            "Mean share of the committed minority's name among the other agents' productions (band: ± one "
-                           "standard error over runs); dashed: the flip criterion (95% over the last 3N interactions unless the scenario sets consensus_threshold); bold: "
+                           "standard error over runs); dashed: the flip criterion (95% over the last 3N interactions unless the "
+                           "scenario sets consensus_threshold); bold: "
                            "the critical mass; dots: every run flipped. One panel per backend, convention and condition.")
     if masses:
         results = masses
@@ -385,11 +389,10 @@ def matplotlib_colours(count: int) -> list[Any]:
 
 # --- Table 1, Fig. S8-S10 ----------------------------------------------------------------------------
 def _table(context: ReportContext) -> StrategyTable | None:
-    cache = getattr(context, "_strategy_table", "unset")
-    if cache == "unset":
-        cache = strategy_table(context.experiments)
-        setattr(context, "_strategy_table", cache)
-    return cache  # type: ignore[return-value]
+    if "strategy_table" not in context.memo:
+        context.memo["strategy_table"] = strategy_table(context.experiments)
+    table: StrategyTable | None = context.memo["strategy_table"]
+    return table
 
 
 def _sequences(names: tuple[str, ...], length: int) -> list[tuple[str, ...]]:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..games.pairwise import PairwiseGame
 from ..store import DATABASE, Store
 
 ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections read
@@ -154,7 +155,8 @@ class RecordedExperiment:
     @cached_property
     def scenario(self) -> Any:
         """The scenario that ran, rebuilt from its recorded class and parameters (its name
-        pool drawn as it was), or None when its class cannot be imported any more."""
+        pool drawn as it was, its prompt template's recorded text), or None when its class
+        cannot be imported any more."""
         experiment = self.experiment
         cls = _import_class(str(experiment.get("scenario_class", "")), str(experiment.get("scenario_file", "")))
         if cls is None:
@@ -162,7 +164,10 @@ class RecordedExperiment:
         params = {key: tuple(value) if isinstance(value, list) else value for key, value in self.params.items()}
         known = cls.Params.field_names()
         scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}))
-        return scenario.for_experiment(int(experiment.get("seed", 0)))
+        scenario = scenario.for_experiment(int(experiment.get("seed", 0)))
+        if isinstance(scenario, PairwiseGame):  # its prompts as they were sent, not as today's files word them
+            scenario = scenario.with_recorded_templates(experiment.get("prompt_templates") or {})
+        return scenario
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -351,7 +356,7 @@ def _import_class(path: str, scenario_file: str) -> Any:
     except (ImportError, AttributeError):
         pass
     if scenario_file and Path(scenario_file).is_file():
-        from ..cli import load_scenario
+        from ..scenario_files import load_scenario
 
         try:
             scenario, module = load_scenario(scenario_file)

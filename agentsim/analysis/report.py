@@ -33,10 +33,10 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure as MplFigure  # noqa: E402
+from matplotlib.figure import Figure as MplFigure
 
-from ..errors import UserError  # noqa: E402
-from .recorded import RecordedExperiment, find_experiments, read_artifacts  # noqa: E402
+from ..errors import UserError
+from .recorded import RecordedExperiment, find_experiments, read_artifacts
 
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"
@@ -75,6 +75,7 @@ class ReportContext:
     items: list[tuple[str, FigureItem | TableItem]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     section: str = ""
+    memo: dict[str, Any] = field(default_factory=dict)  # what several sections compute once (the strategy table)
 
     def figure(self, width: float = 6.4, height: float = 4.2, ncols: int = 1, nrows: int = 1) -> tuple[MplFigure, Any]:
         """A matplotlib figure (no pyplot state) and its axes."""
@@ -128,7 +129,8 @@ SECTIONS: dict[str, Section] = {}
 
 
 def register_section(name: str, title: str, *, order: int,
-                     applies: Callable[[ReportContext], bool]) -> Callable[[Callable[[ReportContext], None]], Callable[[ReportContext], None]]:
+                     applies: Callable[[ReportContext], bool]
+                     ) -> Callable[[Callable[[ReportContext], None]], Callable[[ReportContext], None]]:
     """Add a report section (a decorator on its build function); a later one replaces a name."""
     def decorate(build: Callable[[ReportContext], None]) -> Callable[[ReportContext], None]:
         SECTIONS[name] = Section(name, title, order, applies, build)

@@ -39,9 +39,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
-from ..errors import UserError  # noqa: E402
+from ..errors import UserError
 
 THRESHOLDS = ("0.5", "0.6", "0.7", "0.9")
 CONDITIONS = ("nl", "nl-sw", "schema")
@@ -240,7 +240,8 @@ def cells_table(runs: Sequence[dict[str, Any]]) -> SignTable:
             cells.items(), key=lambda item: (item[0][0], CONDITIONS.index(item[0][1]), item[0][2:])):
         average = _mean_sd([float(run["mean_agreement"]) for run in members])
         final = _mean_sd([float(run["final_agreement"]) for run in members])
-        row: list[Any] = [_where(experiment, runs), LABELS[condition], size, memory, alpha, len(members), round(average[0], 4), round(average[1], 4),
+        row: list[Any] = [_where(experiment, runs), LABELS[condition], size, memory, alpha, len(members),
+                          round(average[0], 4), round(average[1], 4),
                           round(final[0], 4), round(final[1], 4)]
         for threshold in THRESHOLDS:
             reached = [run["rounds_to_threshold"][threshold] for run in members if run["rounds_to_threshold"].get(threshold)]

@@ -117,7 +117,7 @@ class StrategyTable:
         chosen = [strategy for state, strategy in self.states.items() if len(state) == length]
         if not chosen or len(self.names) != 2:
             return None
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for strategy in chosen:
             counts.update(strategy.counts)
         total = {name: counts.get(name, 0) for name in self.names}
@@ -175,7 +175,7 @@ def configuration_tests(chosen: int, samples: int, rng: np.random.Generator, *, 
     if samples <= 0:
         return {"p_unbiased": None, "p_more_extreme": None}
     p_unbiased = float(stats.binomtest(chosen, samples, 0.5).pvalue)
-    size = max(1, int(round(fraction * samples)))
+    size = max(1, round(fraction * samples))
     drawn = rng.hypergeometric(chosen, samples - chosen, size, size=resamples) / size
     observed = abs(chosen / samples - 0.5)
     return {"p_unbiased": p_unbiased, "p_more_extreme": float(np.mean(np.abs(drawn - 0.5) > observed + 1e-12))}

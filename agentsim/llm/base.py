@@ -58,14 +58,15 @@ class Grammar:
             raise ParameterError("grammar value must be a non-empty regex or JSON schema")
 
 
-@dataclasses.dataclass(slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
     """What determines an answer. `options` lists the valid answers when the game knows them,
     so backends that expose token probabilities can report each option's probability.
 
-    Requests and completions are values: nothing changes them after they are made (`with_turns`
-    makes a new one). They are not frozen, and their leading fields may be passed by position,
-    only because either costs a microsecond more on a path taken for every decision."""
+    `situation` is the game's own view of what the prompt shows (a `NamingSituation`, ...).
+    Providers never look at it and the cache does not key on it: it is the same information
+    as the messages, given to in-process rules (the stand-in) so that they need not read the
+    prompt back. A rule answering over HTTP reads the text instead."""
 
     messages: tuple[Message, ...]
     sampling: Sampling
@@ -73,13 +74,14 @@ class Request:
     options: tuple[str, ...] = ()
     replicate: int = 0
     grammar: Grammar | None = None
+    situation: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def with_turns(self, *turns: Message, seed: int | None = None) -> Request:
         """The same request continued by more turns (a re-ask after an unusable reply)."""
         return dataclasses.replace(self, messages=self.messages + turns, seed=self.seed if seed is None else seed)
 
 
-@dataclasses.dataclass(slots=True)
+@dataclasses.dataclass(slots=True, kw_only=True)
 class Completion:
     """What came back, with what accounting and analysis need."""
 
@@ -87,7 +89,6 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: str = ""
-    _: dataclasses.KW_ONLY
     option_probabilities: Mapping[str, float] | None = None
     raw: Any = None
     cached: bool = False

@@ -140,7 +140,7 @@ class CachedModel:
         completion = await self.inner.complete(request)
         value = {name: getattr(completion, name) for name in _STORED}
         if value["option_probabilities"] is not None:
-            value["option_probabilities"] = dict(value["option_probabilities"])  # type: ignore[call-overload]
+            value["option_probabilities"] = dict(value["option_probabilities"])
         self.store.put(key, self.name, value)
         return completion
 

@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import aiohttp
+
 from ..errors import BackendAuthError, BackendError, BackendSpecError
 
 
@@ -50,10 +52,24 @@ def sdk_errors(provider: str, sdk: Any, *, key_variable: str) -> Iterator[None]:
     except sdk.APIStatusError as error:
         raise error_for_status(provider, error.status_code, error.response.headers, _json_body(error.response),
                                key_variable=key_variable) from None
-    except sdk.APITimeoutError:
-        raise BackendError(f"{provider} call timed out", kind="timeout") from None
+    except sdk.APITimeoutError as error:
+        if not _hung_up(error):
+            raise BackendError(f"{provider} call timed out", kind="timeout") from None
+        raise BackendError(f"{provider} connection failed or dropped", kind="connection") from None
     except sdk.APIConnectionError:
         raise BackendError(f"{provider} connection failed or dropped", kind="connection") from None
+
+
+def _hung_up(error: BaseException) -> bool:
+    """Whether an SDK timeout is really a refused or dropped connection: the SDKs' aiohttp
+    transport reports every aiohttp connection error as a connect timeout, and only the
+    exception it was raised from says which it was."""
+    cause = error.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _json_body(response: Any) -> Any:

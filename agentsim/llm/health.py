@@ -53,7 +53,8 @@ FIXES = {
 }
 # Failures that say the server is there and busy: never a failed probe.
 _ALIVE = frozenset({"rate_limited", "overloaded"})
-_PROBE = Request((Message("user", "Reply with the word OK."),), Sampling(temperature=0.0, max_tokens=1), seed=0)
+_PROBE = Request(messages=(Message("user", "Reply with the word OK."),), sampling=Sampling(temperature=0.0, max_tokens=1),
+                 seed=0)
 
 
 @dataclass(frozen=True, kw_only=True)

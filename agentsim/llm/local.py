@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import BackendError, BackendSpecError
 from . import chat_format
@@ -41,8 +41,10 @@ class LocalModel:
         self.max_batch = max_batch
         self.torch = torch
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForCausalLM.from_pretrained(path)
+            # Any: transformers types what these return too loosely to check calls against
+            # (`decode` is `str | list[str]` whatever it is given).
+            self.tokenizer = cast(Any, AutoTokenizer.from_pretrained(path))
+            self.model = cast(Any, AutoModelForCausalLM.from_pretrained(path))
         except (OSError, ValueError) as error:
             raise BackendSpecError(f"backend '{name}': cannot load a model from '{path}' ({type(error).__name__}); "
                                    f"give a local directory or a downloaded Hugging Face id") from None
@@ -112,7 +114,7 @@ class LocalModel:
         past = None
         step_ids, step_mask = ids, mask
         with torch.inference_mode():
-            for step in range(steps):
+            for _ in range(steps):
                 positions = (step_mask.cumsum(-1) - 1).clamp(min=0)
                 if past is not None:
                     positions = positions[:, -1:]

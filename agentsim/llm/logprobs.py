@@ -55,7 +55,7 @@ def option_probabilities(alternatives: TopTokens, options: Sequence[str], *, tem
     else:
         peak = ranked[0][1]
         weights = [(token, math.exp((logprob - peak) / temperature)) for token, logprob in ranked]
-    totals = {option: 0.0 for option in options}
+    totals = dict.fromkeys(options, 0.0)
     for token, weight in weights:
         option = _option_started_by(token, options)
         if option is not None:

@@ -1,21 +1,16 @@
 """`openai:MODEL`: OpenAI, and any OpenAI-compatible server (vLLM, TGI's messages API) with a
-base URL, through the official SDK (`AsyncOpenAI`).
+base URL, through the official SDK (`AsyncOpenAI`) and its public API only.
 
-The SDK's own retries are off (`max_retries=0`): agentsim's retry wrapper retries, and two
-layers would multiply attempts. The SDK makes the request: its base URL, auth header, default
-headers and timeout, and its exception classes for every error answer. The body is built here
-(as JSON bytes) and the answer read from the raw JSON: `chat.completions.create` walks every
-typed parameter through its transform layer and builds a typed model of the answer, several
-milliseconds of CPU per call. Even `AsyncOpenAI.post` rebuilds the same URL and headers through
-httpx2's models on every call (about 1 ms), so the SDK builds its request once per backend and
-each body is sent with it over one aiohttp session (`openai_routes.DirectRoute`); where that
-request is not the same for every call (a per-call auth hook, a proxy, an SDK whose internals
-moved) every call goes through `post` (`SdkRoute`). Either way the SDK's exceptions come out,
-translated once in `faults.sdk_errors`. Against a compatible server (a base URL is given),
-top_k and repetition_penalty go in the body beside the standard parameters (what the SDK's
-`extra_body` does), the way vLLM expects, and every sampling
-parameter is sent explicitly, since such servers substitute their own defaults for omitted
-ones. A grammar goes as vLLM's `guided_regex` or as a JSON-schema `response_format`.
+Each call is `client.chat.completions.with_raw_response.create(...)`: the SDK builds and sends
+the request (URL, auth header, its default headers, timeout) and raises its own exceptions for
+every error answer, translated once in `faults.sdk_errors`; the raw response gives the
+rate-limit headers, and the answer is read from its JSON (the option probabilities need the
+log probabilities as sent). The SDK's own retries are off (`max_retries=0`): agentsim's retry
+wrapper retries, and two layers would multiply attempts. Against a compatible server (a base
+URL is given), top_k and repetition_penalty go in the body beside the standard parameters
+(`extra_body`), the way vLLM expects, and every sampling parameter is sent explicitly, since
+such servers substitute their own defaults for omitted ones. A grammar goes as vLLM's
+`guided_regex` or as a JSON-schema `response_format`.
 """
 
 from __future__ import annotations
@@ -27,19 +22,16 @@ from ..errors import BackendError
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors
 from .logprobs import at_answer
-from .openai_routes import Route, open_route
 
 KEY_VARIABLE = "OPENAI_API_KEY"
-PATH = "/chat/completions"
 TOP_LOGPROBS = 5
-_BODY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # made once, not per call
 
 
 class OpenAIModel:
     immediate = False
 
     def __init__(self, *, name: str, model: str, api_key: str, base_url: str | None = None,
-                 timeout_s: float = 60.0, max_connections: int = 256, direct: bool = True) -> None:
+                 timeout_s: float = 60.0, max_connections: int = 256) -> None:
         try:
             import httpx2 as httpx
         except ImportError:  # older SDKs ride on httpx
@@ -58,12 +50,10 @@ class OpenAIModel:
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
                                          http_client=http_client)
         self.endpoint = str(self.client.base_url)
-        self.max_connections = max_connections
-        self.direct = direct  # False: every call through the SDK's `post` (tests and benchmarks compare)
-        self.route: Route | None = None  # chosen on the first call: building the SDK's request is async
 
     def arguments(self, request: Request) -> dict[str, Any]:
-        """The chat.completions.create arguments for `request`."""
+        """The chat.completions.create arguments for `request` (what the SDK does not type goes
+        in `extra_body`)."""
         sampling = request.sampling
         arguments: dict[str, Any] = {
             "model": self.model,
@@ -95,18 +85,14 @@ class OpenAIModel:
             elif self.compatible:  # vLLM: guided_regex up to 0.10, structured_outputs after
                 extra["guided_regex"] = grammar.value
                 extra["structured_outputs"] = {"regex": grammar.value}
-        arguments.update(extra)
+        if extra:
+            arguments["extra_body"] = extra
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        content = _dumps(self.arguments(request))
         with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
-            route = self.route
-            if route is None:
-                opened = await open_route(self.client, self._openai, PATH, direct=self.direct,
-                                          max_connections=self.max_connections)
-                route = self.route = self.route or opened  # a concurrent first call may have chosen already
-            answer, headers = await route.post(content)
+            raw = await self.client.chat.completions.with_raw_response.create(**self.arguments(request))
+            answer, headers = raw.content, raw.headers
         try:
             body = json.loads(answer)
             choice = body["choices"][0]
@@ -129,8 +115,6 @@ class OpenAIModel:
         )
 
     async def aclose(self) -> None:
-        if self.route is not None:  # kept: it says which route the calls took, and reopens its session
-            await self.route.aclose()
         await self.client.close()
 
 
@@ -145,10 +129,4 @@ def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
     sampling = request.sampling
     return at_answer(text, [entry.get("token", "") for entry in entries], alternatives, request.options,
                      temperature=sampling.temperature, top_k=sampling.top_k)
-
-
-def _dumps(body: dict[str, Any]) -> bytes:
-    """The request body as JSON bytes, sent as they are on either route (the SDK deep-copies a
-    body given as data on every attempt, and not bytes)."""
-    return _BODY_JSON(body).encode()
 

@@ -2,12 +2,13 @@
 format an LLM would, so the whole path (prompt, parsing, memory, payoffs, recording, live view)
 runs on a machine with no key and no GPU.
 
-A rule reads the prompt text, as a model would have to: the stand-in never sees the game's
-internal state, which is also what lets the same rules answer over HTTP from the stand-in
-server. Each game contributes its rule (`Scenario.standin_rules`); the first rule that
-recognises a prompt answers it. The reply is cut to the request's token budget with the same
-four-characters-per-token estimate that its token counts use. Its dice come from the
-request's seed, so the same request always gets the same answer.
+In process, a rule is given the game's situation with the request (`Request.situation`: the
+options and memory the prompt shows, nothing more); over HTTP, from the stand-in server, the
+same rule reads the prompt text back into that situation. Each game contributes its rule
+(`Scenario.standin_rules`); the first rule that recognises a request answers it. The reply is
+cut to the request's token budget with the same four-characters-per-token estimate that its
+token counts use. Its dice come from the request's seed, so the same request always gets the
+same answer.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class StandInModel:
             text = "I cannot tell what this prompt asks of me."
         text = text[: 4 * request.sampling.max_tokens]
         prompt_tokens = sum([estimate_tokens(content) for _, content in request.messages])
-        return Completion(text, prompt_tokens, estimate_tokens(text), NAME)
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(text), model=NAME)
 
     async def aclose(self) -> None:
         return None

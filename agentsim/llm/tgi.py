@@ -114,7 +114,7 @@ class TGIModel:
                 except ValueError:
                     raise BackendError("tgi answered a body that is not JSON", kind="malformed") from None
                 return (body, response.headers) if with_headers else body
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BackendError("tgi call timed out", kind="timeout") from None
         except aiohttp.ClientError:
             raise BackendError("tgi connection failed or dropped", kind="connection") from None

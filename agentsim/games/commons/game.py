@@ -106,7 +106,7 @@ class CommonsGame(Scenario[CommonsParams]):
         return params.max_rounds or params.months * (7 + params.max_utterances + params.max_insights)
 
     def stop_reason(self, model: PopulationModel) -> str | None:
-        return model.metrics.finished  # type: ignore[no-any-return]
+        return model.metrics.finished
 
     def step_groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
         state: CommonsState = model.metrics
@@ -223,7 +223,7 @@ class CommonsGame(Scenario[CommonsParams]):
 
     def _resolve_limit(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent,
                        decision: Decision) -> list[Move]:
-        limit = None if decision.action in (None, "none") else int(decision.action)  # type: ignore[arg-type]
+        limit = None if decision.action in (None, "none") else int(decision.action)
         state.current.limit = limit
         chat = "Conversation at the town hall: " + " | ".join(f"{speaker}: {said}" for speaker, said in state.conversation)
         for index in state.present:
@@ -412,7 +412,7 @@ def allocate(wanted: dict[int, int], stock: int, rng: random.Random) -> dict[int
     until the stock or the demand runs out."""
     if sum(wanted.values()) <= stock:
         return dict(wanted)
-    caught = {index: 0 for index in wanted}
+    caught = dict.fromkeys(wanted, 0)
     hungry = sorted(index for index, amount in wanted.items() if amount > 0)
     for _ in range(stock):
         if not hungry:

@@ -53,7 +53,7 @@ def survival_months(history: Sequence[MonthRecord], horizon: int) -> int:
 
 
 def gains(history: Iterable[MonthRecord], villagers: Iterable[int]) -> dict[int, int]:
-    totals = {index: 0 for index in villagers}
+    totals = dict.fromkeys(villagers, 0)
     for record in history:
         for index, amount in record.caught.items():
             totals[index] = totals.get(index, 0) + amount

@@ -1,6 +1,7 @@
-"""The commons' report section: resource over time per run, Kaplan-Meier survival curves,
-and the metrics by model and condition (the paper's Fig. 3 and Table 2; Table 3's over-usage
-with and without communication is the over-usage column)."""
+"""The commons' report section: resource over time per run (Fig. 3), Kaplan-Meier survival
+curves, each villager's catch per month (Fig. 4), and the metrics by model and condition
+(Tables 1-3: Table 1 the default setting, Table 2 universalization, Table 3 over-usage with
+and without communication)."""
 
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ def _metrics_table(context: ReportContext, ordered: list[tuple[str, str, str]],
     columns = ["resource", "model", "condition", "runs", "survival_months", "survival_months_sd", "gain", "gain_sd",
                "efficiency_%", "efficiency_sd", "equality_%", "equality_sd", "over_usage_%", "over_usage_sd",
                "survival_rate", "harvest_fallbacks"]
-    context.add_table("commons_metrics", "Metrics by model and condition (Table 2, Table 3)", columns, rows,
+    context.add_table("commons_metrics", "Metrics by model and condition (Tables 1-3)", columns, rows,
                       caption="Mean and standard deviation over runs. Gain is a villager's total over the run; "
                               "efficiency, equality and over-usage in percent. Fallback harvests are counted "
                               "but never analysed as choices.")

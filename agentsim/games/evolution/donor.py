@@ -45,7 +45,7 @@ def chain_shown(trace: list[str], length: int) -> str:
 
 class DonorGame(CulturalEvolution[DonorParams]):
     name: ClassVar[str] = "donor_game"
-    Params = DonorParams  # type: ignore[assignment]
+    Params = DonorParams
     game_label: ClassVar[str] = "Donor game"
 
     def system_prompt(self, norms: str) -> str:
@@ -127,7 +127,7 @@ class DonorGame(CulturalEvolution[DonorParams]):
                   "recipient": view.recipient}
         return prompts.DONOR_ANSWER[punishment].format(**fields), prompts.DONOR_ANSWER_AGAIN[punishment].format(**fields)
 
-    def game_messages(self, view: DonorView) -> str:  # type: ignore[override]
+    def game_messages(self, view: DonorView) -> str:
         answer, again = self._answer(view)
         return prompts.DONOR_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                          round=view.round, recipient=view.recipient,
@@ -135,8 +135,8 @@ class DonorGame(CulturalEvolution[DonorParams]):
                                          resources=view.resources, answer=answer, answer_again=again,
                                          probabilities=prompts.PROBABILITIES)
 
-    def parse_turn(self, text: str, view: DonorView) -> Parsed:  # type: ignore[override]
+    def parse_turn(self, text: str, view: DonorView) -> Parsed:
         return parse_donation(text, view.resources, self.params.punishment)
 
-    def remind_turn(self, view: DonorView, parsed: Parsed) -> str:  # type: ignore[override]
+    def remind_turn(self, view: DonorView, parsed: Parsed) -> str:
         return prompts.REMIND_DONOR.format(problem=parsed.problem, answer=self._answer(view)[0])

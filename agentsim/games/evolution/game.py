@@ -104,7 +104,7 @@ class CulturalEvolution(Scenario[E]):
         for index in range(self.params.agents):
             agent = EvolutionAgent(model, self.agent_policy(model, index))
             agent.name = f"1_{index + 1}"
-        model.evolution = RunState(order=[], advice=[])  # type: ignore[attr-defined]
+        model.evolution = RunState(order=[], advice=[])
 
     def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
         """Agent `index`'s policy: override it for a mixed population."""
@@ -117,19 +117,19 @@ class CulturalEvolution(Scenario[E]):
         return EvolutionMetrics()
 
     def model_state(self, model: PopulationModel) -> RunState:
-        return model.evolution  # type: ignore[attr-defined,no-any-return]
+        return model.evolution
 
     def restore_model_state(self, model: PopulationModel, state: RunState) -> None:
-        model.evolution = RunState(order=list(state.order), advice=list(state.advice))  # type: ignore[attr-defined]
+        model.evolution = RunState(order=list(state.order), advice=list(state.advice))
 
     @staticmethod
     def agents_of(model: PopulationModel) -> list[EvolutionAgent]:
-        return model.population  # type: ignore[return-value]
+        return model.population
 
     def groups(self, model: PopulationModel, phase: Phase) -> list[tuple[int, ...]]:
         agents = self.agents_of(model)
         if phase.kind == "play":
-            return self.round_groups(model.evolution.order, phase)  # type: ignore[attr-defined]
+            return self.round_groups(model.evolution.order, phase)
         if phase.generation == 1 or phase.kind == "revise":  # everyone, then the survivors
             chosen = [agent for agent in agents if phase.generation == 1 or agent.born < phase.generation]
         else:
@@ -146,7 +146,7 @@ class CulturalEvolution(Scenario[E]):
         kind, source = phase.kind, ""
         if kind == "inherit":
             source = "\n".join(f"{name} (final score {score:g}): {strategy}"
-                               for name, score, strategy in model.evolution.advice)  # type: ignore[attr-defined]
+                               for name, score, strategy in model.evolution.advice)
         elif kind == "mutate_strategy":
             source = self._parent(model, agent).strategy
         elif kind == "mutate":
@@ -158,13 +158,13 @@ class CulturalEvolution(Scenario[E]):
     def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[PopulationAgent, ...]:
         phase = self.phase(encounter.round)
         if phase.kind in ("mutate", "mutate_strategy"):
-            return (self._parent(model, encounter.agents[0]),)  # type: ignore[arg-type]
+            return (self._parent(model, encounter.agents[0]),)
         return ()
 
     @staticmethod
     def _parent(model: PopulationModel, agent: EvolutionAgent) -> EvolutionAgent:
         assert agent.parent is not None
-        return model.population[agent.parent]  # type: ignore[return-value]
+        return model.population[agent.parent]
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> Any:
         if isinstance(encounter.views, Task):
@@ -200,7 +200,7 @@ class CulturalEvolution(Scenario[E]):
             if upcoming.kind == "play" and upcoming.round == 0:
                 for agent in agents:
                     self.reset_game(agent)
-                state: RunState = model.evolution  # type: ignore[attr-defined]
+                state: RunState = model.evolution
                 state.order = self.game_order(model, upcoming.game, state.order)
 
     def _end_generation(self, model: PopulationModel, generation: int, round_: int) -> None:
@@ -213,7 +213,7 @@ class CulturalEvolution(Scenario[E]):
                    "scores": list(agent.scores), "score": agent.score, "survived": agent.index in surviving}
                   for agent in agents]
         model.metrics.close_generation(round_, generation, roster, [agents[position].name for position in surviving])
-        model.evolution.advice = [(agents[p].name, agents[p].score, agents[p].strategy) for p in surviving]  # type: ignore[attr-defined]
+        model.evolution.advice = [(agents[p].name, agents[p].score, agents[p].strategy) for p in surviving]
         if generation < params.generations:
             newcomers = [agent for agent in agents if agent.index not in surviving]
             for number, agent in enumerate(newcomers):

@@ -39,7 +39,7 @@ def series(experiments: list[RecordedExperiment], key: str) -> dict[str, list[li
 
 
 def _condition_order(condition: str) -> int:
-    return CONDITIONS.index(condition) if condition in CONDITIONS else len(CONDITIONS)  # type: ignore[arg-type]
+    return CONDITIONS.index(condition) if condition in CONDITIONS else len(CONDITIONS)
 
 
 def band(runs: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

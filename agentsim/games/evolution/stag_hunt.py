@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 class StagHunt(CulturalEvolution[StagHuntParams]):
     name: ClassVar[str] = "stag_hunt"
-    Params = StagHuntParams  # type: ignore[assignment]
+    Params = StagHuntParams
     game_label: ClassVar[str] = "Stag Hunt"
 
     def system_prompt(self, norms: str) -> str:
@@ -90,7 +90,7 @@ class StagHunt(CulturalEvolution[StagHuntParams]):
             mine, theirs = played[me], played[1 - me]
             payoff = self.payoffs(mine, theirs)
             agent.payoff += payoff
-            agent.history.append(f"In round {phase.round + 1}, you hunted a {mine} and {agents[1 - me].name} "  # type: ignore[attr-defined]
+            agent.history.append(f"In round {phase.round + 1}, you hunted a {mine} and {agents[1 - me].name} "
                                  f"hunted a {theirs}.")
             model.metrics.hunt(decision.action, decision.fallback)
             moves.append(Move(agent.index, decision.action, payoff))
@@ -98,13 +98,13 @@ class StagHunt(CulturalEvolution[StagHuntParams]):
                                decisions[0].calls + decisions[1].calls)
 
     # --- prompts ------------------------------------------------------------------------------
-    def game_messages(self, view: StagView) -> str:  # type: ignore[override]
+    def game_messages(self, view: StagView) -> str:
         return prompts.STAG_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                         round=view.round, partner=view.partner, history=view.history, payoffs=self._payoffs(),
                                         probabilities=prompts.PROBABILITIES)
 
-    def parse_turn(self, text: str, view: StagView) -> Parsed:  # type: ignore[override]
+    def parse_turn(self, text: str, view: StagView) -> Parsed:
         return parse_hunt(text)
 
-    def remind_turn(self, view: StagView, parsed: Parsed) -> str:  # type: ignore[override]
+    def remind_turn(self, view: StagView, parsed: Parsed) -> str:
         return prompts.REMIND_STAG.format(problem=parsed.problem)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ...kept import Kept
 from ...scenario import Parsed
 
 NO_OPTION = "no valid option"
@@ -29,7 +28,6 @@ SEVERAL = "several options"
 _FIELD = re.compile(r"""['"]?\b(?:value|action|name|answer|choice)\b['"]?\s*[:=]\s*([^;}\n]*)""", re.IGNORECASE)
 _NEXT_KEY = re.compile(r""",\s*['"]""")
 _WRAPPING = "*`'\"{}[]<>().:;,! \t\n"
-_REMEMBERED = 8192  # distinct replies kept read
 # Options that English uses as words: the pronoun I and the article A.
 _WORDS = frozenset({"I", "A"})
 # What follows a pronoun or an article: a lower-case word ("I am", "a good name") or a
@@ -48,14 +46,9 @@ class AnswerReader:
         self._exact = re.compile(word)
         self._loose = re.compile(word, re.IGNORECASE)
         self._canonical = {option.lower(): option for option in self.options}
-        self._read = Kept(self._parse, limit=_REMEMBERED)
 
     def parse(self, text: str) -> Parsed:
-        """The option `text` answers with, or the problem that makes it unusable. Replies a
-        few tokens long recur endlessly in a population, so each distinct one is read once."""
-        return self._read[text]
-
-    def _parse(self, text: str) -> Parsed:
+        """The option `text` answers with, or the problem that makes it unusable."""
         field = _FIELD.search(text)
         if field is not None:
             value = field.group(1)

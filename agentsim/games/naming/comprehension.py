@@ -132,12 +132,10 @@ class ComprehensionStandIn:
         memory = [(own, partner, int(points)) for own, partner, points in entries]
         success = int(fields.get("success_payoff", "100"))
         failure = int(fields.get("failure_payoff", "-50"))
-        for kind, pattern in self._patterns:
-            match = pattern.match(question)
-            if match is not None:
-                break
-        else:
+        asked = next(((kind, match) for kind, pattern in self._patterns if (match := pattern.match(question))), None)
+        if asked is None:
             return "{'answer': I do not know}"
+        kind, match = asked
         truth = _true_answer(kind, match.groupdict(), options, memory, success, failure)
         error_die, pick_die = unit_uniforms(request.seed or 0, 2)
         if error_die < self.error_rates.get(kind, 0.0):

@@ -12,75 +12,44 @@ make a new experiment; see examples/.
 
 from __future__ import annotations
 
-
-import asyncio
-import operator
 import random
 import string
 from dataclasses import dataclass
 from functools import cached_property
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...kept import Kept
-from ...llm.base import Message, Sampling
+from ...llm.base import Message
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
-from ...params import Params, require
+from ...params import require
 from ...policies import CommittedPolicy, LLMPolicy, Policy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
-from ...seeding import shuffled
-from ...scheduler import Encounter, Pairing, RoundPairing, SequentialPairing
-from ...topology import Topology, TopologyKind
+from ...scenario import Parsed
+from ...scheduler import Encounter
+from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .answers import AnswerReader
+from .situation import Memory, NamingSituation
 from .standin import NamingStandIn
 
-Memory = tuple[str | None, str | None, int]  # own name, partner's name, payoff
-_new_tuple = tuple.__new__  # builds a named tuple in C (its own __new__ is a Python function)
 DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
 
 
 @dataclass(frozen=True, kw_only=True)
-class NamingParams(Params):
-    # population and names
-    agents: int = 24
-    names: tuple[str, ...] = ()  # the name pool; empty: drawn once per experiment
-    pool_size: int = DRAWN_POOL_SIZE  # W, when the pool is drawn
+class NamingParams(PairwiseParams):
+    """The shared parameters (`PairwiseParams`) and the naming game's own."""
+
+    # the name pool, when `names` does not give it
+    pool_size: int = DRAWN_POOL_SIZE  # W
     name_style: Literal["letters", "random"] = "letters"  # letters A-Z, or six-character strings
-    memory_length: int = 5  # H
-    success_payoff: int = 100
-    failure_payoff: int = -50
-    # prompting and sampling
-    prompt: str = "standard"  # standard, narrative, bullet, or a path to a template file
-    temperature: float = 0.5
-    top_k: int | None = 10
-    top_p: float | None = None
-    max_tokens: int = 6
-    max_reasks: int = 2  # re-asks with a reminder after an unusable reply
-    fallback: Literal["random", "previous", "none"] = "random"  # then this, recorded
-    # who meets whom
-    pairing: Literal["sequential", "network", "rounds"] = "sequential"
-    max_in_flight: int = 64  # encounters asked at once (never changes the run); --max-in-flight caps calls
-    topology: TopologyKind = "complete"
-    topology_degree: int = 4
-    topology_probability: float = 0.1
-    topology_attachment: int = 2
-    graph_file: str = ""
     # committed minority
     committed: int = 0
     committed_fraction: float = 0.0
     committed_mode: Literal["replace", "add"] = "replace"
     committed_name: str | None = None
     majority_name: str | None = None  # start in consensus on this name
-    # measuring and stopping
     stop_at: Literal["consensus", "flip", "none"] = "consensus"
-    max_rounds: int = 50
-    consensus_threshold: float = 0.95
-    consensus_window: float = 3.0  # in units of N interactions
-    success_window: int = 0  # interactions; 0 means N
     # the stand-in backend's rule
     standin_bias_name: str | None = None
     standin_bias: float = 0.0
@@ -88,12 +57,7 @@ class NamingParams(Params):
     standin_invalid_rate: float = 0.0
 
     def validate(self) -> None:
-        require(self.agents >= 2, f"agents must be at least 2 (got {self.agents})")
-        require(self.memory_length >= 0, f"memory_length (H) must be >= 0 (got {self.memory_length})")
         if self.names:
-            require(len(self.names) >= 2, f"names must hold at least 2 names (got {len(self.names)})")
-            require(len(set(self.names)) == len(self.names), "names must be distinct")
-            require(all(name.strip() == name and name for name in self.names), "names must be non-empty with no surrounding spaces")
             # A pool_size the user set would otherwise be ignored without a word: W is len(names) here.
             require(self.pool_size in (DRAWN_POOL_SIZE, len(self.names)),
                     f"pool_size={self.pool_size} does not apply: the name pool is given ({', '.join(self.names)}); "
@@ -102,13 +66,6 @@ class NamingParams(Params):
             require(self.pool_size >= 2, f"pool_size (W) must be at least 2 (got {self.pool_size})")
             if self.name_style == "letters":
                 require(self.pool_size <= 26, f"pool_size {self.pool_size} is more than 26 letters; use name_style=random")
-        require(self.max_tokens >= 1, f"max_tokens must be >= 1 (got {self.max_tokens})")
-        require(0 <= self.max_reasks <= 100, f"max_reasks must be between 0 and 100 (got {self.max_reasks})")
-        require(self.max_in_flight >= 1, f"max_in_flight must be >= 1 (got {self.max_in_flight})")
-        require(self.max_rounds >= 1, f"max_rounds must be >= 1 (got {self.max_rounds})")
-        require(0 < self.consensus_threshold <= 1, f"consensus_threshold must be in (0, 1] (got {self.consensus_threshold})")
-        require(self.consensus_window > 0, f"consensus_window must be > 0 (got {self.consensus_window})")
-        require(self.success_window >= 0, f"success_window must be >= 0 (got {self.success_window})")
         require(self.committed >= 0, f"committed must be >= 0 (got {self.committed})")
         require(0 <= self.committed_fraction < 1, f"committed_fraction must be in [0, 1) (got {self.committed_fraction})")
         require(not (self.committed and self.committed_fraction),
@@ -118,15 +75,10 @@ class NamingParams(Params):
                     f"{self.committed_count()} committed agents leave no uncommitted agent among agents={self.agents}; "
                     f"lower committed or use committed_mode=add")
         require(self.stop_at != "flip" or self.committed_count() > 0, "stop_at=flip needs a committed minority (set committed)")
-        require(self.pairing != "sequential" or self.topology == "complete",
-                "pairing=sequential draws partners from the whole population; use pairing=network (or rounds) with a topology")
         for name, value in (("standin_bias", self.standin_bias), ("standin_noise", self.standin_noise),
                             ("standin_invalid_rate", self.standin_invalid_rate)):
             require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
-        self.sampling()
-        size = self.population_size()
-        if self.topology != "complete" or self.pairing == "network":
-            self.graph_topology().check(size)
+        super().validate()
 
     def committed_count(self) -> int:
         """Committed agents as a count: a fraction is a share of the whole population."""
@@ -139,22 +91,8 @@ class NamingParams(Params):
     def population_size(self) -> int:
         return self.agents + (self.committed_count() if self.committed_mode == "add" else 0)
 
-    def graph_topology(self) -> Topology:
-        return Topology(kind=self.topology, degree=self.topology_degree, probability=self.topology_probability,
-                        attachment=self.topology_attachment, path=self.graph_file)
 
-    def sampling(self) -> Sampling:
-        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens)
-
-
-class NamingSituation(NamedTuple):
-    """What an agent sees when asked: the options in the order shown, and its memory."""
-
-    options: tuple[str, ...]
-    memory: tuple[Memory, ...]
-
-
-class NamingGame(Scenario[NamingParams]):
+class NamingGame(PairwiseGame[NamingParams]):
     name = "naming_game"
     Params = NamingParams
 
@@ -172,12 +110,6 @@ class NamingGame(Scenario[NamingParams]):
                 "committed_name and majority_name must differ")
         return game
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        if not self.params.names:
-            raise RuntimeError("the name pool is drawn by for_experiment(seed); call it before running")
-        return self.params.names
-
     @cached_property
     def template(self) -> PromptTemplate:
         return PromptTemplate.load("naming", self.params.prompt).require("system", "history", "entry", "user", "reminder") \
@@ -190,8 +122,8 @@ class NamingGame(Scenario[NamingParams]):
 
     @cached_property
     def _codes(self) -> tuple[dict[str | None, str], dict[str, str | None]]:
-        encode: dict[str | None, str] = {name: _code(index) for index, name in enumerate(self.names)}
-        encode[None] = "/"
+        encode: dict[str | None, str] = {None: "/"}
+        encode.update(name_codes(self.names))
         return encode, {code: name for name, code in encode.items()}
 
     def committed_name(self) -> str:
@@ -241,33 +173,15 @@ class NamingGame(Scenario[NamingParams]):
         for agent in model.agents:
             agent.memory.extend([entry] * self.params.memory_length)
 
-    def pairing(self, model: PopulationModel) -> Pairing:
-        params = self.params
-        size = len(model.agents)
-        graph = None
-        if params.topology != "complete" or params.pairing == "network":
-            graph = params.graph_topology().build(size, model.random.getrandbits(32))
-        if params.pairing == "rounds":
-            return RoundPairing(graph)
-        return SequentialPairing(params.max_in_flight, graph)
-
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
-        """Each asked agent's option list, in a fresh random order."""
-        names, rng = self.params.names or self.names, model.random
-        return tuple([None if agent.committed else shuffled(rng, names) for agent in encounter.agents])
+        """Each asked agent's option list, in a fresh random order from the run's generator."""
+        names, rng = self.names, model.random
+        return tuple([None if agent.committed else tuple(rng.sample(names, len(names))) for agent in encounter.agents])
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, ...]:
         """Each asked agent's view: its options and its memory."""
-        return tuple([None if options is None else _new_tuple(NamingSituation, (options, tuple(agent.memory)))
+        return tuple([None if options is None else NamingSituation(options, tuple(agent.memory))
                       for agent, options in zip(encounter.agents, encounter.drawn)])
-
-    async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if first.policy.immediate and second.policy.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
 
     def resolve(self, model: PopulationModel, encounter: Encounter,
                 decisions: tuple[Decision, Decision]) -> EncounterRecord:
@@ -296,80 +210,31 @@ class NamingGame(Scenario[NamingParams]):
 
     # --- hooks: what an LLM sees and how its answer is read -------------------------------
     def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
-        memory = situation.memory
-        fields = self._option_fields(situation.options)
-        fields["history"], _, fields["score"] = self._memory_view(memory)
-        fields["round"] = len(memory) + 1
-        return (_new_tuple(Message, ("system", self._render_system(fields))), self._user_message)
+        params, memory = self.params, situation.memory
+        system = self.template.render(
+            "system", **self._option_fields(situation.options), history=self._history_block(memory), round=len(memory) + 1,
+            score=sum(payoff for *_, payoff in memory), success_payoff=f"{params.success_payoff:+d}",
+            failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
+        return (Message("system", system), Message("user", self.template.sections["user"]))
 
-    def _memory_view(self, memory: tuple[Memory, ...]) -> tuple[str, str, int]:
-        """A memory's history block, its code for the store and its score, kept by memory:
-        the same memories recur across agents and rounds (all of them, once a convention
-        holds), and a decision asks for its own twice (prompt, then store). Until a convention
-        holds most memories are new, so a new one is put together from kept pieces."""
-        if memory is self._last_memory[0]:
-            return self._last_memory[1]
-        view = self._memory_views[memory]
-        self._last_memory = (memory, view)
-        return view
-
-    _last_memory: tuple[object, tuple[str, str, int]] = (object(), ("", "", 0))
-
-    @cached_property
-    def _memory_views(self) -> Kept[tuple[Memory, ...], tuple[str, str, int]]:
-        return Kept(lambda memory: (self._render_history(memory), "".join(map(self._entry_codes.__getitem__, memory)),
-                                    sum(map(_payoff_of, memory))), limit=16_384)
-
-    @cached_property
-    def _entry_codes(self) -> Kept[Memory, str]:
-        code = self._codes[0]
-        return Kept(lambda entry: code[entry[0]] + code[entry[1]])
-
-    def prompt_fields(self) -> dict[str, object]:
-        """Extra fields a custom template uses, fixed for the whole experiment (rendered once)."""
-        return {}
-
-    @cached_property
-    def _render_system(self) -> Callable[[Mapping[str, object]], str]:
-        params = self.params
-        return self.template.bind("system", success_payoff=f"{params.success_payoff:+d}",
-                                  failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
-
-    @cached_property
-    def _user_message(self) -> Message:
-        return Message("user", self.template.sections["user"])
-
-    def _render_history(self, memory: tuple[Memory, ...]) -> str:
+    def _history_block(self, memory: tuple[Memory, ...]) -> str:
+        """The history block: one entry per memory, numbered from the oldest; empty without one."""
         if not memory:
             return ""
-        kept = self._entry_lines
-        while len(kept) < len(memory):  # a probe may show more than H entries
-            kept.append(self._lines_at(len(kept) + 1))
-        lines = map(operator.getitem, kept, memory)
-        return self._render_history_block({"entries": "\n".join(lines)}) + "\n"
-
-    @cached_property
-    def _entry_lines(self) -> list[Kept[Memory, str]]:
-        """Per position in memory, each entry's line as rendered there (kept once rendered)."""
-        return []
-
-    def _lines_at(self, number: int) -> Kept[Memory, str]:
         template = self.template
-        return Kept(lambda entry: template.render("entry", round=number, own=entry[0], partner=entry[1], payoff=entry[2]))
+        entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+                            for number, (own, partner, payoff) in enumerate(memory, start=1))
+        return template.render("history", entries=entries) + "\n"
 
-    @cached_property
-    def _render_history_block(self) -> Callable[[Mapping[str, object]], str]:
-        return self.template.bind("history")
+    def prompt_fields(self) -> dict[str, object]:
+        """Extra fields a custom template uses, fixed for the whole experiment."""
+        return {}
 
     def parse(self, text: str, situation: NamingSituation) -> Parsed:
         return self._answers.parse(text)
 
     def reminder(self, situation: NamingSituation, parsed: Parsed) -> str:
         return self.template.render("reminder", **self._option_fields(situation.options))
-
-    def salvage(self, reply: str, situation: NamingSituation) -> str | None:
-        """Nothing: the paper's agents get the recorded fallback (SIGN decodes free text)."""
-        return None
 
     def fallback(self, situation: NamingSituation, unit: float) -> str | None:
         mode = self.params.fallback
@@ -381,46 +246,28 @@ class NamingGame(Scenario[NamingParams]):
         return ordered[int(unit * len(ordered))]
 
     def _option_fields(self, options: tuple[str, ...]) -> dict[str, object]:
-        """The option list as the template words it: `[A, B, C]` and/or `A, B and C`."""
-        fields: dict[str, object] = {}
-        listed, spoken = self._option_styles
-        if listed:
-            fields["options"] = f"[{', '.join(options)}]"
-        if spoken:
-            fields["options_text"] = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
-        return fields
-
-    @cached_property
-    def _option_styles(self) -> tuple[bool, bool]:
-        text = self.template.text
-        return "{options}" in text, "{options_text}" in text
+        """The option list as a template may word it: `[A, B, C]` or `A, B and C`."""
+        spoken = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
+        return {"options": f"[{', '.join(options)}]", "options_text": spoken}
 
     # --- the store: a prompt in about twenty bytes ----------------------------------------
     def encode(self, situation: NamingSituation) -> str:
         """The option order then (own, partner) per memory entry, one character per name;
         payoffs follow from `payoff`."""
-        options = situation.options
-        # One itemgetter call picks every option's code (a prompt is encoded per decision).
-        order = "".join(operator.itemgetter(*options)(self._codes[0])) if options else ""
-        return order + self._memory_view(situation.memory)[1]
+        code = self._codes[0]
+        return ("".join(code[name] for name in situation.options)
+                + "".join(code[own] + code[partner] for own, partner, _ in situation.memory))
 
     def decode(self, context: str) -> NamingSituation:
         name = self._codes[1]
         width = len(self.names)
-        options = tuple(name[char] for char in context[:width])
+        option = {code: option for option, code in name_codes(self.names).items()}
+        options = tuple(option[char] for char in context[:width])
         memory = tuple(
             (own, partner, self.payoff(own, partner))
             for own, partner in ((name[context[i]], name[context[i + 1]]) for i in range(width, len(context), 2))
         )
         return NamingSituation(options, memory)
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        situation = self.decode(context)
-        messages = self.messages(situation)
-        for reply in replies:
-            parsed = self.parse(reply, situation)
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, parsed)))
-        return messages
 
     # --- measuring -----------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> ConventionMetrics:
@@ -519,11 +366,3 @@ def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:
         if name not in pool:
             pool.append(name)
     return tuple(pool)
-
-
-_payoff_of = operator.itemgetter(2)
-
-
-def _code(index: int) -> str:
-    """One character per pool index: ASCII '0'..'z' for the first 75 names, then beyond."""
-    return chr(48 + index) if index < 75 else chr(256 + index)

@@ -85,7 +85,8 @@ class NetworkMetrics(ConventionMetrics):
 
 class NetworkNamingGame(NamingGame):
     name = "network_naming_game"
-    Params = NetworkNamingParams  # type: ignore[assignment]
+    Params = NetworkNamingParams
+    params: NetworkNamingParams
 
     def topology_of(self, model: PopulationModel) -> str:
         topologies = self.params.topologies
@@ -96,7 +97,7 @@ class NetworkNamingGame(NamingGame):
         size = len(model.agents)
         topology = family_topology(self.topology_of(model), size, mean_degree=params.mean_degree, rewiring=params.rewiring)
         graph = connected_graph(topology, size, model.random.getrandbits(32))
-        model.graph = graph  # type: ignore[attr-defined]  # for summaries; rebuilt identically on resume
+        model.graph = graph  # for summaries; rebuilt identically on resume
         return RoundPairing(graph) if params.pairing == "rounds" else SequentialPairing(params.max_in_flight, graph)
 
     def new_metrics(self, model: PopulationModel) -> NetworkMetrics:
@@ -119,7 +120,7 @@ class NetworkNamingGame(NamingGame):
 
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         metrics: NetworkMetrics = model.metrics
-        graph: nx.Graph = model.graph  # type: ignore[attr-defined]
+        graph: nx.Graph = model.graph
         degrees = [degree for _, degree in graph.degree()]
         return super().run_summary(model) | {
             "topology": self.topology_of(model),

@@ -58,7 +58,7 @@ class StrategyProbe(NamingGame):
     """Strategy tables: decision k of the run is asked from configuration k mod C."""
 
     name = "strategies"
-    Params = StrategyProbeParams  # type: ignore[assignment]
+    Params = StrategyProbeParams
 
     @cached_property
     def configurations(self) -> tuple[tuple[Memory, ...], ...]:

@@ -1,8 +1,10 @@
 """The stand-in's rule for naming-game prompts.
 
-It reads the prompt text (the options and the history of the agent's last interactions, from
-any of the naming templates it is given) and answers in the prompt's answer-first format
-`{'value': NAME; 'reason': ...}`. The rule, in order:
+In process it is given the agent's situation with the request (the options in the order shown
+and the memory: what the prompt shows, nothing more); over HTTP, from the stand-in server, it
+reads the same from the prompt text (the options and the history of the agent's last
+interactions, from any of the naming templates it is given). It answers in the prompt's
+answer-first format `{'value': NAME; 'reason': ...}`. The rule, in order:
 
 1. with probability `invalid_rate`, an unusable reply: half of the time one that names no
    option, half of the time one that names two (to exercise re-asks and fallbacks);
@@ -21,16 +23,13 @@ from the request's seed.
 
 from __future__ import annotations
 
-
 import re
 from collections.abc import Mapping, Sequence
-from functools import partial
-from typing import NamedTuple
 
-from ...kept import Kept
 from ...llm.base import Request
 from ...prompts import PromptTemplate
 from ...seeding import unit_uniforms
+from .situation import NamingSituation
 
 _ANSWER_KEY = re.compile(r"\{'(\w+)': <")
 _WANTED = ("options", "options_text", "history")
@@ -46,29 +45,27 @@ class NamingStandIn:
         noise: float = 0.0,
         invalid_rate: float = 0.0,
     ) -> None:
+        """`templates[0]` is the game's own (its answer key words the in-process replies); the
+        others are what a prompt read over HTTP may have been rendered from."""
         self.templates = [(template, _answer_key(template)) for template in templates]
-        # Per template: its system prompt's reader, its answer key, and each history block it
-        # rendered as read (history blocks recur).
-        self._readers = [(template.reading("system", _WANTED), key, Kept(partial(self._recall, template), limit=16_384))
-                         for template, key in self.templates]
         self.bias_name = bias_name
         self.bias = bias
         self.noise = noise
         self.invalid_rate = invalid_rate
 
     def answer(self, request: Request) -> str | None:
-        if not request.messages or request.messages[0].role != "system":
-            return None
-        system = request.messages[0].content
-        for read, key, recalled_by_history in self._readers:
-            fields = read(system)
-            if fields is not None:
-                break
+        situation = request.situation
+        if isinstance(situation, NamingSituation):
+            key = self.templates[0][1]
+            options: Sequence[str] = situation.options
+            memory: list[tuple[str | None, str | None]] = [(own, partner) for own, partner, _ in situation.memory]
+        elif situation is None:
+            read = self.read(request)
+            if read is None:
+                return None
+            key, options, memory = read
         else:
-            return None
-        options = read_options(fields)
-        history = fields.get("history") or ""
-        recalled = recalled_by_history[history]
+            return None  # another game's situation
         seed = request.seed or 0
         # The dice are a function of the seed alone, so they are rolled only where needed.
         invalid_die, noise_die, _ = unit_uniforms(seed, 3) if self.invalid_rate or self.noise else (1.0, 1.0, 1.0)
@@ -76,31 +73,34 @@ class NamingStandIn:
             if invalid_die < self.invalid_rate / 2 or len(options) < 2:
                 return f"{{'{key}': <{key.upper()}_OF_PLAYER_1>; 'reason': 'not sure yet'}}"
             return f"{{'{key}': {options[0]} or {options[1]}; 'reason': 'either works'}}"
-        followed = recalled.followed
-        for name in recalled.mentioned:
-            if name not in options:  # `follow` would count among other options: let it
-                followed = None
-                break
-        name, reason = self.choose(options, recalled.memory, noise_die, seed, followed)
+        name, reason = self.choose(options, memory, noise_die, seed)
         return f"{{'{key}': {name}; 'reason': '{reason}'}}"
 
-    def _recall(self, template: PromptTemplate, history: str) -> _Recalled:
-        memory = template.findall("entry", history, "own", "partner") if history else []
-        mentioned = tuple({memory[-1][0], *(entry[1] for entry in memory)}) if memory else ()
-        return _Recalled(memory, mentioned, self.follow(mentioned, memory) if memory else None)
+    def read(self, request: Request) -> tuple[str, list[str], list[tuple[str | None, str | None]]] | None:
+        """The answer key, options and memory (own, partner) a prompt shows, read from its
+        text with the first template that fits; None if none does."""
+        if not request.messages or request.messages[0].role != "system":
+            return None
+        system = request.messages[0].content
+        for template, key in self.templates:
+            fields = template.read("system", system, only=_WANTED)
+            if fields is not None:
+                history = fields.get("history") or ""
+                memory = template.findall("entry", history, "own", "partner") if history else []
+                return key, read_options(fields), [(own, partner) for own, partner in memory]
+        return None
 
-    def choose(self, options: Sequence[str], memory: Sequence[tuple[str, str]], noise_die: float,
-               seed: int, followed: tuple[str | None, str] | None = None) -> tuple[str, str]:
-        """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior; `followed` is
-        what `follow` gives for these options and memory, where the caller already knows it."""
+    def choose(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]], noise_die: float,
+               seed: int) -> tuple[str, str]:
+        """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
         if noise_die < self.noise or not memory:
             return self.prior(options, seed), "no history yet" if not memory else "trying another name"
-        name, reason = followed or self.follow(options, memory)
+        name, reason = self.follow(options, memory)
         if name is None:
             return self.prior(options, seed), reason
         return name, reason
 
-    def follow(self, options: Sequence[str], memory: Sequence[Sequence[str | None]]) -> tuple[str | None, str]:
+    def follow(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]]) -> tuple[str | None, str]:
         """Steps 3-4 of the rule for a non-empty memory: the name it dictates, or None when
         the memory dictates nothing (then the prior decides)."""
         own, partner = memory[-1][0], memory[-1][1]
@@ -109,8 +109,8 @@ class NamingStandIn:
         counts: dict[str, int] = {}
         for entry in memory:
             seen = entry[1]
-            if seen in options:
-                counts[seen] = counts.get(seen, 0) + 1  # type: ignore[index]
+            if seen is not None and seen in options:
+                counts[seen] = counts.get(seen, 0) + 1
         if not counts:
             return None, "nothing in memory to follow"
         most = max(counts.values())
@@ -122,13 +122,12 @@ class NamingStandIn:
                 return entry[1], "partners played it most"
         return None, "no clear favourite"  # pragma: no cover - a tied name is always in memory
 
-    def probabilities(self, situation: object) -> dict[str, float]:
-        """The exact probability of each option under this rule for a valid reply, given a
-        situation with `options` and `memory` (entries (own, partner[, payoff])): what a
+    def probabilities(self, situation: NamingSituation) -> dict[str, float]:
+        """The exact probability of each option under this rule for a valid reply: what a
         strategy table measured by sampling the stand-in must recover. Unusable replies
         (`invalid_rate`) are re-asked and fall back by the game's policy, outside this rule."""
-        options = list(getattr(situation, "options"))
-        memory = list(getattr(situation, "memory"))
+        options = list(situation.options)
+        memory = [(entry[0], entry[1]) for entry in situation.memory]
         prior = self.prior_probabilities(options)
         if not memory:
             return prior
@@ -141,26 +140,17 @@ class NamingStandIn:
         uniform = 1.0 / len(options)
         if self.bias_name in options and self.bias > 0:
             return {option: (1 - self.bias) * uniform + (self.bias if option == self.bias_name else 0.0) for option in options}
-        return {option: uniform for option in options}
+        return dict.fromkeys(options, uniform)
 
     def prior(self, options: Sequence[str], seed: int) -> str:
         """The favoured name with probability `bias`, else a uniform draw."""
         die = unit_uniforms(seed, 3)[2]
-        if self.bias_name in options and self.bias > 0:
+        if self.bias_name is not None and self.bias_name in options and self.bias > 0:
             if die < self.bias:
-                return self.bias_name  # type: ignore[return-value]
+                return self.bias_name
             die = (die - self.bias) / (1 - self.bias)
         ordered = sorted(options)
         return ordered[min(int(die * len(ordered)), len(ordered) - 1)]
-
-
-class _Recalled(NamedTuple):
-    """A history block as read: its entries (own, partner), the names `follow` asks to be
-    offered, and what `follow` makes of the entries when all of those are offered."""
-
-    memory: list[tuple[str, ...]]
-    mentioned: tuple[str, ...]
-    followed: tuple[str | None, str] | None
 
 
 def _answer_key(template: PromptTemplate) -> str:

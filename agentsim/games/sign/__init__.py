@@ -3,8 +3,7 @@ partner history, a strict `@say {name: Ck}` schema), its schema parser, metrics 
 
 from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
 from .metrics import THRESHOLDS, SignMetrics
-from .schema import (NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon,
-                     schema_regex)
+from .schema import NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon, schema_regex
 from .standin import SignStandIn
 
 __all__ = [

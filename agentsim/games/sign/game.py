@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...agents import PopulationAgent
 from ...llm.base import Grammar, Message, Sampling
@@ -44,9 +44,10 @@ from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Parsed
 from ...scheduler import Encounter
-from ..naming.game import DRAWN_POOL_SIZE, NamingGame, NamingParams
+from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .metrics import THRESHOLDS, SignMetrics
 from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .situation import SignSituation
 from .standin import SignStandIn
 
 if TYPE_CHECKING:
@@ -59,14 +60,11 @@ _TEMPLATES = {"nl": "nl", "nl-sw": "nl_sw", "schema": "schema"}
 
 
 @dataclass(frozen=True, kw_only=True)
-class SignParams(NamingParams):
-    """The naming game's parameters with SIGN's defaults (the paper's Phi-3 settings) and its
-    own: `condition`, `lexicon_size` (M), `alpha`, `constrained_decoding`. `memory_length` is
-    K; the NL condition keeps no memory whatever K says. `max_reasks` is the Schema
-    condition's retries (the paper: one); the NL conditions never re-ask. Inherited parameters
-    SIGN does not use: `pool_size` and `name_style` (the lexicon is C1..CM), the committed
-    minority's, and `standin_invalid_rate` (see the `standin_free_*` and `standin_schema_*`
-    rates)."""
+class SignParams(PairwiseParams):
+    """The shared parameters (`PairwiseParams`) with SIGN's defaults (the paper's Phi-3
+    settings) and its own: `condition`, `lexicon_size` (M), `alpha`, `constrained_decoding`.
+    `memory_length` is K; the NL condition keeps no memory whatever K says. `max_reasks` is the
+    Schema condition's retries (the paper: one); the NL conditions never re-ask."""
 
     condition: Condition = "schema"
     lexicon_size: int = 12  # M: names C1..CM (unless `names` gives a lexicon)
@@ -84,11 +82,13 @@ class SignParams(NamingParams):
     max_reasks: int = 1
     fallback: Literal["random", "previous", "none"] = "none"
     pairing: Literal["sequential", "network", "rounds"] = "rounds"
-    stop_at: Literal["consensus", "flip", "none"] = "none"
+    stop_at: Literal["consensus", "none"] = "none"
     max_rounds: int = 300
     success_payoff: int = 1
     failure_payoff: int = 0
     # the stand-in's rule (see games/sign/standin.py)
+    standin_bias_name: str | None = None
+    standin_bias: float = 0.0
     standin_noise: float = 0.05
     standin_follow_memory: float = 0.6
     standin_free_none_rate: float = 0.15
@@ -98,15 +98,11 @@ class SignParams(NamingParams):
 
     def validate(self) -> None:
         require(self.lexicon_size >= 2, f"lexicon_size (M) must be at least 2 (got {self.lexicon_size})")
-        require(self.pool_size == DRAWN_POOL_SIZE, "SIGN's names are C1..CM: set lexicon_size (M), not pool_size")
         require(self.memory_length >= 0, f"memory_length (K) must be >= 0 (got {self.memory_length})")
         require(0 <= self.alpha <= 1, f"alpha (the lose-shift probability) must be in [0, 1] (got {self.alpha})")
-        require(self.committed_count() == 0 and self.committed_name is None and self.majority_name is None,
-                "SIGN has no committed agents and no initial consensus; leave committed, committed_fraction, "
-                "committed_name and majority_name unset")
         require(self.repetition_penalty is None or self.repetition_penalty > 0,
                 f"repetition_penalty must be > 0 (got {self.repetition_penalty})")
-        for name in ("standin_follow_memory", "standin_free_none_rate", "standin_free_several_rate",
+        for name in ("standin_bias", "standin_noise", "standin_follow_memory", "standin_free_none_rate", "standin_free_several_rate",
                      "standin_schema_error_rate", "standin_retry_error_rate"):
             value = getattr(self, name)
             require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
@@ -121,19 +117,6 @@ class SignParams(NamingParams):
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, max_tokens=self.max_tokens,
                         repetition_penalty=self.repetition_penalty)
-
-
-class SignSituation(NamedTuple):
-    """What an agent sees: the lexicon, its current proposal, its partners' last names, the
-    population round and its own number. `shift_die` is the lose-shift die drawn for it before
-    any await; the prompt does not show it."""
-
-    options: tuple[str, ...]
-    current: str
-    memory: tuple[str, ...]
-    round: int
-    agent: int
-    shift_die: float = 1.0
 
 
 class SignAgent(PopulationAgent):
@@ -151,10 +134,9 @@ class SignAgent(PopulationAgent):
         self.current = state["current"]
 
 
-class SignGame(NamingGame):
+class SignGame(PairwiseGame[SignParams]):
     name = "sign"
-    Params = SignParams  # type: ignore[assignment]
-    params: SignParams
+    Params = SignParams
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> SignGame:
@@ -188,7 +170,7 @@ class SignGame(NamingGame):
 
     @cached_property
     def _sign_codes(self) -> tuple[dict[str, str], dict[str, str]]:
-        encode = {name: chr(48 + index) if index < 75 else chr(256 + index) for index, name in enumerate(self.names)}
+        encode = name_codes(self.names)
         return encode, {code: name for name, code in encode.items()}
 
     def grammar(self) -> Grammar | None:
@@ -249,14 +231,11 @@ class SignGame(NamingGame):
         model.metrics.close_rounds(min(pending + [model.rounds_done]))
 
     # --- hooks: what the model sees and how its reply is read -----------------------------
-    def messages(self, situation: SignSituation) -> tuple[Message, ...]:  # type: ignore[override]
-        system = self._render_sign_system({"agent": situation.agent, "round": situation.round, "current": situation.current,
-                                           "history": self._history(situation.memory)})
-        return (Message("system", system), self._user_message)
-
-    @cached_property
-    def _render_sign_system(self) -> Any:
-        return self.template.bind("system", lexicon=", ".join(self.names))
+    def messages(self, situation: SignSituation) -> tuple[Message, ...]:
+        system = self.template.render("system", lexicon=", ".join(self.names), agent=situation.agent,
+                                      round=situation.round, current=situation.current,
+                                      history=self._history(situation.memory))
+        return (Message("system", system), Message("user", self.template.sections["user"]))
 
     def _history(self, memory: tuple[str, ...]) -> str:
         if not memory or self.condition == "nl":
@@ -265,20 +244,20 @@ class SignGame(NamingGame):
         entries = " | ".join(template.render("entry", partner=name) for name in memory)
         return template.render("history", entries=entries) + "\n"
 
-    def parse(self, text: str, situation: SignSituation) -> Parsed:  # type: ignore[override]
+    def parse(self, text: str, situation: SignSituation) -> Parsed:
         if self.condition == "schema":
             return self._schema.parse(text)
         return self._decoder.parse(text)
 
-    def salvage(self, text: str, situation: SignSituation) -> str | None:  # type: ignore[override]
+    def salvage(self, text: str, situation: SignSituation) -> str | None:
         """Step 3 of the Schema ladder: a name decoded from a non-compliant reply's free text.
         Free-text conditions have nothing to salvage (their parser is the decoder)."""
         return self._decoder.decode(text) if self.condition == "schema" else None
 
-    def reminder(self, situation: SignSituation, parsed: Parsed) -> str:  # type: ignore[override]
+    def reminder(self, situation: SignSituation, parsed: Parsed) -> str:
         return self.template.render("reminder", lexicon=", ".join(self.names))
 
-    def fallback(self, situation: SignSituation, unit: float) -> str | None:  # type: ignore[override]
+    def fallback(self, situation: SignSituation, unit: float) -> str | None:
         mode = self.params.fallback
         if mode == "none":
             return None
@@ -287,11 +266,11 @@ class SignGame(NamingGame):
         return self.names[min(int(unit * len(self.names)), len(self.names) - 1)]
 
     # --- the store: a prompt in a few bytes -----------------------------------------------
-    def encode(self, situation: SignSituation) -> str:  # type: ignore[override]
+    def encode(self, situation: SignSituation) -> str:
         code = self._sign_codes[0]
         return f"{situation.agent}.{situation.round}." + code[situation.current] + "".join(map(code.__getitem__, situation.memory))
 
-    def decode(self, context: str) -> SignSituation:  # type: ignore[override]
+    def decode(self, context: str) -> SignSituation:
         agent, round_, codes = context.split(".", 2)
         name = self._sign_codes[1]
         return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent))

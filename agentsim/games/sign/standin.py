@@ -1,8 +1,9 @@
 """The stand-in's rule for SIGN prompts: one name choice, written in the format the prompt asks.
 
-It reads the prompt text alone (any of the SIGN templates it is given): the lexicon, the
-agent's current proposal, the partner names in its memory (when the prompt shows them), and
-whether the prompt demands the `@say {name: Ck}` schema. Its dice come from the request's seed.
+In process it is given the agent's situation with the request (the lexicon, its current
+proposal, the partner names in its memory); over HTTP it reads the same from the prompt text
+(any of the SIGN templates it is given; the NL prompt shows no memory). Either way the prompt
+says whether it demands the `@say {name: Ck}` schema. Its dice come from the request's seed.
 
 Choosing a name (the same in every condition):
 
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from ...llm.base import Request
 from ...prompts import PromptTemplate
 from ...seeding import unit_uniforms
+from .situation import SignSituation
 
 _WANTED = ("lexicon", "current", "history")
 
@@ -55,23 +57,36 @@ class SignStandIn:
         self.retry_error_rate = retry_error_rate
 
     def answer(self, request: Request) -> str | None:
+        situation = request.situation
+        if situation is None:
+            read = self.read(request)
+            if read is None:
+                return None
+            names, current, memory, schema = read
+        elif isinstance(situation, SignSituation):
+            names, current, memory = list(situation.options), situation.current, list(situation.memory)
+            schema = bool(request.messages) and "@say" in request.messages[0].content
+        else:
+            return None
+        noise_die, follow_die, prior_die, format_die, variant_die = unit_uniforms(request.seed or 0, 5)
+        name = self.choose(names, current, memory, noise_die, follow_die, prior_die)
+        if schema:
+            retry = len(request.messages) > 2
+            return self.write_schema(name, retry, request.grammar is not None, format_die, variant_die)
+        return self.write_free(name, names, format_die, variant_die)
+
+    def read(self, request: Request) -> tuple[list[str], str, list[str], bool] | None:
+        """The lexicon, current proposal, memory and whether the schema is demanded, read from
+        the prompt text with the first template that fits; None if none does."""
         if not request.messages or request.messages[0].role != "system":
             return None
         system = request.messages[0].content
         for template, schema in self.templates:
             fields = template.read("system", system, only=_WANTED)
             if fields is not None and "lexicon" in fields and "current" in fields:
-                break
-        else:
-            return None
-        names = fields["lexicon"].split(", ")
-        memory = self._memory(template, fields.get("history") or "")
-        noise_die, follow_die, prior_die, format_die, variant_die = unit_uniforms(request.seed or 0, 5)
-        name = self.choose(names, fields["current"], memory, noise_die, follow_die, prior_die)
-        if schema:
-            retry = len(request.messages) > 2
-            return self.write_schema(name, retry, request.grammar is not None, format_die, variant_die)
-        return self.write_free(name, names, format_die, variant_die)
+                memory = self._memory(template, fields.get("history") or "")
+                return fields["lexicon"].split(", "), fields["current"], memory, schema
+        return None
 
     @staticmethod
     def _memory(template: PromptTemplate, history: str) -> list[str]:
@@ -96,9 +111,9 @@ class SignStandIn:
         return current
 
     def prior(self, names: Sequence[str], die: float) -> str:
-        if self.bias_name in names and self.bias > 0:
+        if self.bias_name is not None and self.bias_name in names and self.bias > 0:
             if die < self.bias:
-                return self.bias_name  # type: ignore[return-value]
+                return self.bias_name
             die = (die - self.bias) / (1 - self.bias) if self.bias < 1 else 0.0
         return names[min(int(die * len(names)), len(names) - 1)]
 

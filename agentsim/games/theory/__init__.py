@@ -5,8 +5,17 @@ as a fast numpy/ODE path for many runs or large populations."""
 from .best_response import BestResponseNamingGame, best_response, flip_shares, mean_field_critical_mass
 from .committed import consensus_times, mean_field_critical_fraction, rate_equations, reaches_consensus
 from .inventory import InventoryMetrics, MinimalNamingGame, MinimalNamingParams, speak
-from .minimal import (Convergence, Neighbourhoods, Trajectory, per_round, production_shares, round_boundaries,
-                      run_to_consensus, simulate, success_curve)
+from .minimal import (
+                      Convergence,
+                      Neighbourhoods,
+                      Trajectory,
+                      per_round,
+                      production_shares,
+                      round_boundaries,
+                      run_to_consensus,
+                      simulate,
+                      success_curve,
+)
 
 __all__ = [
     "BestResponseNamingGame", "Convergence", "InventoryMetrics", "MinimalNamingGame", "MinimalNamingParams",

@@ -26,6 +26,7 @@ from ...errors import ParameterError
 from ...model import PopulationModel
 from ...policies import Policy, RulePolicy
 from ..naming.game import NamingGame, NamingSituation
+from ..naming.standin import NamingStandIn
 
 
 def best_response(situation: NamingSituation, unit: float) -> str:
@@ -48,7 +49,7 @@ class BestResponseNamingGame(NamingGame):
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         return RulePolicy(f"rule:best-response-M{self.params.memory_length}", best_response)
 
-    def standin_rules(self) -> list[object]:
+    def standin_rules(self) -> list[NamingStandIn]:
         return []
 
 

@@ -24,7 +24,7 @@ from ...errors import ParameterError
 from .minimal import run_to_consensus
 
 
-def rate_equations(p: float):  # noqa: ANN201 - a callable for solve_ivp
+def rate_equations(p: float):
     """d(n_A, n_B)/dt for the uncommitted densities (n_AB = 1 - p - n_A - n_B), Xie et al.
     2011 eq. (1): n_A' = -n_A n_B + n_AB^2 + n_AB n_A + 3/2 p n_AB, and symmetrically for B
     with the committed agents only ever uttering A."""

@@ -93,7 +93,8 @@ class MinimalNamingGame(NamingGame):
 
     name = "minimal_naming_game"
     rule_agents = True
-    Params = MinimalNamingParams  # type: ignore[assignment]
+    Params = MinimalNamingParams
+    params: MinimalNamingParams
 
     def build_population(self, model: PopulationModel) -> None:
         params = self.params
@@ -126,9 +127,9 @@ class MinimalNamingGame(NamingGame):
             agent.memory.clear()
             agent.memory.append(name)
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> None:
+    def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[None, None]:
         """Nothing: the speaker's dice come from its call seed."""
-        return None
+        return None, None
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[NamingSituation | None, None]:
         """The speaker's view: its inventory, and what it would invent from."""

@@ -1,0 +1,60 @@
+"""Scenario files: loading the scenario a file defines, and reading `--set KEY=VALUE` pairs.
+
+Shared by the command line and the analysis commands (which rebuild recorded scenarios from
+their files), so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import ScenarioFileError, UserError
+from .scenario import Scenario
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise UserError(f"--set takes KEY=VALUE (got '{pair}')")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario[Any], Any]:
+    """The scenario a file defines: its `scenario` variable, else its one Scenario object, else
+    its one Scenario subclass (built with default parameters)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ScenarioFileError(f"scenario file '{path}' not found; give the path to a scenario file such as scenarios/naming_game.py")
+    name = f"agentsim_scenarios.{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # checkpoints may pickle objects of classes the file defines
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise ScenarioFileError(f"scenario file '{path}' has a syntax error at line {error.lineno}: {error.msg}; fix the file") from None
+    except UserError as error:
+        raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    except Exception as error:  # the file's own code failed: report it as the user's to fix
+        raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
+    candidate = getattr(module, "scenario", None)
+    if isinstance(candidate, Scenario):
+        return candidate, module
+    objects = [value for value in vars(module).values() if isinstance(value, Scenario)]
+    if len(objects) == 1:
+        return objects[0], module
+    classes = [value for value in vars(module).values()
+               if isinstance(value, type) and issubclass(value, Scenario) and value.__module__ == name]
+    if not objects and len(classes) == 1:
+        return classes[0](), module
+    raise ScenarioFileError(
+        f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
+        f"assign the one to run to a variable named `scenario`")
