@@ -33,6 +33,7 @@ from .llm.health import HealthPolicy
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
+from .params import finite_float
 from .runner import Experiment, ExperimentConfig
 from .scenario import Scenario
 from .scenario_files import load_scenario, parse_overrides
@@ -81,18 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output directory (default: results/SCENARIO/TIMESTAMP)")
     parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
     parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
-    parser.add_argument("--checkpoint-seconds", type=float, default=1.0,
+    parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
     llm = parser.add_argument_group("language-model backends")
     llm.add_argument("--base-url", default=None,
                      help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
     llm.add_argument("--max-in-flight", type=int, default=32, help="calls in flight per backend, at most (default 32; adapts below it)")
-    llm.add_argument("--rpm", type=float, default=None, help="requests per minute per backend, at most")
-    llm.add_argument("--tpm", type=float, default=None, help="tokens per minute per backend, at most")
+    llm.add_argument("--rpm", type=finite_float, default=None, help="requests per minute per backend, at most")
+    llm.add_argument("--tpm", type=finite_float, default=None, help="tokens per minute per backend, at most")
     llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429/overload)")
-    llm.add_argument("--timeout", type=float, default=60.0, help="seconds per attempt (default 60)")
+    llm.add_argument("--timeout", type=finite_float, default=60.0, help="seconds per attempt (default 60)")
     llm.add_argument("--max-attempts", type=int, default=8, help="attempts per call, retries included (default 8)")
-    llm.add_argument("--deadline", type=float, default=300.0, help="seconds per call, retries included (default 300)")
+    llm.add_argument("--deadline", type=finite_float, default=300.0, help="seconds per call, retries included (default 300)")
     llm.add_argument("--cache", type=Path, default=None, metavar="PATH",
                      help="the response cache database (default: responses.db in the user's cache directory)")
     llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
@@ -100,18 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--sample-locally", action="store_true",
                      help="answer a prompt whose option distribution the model gave before by a seeded draw from it, "
                           "without a call (answer-first formats with logprobs; see docs/backends.md)")
-    llm.add_argument("--max-calls", type=int, default=None, help="stop the experiment cleanly after this many backend calls")
-    llm.add_argument("--max-cost", type=float, default=None,
+    llm.add_argument("--max-calls", type=int, default=None,
+                     help="send at most this many requests, retries and the start-up probe included (exit 4 when spent)")
+    llm.add_argument("--max-cost", type=finite_float, default=None,
                      help="stop the experiment before a request could make the calls cost more than this many US dollars")
     health = parser.add_argument_group("run health (a backend that cannot serve the run stops it: exit 3)")
     health.add_argument("--no-probe", action="store_true",
                         help="skip the start-up probe (one tiny request before a backend's first)")
     health.add_argument("--max-consecutive-failures", type=int, default=HealthPolicy.max_consecutive_failures,
                         metavar="N", help="stop after N failed requests in a row, retries included (default %(default)s)")
-    health.add_argument("--max-failure-share", type=float, default=HealthPolicy.max_failure_share, metavar="F",
+    health.add_argument("--max-failure-share", type=finite_float, default=HealthPolicy.max_failure_share, metavar="F",
                         help="stop when more than this share of the last --health-window calls failed after their "
                              "retries (default %(default)s; 1: never)")
-    health.add_argument("--max-fallback-share", type=float, default=HealthPolicy.max_fallback_share, metavar="F",
+    health.add_argument("--max-fallback-share", type=finite_float, default=HealthPolicy.max_fallback_share, metavar="F",
                         help="stop when more than this share of the last --health-window decisions fell back "
                              "(default %(default)s; 1: never)")
     health.add_argument("--health-window", type=int, default=HealthPolicy.window, metavar="N",

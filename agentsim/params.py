@@ -11,6 +11,7 @@ import dataclasses
 import math
 import types
 import typing
+from argparse import ArgumentTypeError
 from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
 
 from .errors import ParameterError
@@ -121,4 +122,16 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: _jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    return value
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a number that is neither NaN nor infinite (they pass every range
+    check the wrong way: `--checkpoint-seconds nan` silently turned checkpoints off)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise ArgumentTypeError(f"'{text}' is not a finite number")
     return value

@@ -224,7 +224,8 @@ class Experiment:
                     f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
                     f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
             for key, value in identity.items():
-                if recorded and recorded.get(key) != value:
+                # (a directory whose experiment recorded no run yet is started afresh)
+                if recorded and config.resume and recorded.get(key) != value:
                     store.close()
                     raise OutputDirError(
                         f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")

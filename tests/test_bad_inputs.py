@@ -31,15 +31,18 @@ def _file(tmp_path: Path, text: str) -> str:
 FLAG_CASES = [
     (("--seed", "-5"), ("--seed must be a whole number from 0",)),
     (("--seed", str(2**70)), ("--seed must be a whole number from 0",)),
-    (("--timeout", "inf"), ("--timeout must be a number of seconds",)),
-    (("--timeout", "nan"), ("--timeout must be a number of seconds",)),
-    (("--deadline", "inf"), ("--deadline must be",)),
-    (("--checkpoint-seconds", "nan"), ("--checkpoint-seconds must be",)),
-    (("--checkpoint-seconds", "inf"), ("--checkpoint-seconds must be",)),
-    (("--rpm", "nan"), ("--rpm must be a finite number",)),
-    (("--tpm", "inf"), ("--tpm must be a finite number",)),
-    (("--max-cost", "nan"), ("--max-cost must be a finite number",)),
-    (("--max-fallback-share", "inf"), ("--max-fallback-share must be a share",)),
+    (("--timeout", "inf"), ("argument --timeout: 'inf' is not a finite number",)),
+    (("--timeout", "nan"), ("argument --timeout: 'nan' is not a finite number",)),
+    (("--timeout", "0"), ("--timeout must be a number of seconds",)),
+    (("--deadline", "inf"), ("argument --deadline: 'inf' is not a finite number",)),
+    (("--checkpoint-seconds", "nan"), ("argument --checkpoint-seconds: 'nan' is not a finite number",)),
+    (("--checkpoint-seconds", "inf"), ("argument --checkpoint-seconds: 'inf' is not a finite number",)),
+    (("--rpm", "nan"), ("argument --rpm: 'nan' is not a finite number",)),
+    (("--tpm=-inf",), ("argument --tpm: '-inf' is not a finite number",)),
+    (("--rpm", "0"), ("--rpm must be a finite number > 0",)),
+    (("--max-cost", "nan"), ("argument --max-cost: 'nan' is not a finite number",)),
+    (("--max-failure-share", "inf"), ("argument --max-failure-share: 'inf' is not a finite number",)),
+    (("--max-fallback-share", "1.5"), ("--max-fallback-share must be a share",)),
     (("--set", "consensus_threshold=nan"), ("consensus_threshold must be a finite number",)),
     (("--set", "consensus_window=inf"), ("consensus_window must be a finite number",)),
     (("--set", "temperature=-inf"), ("temperature must be a finite number",)),
@@ -56,6 +59,12 @@ def test_each_bad_flag_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path, arg
     out = tmp_path / "out"
     assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *arguments), *fragments)
     assert not out.exists(), "a refused run leaves no directory behind"
+
+
+def test_float_flags_of_the_subcommands_are_finite(tmp_path: Path) -> None:
+    result = cli("unbiased-pool", "--threshold", "nan", "--out", str(tmp_path / "pool"))
+    assert result.returncode == 2 and "'nan' is not a finite number" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "pool").exists()
 
 
 def test_a_refused_seed_does_not_block_the_rerun(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..errors import EXIT_USER_ERROR, UserError
+from ..params import finite_float
 from ..scenario_files import load_scenario, parse_overrides
 
 # name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
@@ -139,7 +140,7 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--majority", default=None, help="the convention to overturn first (default: the file's majority_name)")
     parser.add_argument("--alternative", default=None)
     parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
-    parser.add_argument("--share", type=float, default=1.0, help="share of runs that must flip (default 1)")
+    parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
     parser.add_argument("--backend", default="stand-in")
     parser.add_argument("--seed", type=int, default=0)
@@ -183,7 +184,7 @@ def unbiased_pool(argv: list[str]) -> int:
     parser.add_argument("--scenario", default=None, help="a naming-game scenario file for the prompt and sampling (default: the paper's)")
     parser.add_argument("--pool-size", type=int, default=2)
     parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--threshold", type=float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
+    parser.add_argument("--threshold", type=finite_float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
     parser.add_argument("--tries", type=int, default=20)
     parser.add_argument("--backend", default="stand-in")
     parser.add_argument("--seed", type=int, default=0)
