@@ -214,7 +214,7 @@ class Experiment:
             if recorded and not config.resume and store.runs():
                 store.close()
                 raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
-            if config.resume and not recorded:
+            if config.resume and "scenario" not in recorded:  # (a store always records its own version)
                 store.close()
                 raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
             if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
@@ -230,6 +230,9 @@ class Experiment:
                     raise OutputDirError(
                         f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
             self.store = store
+            if config.resume and recorded.get("runs", 0) > config.runs:
+                # A resume continues every run the experiment planned, not only the file's RUNS.
+                self.config = dataclasses.replace(config, runs=recorded["runs"])
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:

@@ -65,7 +65,9 @@ SAME_DRAWS_SINCE = 3
 _MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
     SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
 
+# One transaction: a disk that fills while the tables are made leaves all of them or none.
 _SCHEMA = """
+BEGIN;
 CREATE TABLE IF NOT EXISTS experiment (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
     run INTEGER PRIMARY KEY, replicate INTEGER NOT NULL, seed INTEGER NOT NULL, backend TEXT NOT NULL,
@@ -86,6 +88,7 @@ CREATE VIEW IF NOT EXISTS decisions_by_model AS
     SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
+COMMIT;
 """.replace("{moves}", _MOVES_VIEW + ";")
 
 
@@ -149,7 +152,7 @@ class Store:
         self.connection = sqlite3.connect(self.path, isolation_level=None)
         try:
             if existing:
-                self._check_own()
+                existing = self._check_own()
                 if check_checkpoints:
                     self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
@@ -165,8 +168,9 @@ class Store:
             self.connection.close()
             raise
 
-    def _check_own(self) -> None:
-        """Refuse, before writing anything, a file that is damaged or not agentsim's."""
+    def _check_own(self) -> bool:
+        """Refuse, before writing anything, a file that is damaged or not agentsim's; say whether
+        it holds any table (one with none is new: a disk that filled as agentsim made them)."""
         where = self.path
         try:
             application = self.connection.execute("PRAGMA application_id").fetchone()[0]
@@ -175,12 +179,13 @@ class Store:
         except sqlite3.DatabaseError as error:
             raise DamagedStoreError(f"{where} is damaged or not a database ({error}); nothing was changed: restore it "
                                     f"from a copy, or record into a new --out DIR") from None
-        if application != APPLICATION_ID and not (application == 0 and "experiment" in tables and "runs" in tables):
+        if application != APPLICATION_ID and tables and not (application == 0 and {"experiment", "runs"} <= tables):
             raise OutputDirError(f"{where} is an SQLite database agentsim did not create; agentsim never writes into "
                                  f"it: choose another --out DIR")
         if verdict != "ok":
             raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: restore it from a copy, "
                                     f"or record into a new --out DIR")
+        return bool(tables)
 
     def _recorded_version(self) -> int:
         row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
@@ -207,6 +212,8 @@ class Store:
 
     def verify_checkpoints(self) -> None:
         """Every checkpoint reads back (before a resume changes anything)."""
+        if not self.connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone():
+            return  # a file whose tables were never made records nothing to check
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
             try:
                 pickle.loads(zlib.decompress(blob))
