@@ -240,6 +240,9 @@ class Experiment:
         if not config.resume:  # a directory left by an experiment that recorded no run: start afresh
             with contextlib.suppress(Exception):
                 self.store.connection.execute("DELETE FROM experiment WHERE key = 'budget_spent'")
+        if self.budget.limited:
+            store = self.store
+            self.budget.journal = lambda spent: store.set_experiment({"budget_spent": spent})
         self.store.set_experiment({
             **identity,
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),

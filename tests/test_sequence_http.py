@@ -143,3 +143,28 @@ def _recorded_rounds(out: Path) -> list[tuple[Any, ...]]:
             connection.close()
     except sqlite3.Error:
         return []
+
+
+def test_a_budget_holds_across_kill_9_and_resume(tmp_path: Path, standin_server: Any) -> None:
+    """The process killed with -9 cannot say what it spent: the budget it wrote ahead does."""
+    server = standin_server(capacity=16, service_time_s=0.002, latency_jitter_s=0.006)
+    budget = 400  # the whole run would ask 720
+    command = [NAMING, "--seed", "3", "--backend", "openai:m", "--base-url", server.url + "/v1", "--no-live",
+               "--no-cache", "--set", "agents=24", "--set", "stop_at=none", "--set", "max_rounds=30",
+               "--max-calls", str(budget), "--max-attempts", "4", "--timeout", "10", "--out", str(tmp_path / "out")]
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *command], env=environment(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while server.stats.requests < budget // 2:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    sent_before = server.stats.requests
+    assert sent_before < budget
+
+    result = cli(*command, "--resume", timeout=180, env=environment())
+    assert result.returncode == 4, result.stderr  # the budget's stop (README: exit codes)
+    assert "--max-calls 400 reached" in result.stderr.strip().splitlines()[-1]
+    assert budget * 0.95 <= server.stats.requests <= budget, f"{server.stats.requests} requests against --max-calls {budget}"

@@ -7,7 +7,10 @@ not sent, and `BudgetExhausted` stops every run, keeping its open encounters so 
 with a higher budget continues exactly. Before a request is sent its cost is reserved at the
 most it can cost (the prompt's estimated tokens and the whole `max_tokens` at the model's
 price); once answered, the reservation is replaced by what it cost. The budget counts the
-whole experiment: a resumed one starts from what was spent before (`spent`).
+whole experiment: a resumed one starts from what was spent before (`spent`). A process killed
+with -9 cannot say what it spent, so the budget writes ahead (`journal`): before the requests
+of the next 1% of the budget leave, it records them as spent; a resume after kill -9 starts
+from that mark, which may count up to 1% more than was sent but never less.
 
 `AccountedModel` puts each answer's cost on the completion for the per-run usage counts
 (`agentsim.usage`).
@@ -16,7 +19,8 @@ whole experiment: a resumed one starts from what was spent before (`spent`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import BackendError, BudgetExhausted, ParameterError
@@ -45,6 +49,9 @@ class Budget:
     calls: int = 0  # requests sent (reserved), retries included
     cost_usd: float = 0.0  # spent, plus what requests in flight may still cost
     reason: str | None = None
+    # Writes `spent()`-shaped marks where a kill -9 cannot lose them (the experiment's store).
+    journal: Callable[[dict[str, float]], None] | None = None
+    journalled: dict[str, float] = field(default_factory=lambda: {"calls": 0, "cost_usd": 0.0})
 
     def __post_init__(self) -> None:
         if self.max_calls is not None and not 1 <= self.max_calls <= 10**12:
@@ -65,6 +72,17 @@ class Budget:
                                      f"reserved, the next request may cost ${cost:.4f})")
         self.calls += 1
         self.cost_usd += cost
+        if self.journal is not None and self._past_the_journal():
+            self.journalled = {
+                "calls": min(self.max_calls, self.calls + math.ceil(self.max_calls / 100)) if self.max_calls else self.calls,
+                "cost_usd": round(self.cost_usd + (self.max_cost_usd / 100 if self.max_cost_usd else 0.0), 6),
+            }
+            self.journal(self.journalled)
+
+    def _past_the_journal(self) -> bool:
+        if self.max_calls is not None and self.calls > self.journalled["calls"]:
+            return True
+        return self.max_cost_usd is not None and self.cost_usd > self.journalled["cost_usd"]
 
     def release(self, cost: float) -> None:
         """A reserved request failed before the server did any work worth billing."""
@@ -84,6 +102,7 @@ class Budget:
         """Start from what an earlier session of the same experiment spent."""
         self.calls = int(spent.get("calls", 0))
         self.cost_usd = float(spent.get("cost_usd", 0.0))
+        self.journalled = self.spent()
 
 
 class AccountedModel:
