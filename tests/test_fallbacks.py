@@ -5,6 +5,7 @@ invalid replies, because the random fallbacks were counted."""
 
 from __future__ import annotations
 
+import csv
 import sqlite3
 from pathlib import Path
 
@@ -51,3 +52,16 @@ def test_strategy_tables_count_model_answers_and_show_the_fallback_rate(tmp_path
     assert sum(row["fallbacks"] for row in rows) == summary["fallbacks"] > 0
     assert sum(row["samples"] + row["fallbacks"] for row in rows) == 2 * summary["interactions"]
     assert table.fallback_rate == summary["fallbacks"] / (2 * summary["interactions"])
+
+
+def test_the_report_shows_each_models_fallback_rate(tmp_path: Path) -> None:
+    from agentsim.analysis.report import build_report
+
+    (summary,) = run_experiment(probe(0.8), tmp_path / "probe")
+    index = build_report(tmp_path / "probe")
+    assert "usage_by_model" in {figure["name"] for figure in index["figures"]}
+    with open(tmp_path / "probe" / "report" / "table_usage.csv") as table:
+        (row,) = list(csv.DictReader(table))
+    assert int(row["fallbacks"]) == summary["fallbacks"] > 0
+    assert int(row["decisions"]) == 2 * summary["interactions"]
+    assert float(row["fallback_rate"]) == round(summary["fallbacks"] / (2 * summary["interactions"]), 4)

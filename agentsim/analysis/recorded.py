@@ -307,7 +307,8 @@ class RecordedExperiment:
     # --- usage -------------------------------------------------------------------------------
     def usage_by_model(self) -> list[dict[str, Any]]:
         """Calls, tokens, invalid replies and latency percentiles per model (from every
-        recorded call), with cost where the run summaries carry one."""
+        recorded call), its agents' decisions and how many of them fell back (no reply gave
+        the action), with cost where the run summaries carry one."""
         rows = self.store.rows(
             "SELECT d.run, a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error FROM decisions d "
             "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.reply IS NOT NULL OR d.error IS NOT NULL")
@@ -317,12 +318,19 @@ class RecordedExperiment:
             if run not in done:
                 continue
             entry = by_model.setdefault(model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
-                                                "latencies": []})
+                                                "decisions": 0, "fallbacks": 0, "latencies": []})
             entry["calls"] += 1
             entry["prompt_tokens"] += prompt_tokens or 0
             entry["completion_tokens"] += completion_tokens or 0
             entry["errors"] += error is not None
             entry["latencies"].append((latency_us or 0) / 1e6)
+        for run, model, decisions, fallbacks in self.store.rows(
+                "SELECT d.run, a.model, COUNT(*), SUM(d.fallback IS 1) FROM decisions d JOIN agents a "
+                "ON a.run = d.run AND a.agent = d.agent WHERE d.payoff IS NOT NULL AND a.kind = 'llm' GROUP BY d.run, a.model"):
+            if run in done and model in by_model:
+                entry = by_model[model]
+                entry["decisions"] += decisions
+                entry["fallbacks"] += fallbacks
         costs: dict[str, float] = defaultdict(float)
         for summary in self.summaries():
             for label, usage in (summary.get("usage_by_backend") or {}).items():
