@@ -242,8 +242,9 @@ class LogView:
             fields: dict[str, Any] = {
                 "run": view.run, "seed": view.seed, **({"cell": view.cell} if view.cell else {}),
                 "round": view.rounds_done, "interactions": view.interactions,
-                "success_rate": round(view.metrics.get("success_rate", 0.0), 3), "calls": view.usage.get("calls", 0),
-                "invalid_replies": view.usage.get("invalid_replies", 0),
+                # (a game without a notion of success, the commons or the donor game, shows none: not 0)
+                **({"success_rate": round(view.metrics["success_rate"], 3)} if "success_rate" in view.metrics else {}),
+                "calls": view.usage.get("calls", 0), "invalid_replies": view.usage.get("invalid_replies", 0),
             }
             if view.usage.get("cost_usd") or view.usage.get("cache_hits") or view.usage.get("retries"):
                 fields.update(cost_usd=view.usage.get("cost_usd"), cache_hits=view.usage.get("cache_hits"),

@@ -400,7 +400,7 @@ def test_the_scenario_runs_three_replicates_of_each_condition_with_generations(t
     conditions = {"donor_game": 4, "stag_hunt": 2}[name]
     assert len(summary["runs"]) == 3 * conditions and summary["stand_in"]
     for entry in summary["runs"]:
-        assert entry["status"] == "done"
+        assert entry["status"] == "done" and entry["stop_reason"] == "generations"
         assert [g["generation"] for g in entry["generations"]] == [1, 2, 3]
         assert all(len(g["survivors"]) == 2 and len(g["payoffs"]) == 4 for g in entry["generations"])
     report = cli("report", str(out), timeout=120)

@@ -68,3 +68,7 @@ def test_log_lines_without_a_terminal(capsys) -> None:  # type: ignore[no-untype
     assert "event='experiment_started'" in lines[0] and "stand_in=True" in lines[0]
     assert "event='run_progress'" in lines[1] and "round=12" in lines[1]
     assert "event='run_ended'" in lines[2] and "stop_reason='consensus'" in lines[2]
+    assert "success_rate=0.8" in lines[1]
+    log.update([view(run=2, metrics={"lines": [("month", "3 of 12")]})])  # the commons: no notion of success
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "run=2" in line and "success_rate" not in line

@@ -99,6 +99,10 @@ class CulturalEvolution(Scenario[E]):
         limit = self.params.max_rounds
         return min(limit, len(self.schedule)) if limit else len(self.schedule)
 
+    def stop_reason(self, model: PopulationModel) -> str | None:
+        """`generations` once the last generation has played (`max_rounds` says a limit cut it short)."""
+        return "generations" if model.rounds_done >= len(self.schedule) else None
+
     # --- population ------------------------------------------------------------------------
     def build_population(self, model: PopulationModel) -> None:
         for index in range(self.params.agents):
