@@ -6,8 +6,9 @@ so every call reaches the server) with its adaptive limiter allowed up to 4x the
 every request body it sends is kept; then, on a freshly started server, a plain aiohttp client
 keeping `slots` requests open sends the very same bodies (prompts, sampling, seeds, grammar,
 logprobs): the server alone. Printed: agentsim's requests/s and generated tokens/s as a
-fraction of the plain client's (target >= 0.9), and the most calls the limiter kept in flight
-and its final cap (does it find the server's concurrency by itself?). Build the server first: `backends/llamacpp/launch.sh build`.
+fraction of the plain client's (target >= 0.9), and where the limiter settled: the most calls
+it kept in flight, its final cap, the time-weighted mean in flight and the cap it held most of
+the second half (does it find the server's concurrency by itself?). Build the server first: `backends/llamacpp/launch.sh build`.
 
 Prints figures; asserts nothing timed. On a shared host the figures move with the load.
 """
@@ -155,7 +156,29 @@ def main(options: Any) -> None:
                   f"{calls / wall:.2f} requests/s ({calls / wall / requests:.2f} of it), "
                   f"{result['tokens'] / wall:.1f} tokens/s ({result['tokens'] / wall / tokens:.2f}); "
                   f"{calls} calls in {wall:.1f} s, invalid {result['invalid']}, fallbacks {result['fallbacks']}; "
-                  f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}")
+                  f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}, "
+                  f"mean in flight {limiter.mean_in_flight():.2f} (time-weighted), median cap over the second half "
+                  f"{median_cap(limiter)}, latency cuts {limiter.queueing.cuts if limiter.queueing else 0}")
+
+
+def median_cap(limiter: LimitedModel) -> int:
+    """The cap the limiter held most of the second half of the run (time-weighted median): where it settled."""
+    start, end = limiter.trajectory[0][0], limiter.clock()
+    since = (start + end) / 2
+    spans: list[tuple[int, float]] = []
+    held, cap = since, limiter.trajectory[0][1]
+    for t, limit in limiter.trajectory:
+        if t > since:
+            spans.append((int(cap), t - held))
+            held = t
+        cap = limit
+    spans.append((int(cap), end - held))
+    passed, total = 0.0, sum(seconds for _, seconds in spans)
+    for value, seconds in sorted(spans):
+        passed += seconds
+        if passed >= total / 2:
+            return value
+    return int(limiter.limit)
 
 
 def _free_port() -> int:
