@@ -252,7 +252,7 @@ def main() -> None:
                         help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     parser.add_argument("--server", choices=["standin", "llama"], default="standin",
                         help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
-                             "(benchmarks/llama_throughput.py; N 24 and 3 rounds unless given)")
+                             "(benchmarks/llama_throughput.py; N 48 and 2 rounds unless given: more encounters ready than slots)")
     parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
     parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
     options = parser.parse_args()
@@ -260,9 +260,9 @@ def main() -> None:
         import llama_throughput
 
         if "--agents" not in sys.argv:
-            options.agents = 24
+            options.agents = 48
         if "--rounds" not in sys.argv:
-            options.rounds = 3
+            options.rounds = 2
         options.llama_server = options.llama_server or str(llama_throughput.DEFAULT_SERVER)
         llama_throughput.main(options)
         return

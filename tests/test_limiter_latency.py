@@ -29,8 +29,10 @@ class QueueingServer:
     immediate = False
 
     def __init__(self, slots: int, *, service: float = 0.01, jitter: float = 0.0, seed: int = 0,
-                 refuse: float = 0.0) -> None:
+                 refuse: float = 0.0, cold: float = 0.0, slower_after: tuple[int, float] | None = None) -> None:
         self.slots = asyncio.Semaphore(slots)
+        self.cold = cold  # the first call's service time, when longer (a server loading its model)
+        self.slower_after = slower_after  # (answers, service time from then on)
         self.service, self.jitter = service, jitter
         self.random = random.Random(seed)
         self.refuse = refuse  # the share of calls answered 429 at once (a hosted API's background rate)
@@ -43,10 +45,13 @@ class QueueingServer:
             self.active += 1
             self.most = max(self.most, self.active)
             try:
-                await asyncio.sleep(self.service * self.random.uniform(1 - self.jitter, 1 + self.jitter))
+                service = self.service * self.random.uniform(1 - self.jitter, 1 + self.jitter)
+                await asyncio.sleep(max(service, self.cold if self.answered == 0 else 0.0))
             finally:
                 self.active -= 1
         self.answered += 1
+        if self.slower_after and self.answered == self.slower_after[0]:
+            self.service = self.slower_after[1]
         return Completion(text="ok")
 
     async def aclose(self) -> None:
@@ -173,6 +178,41 @@ def test_a_server_that_never_queues_keeps_the_cap_at_its_maximum() -> None:
     limiter: LimitedModel = run_on_virtual_clock(run())
     assert limiter.limit == 32 and latency_cuts(limiter) == 0
     assert limiter.mean_in_flight() > 28
+
+
+def test_a_server_slowing_down_for_everyone_is_no_reason_to_send_fewer() -> None:
+    """A hosted API whose latency quadruples halfway, whatever is in flight: the cap stays at its
+    maximum (a probe at half of it may check, it does not cut)."""
+    server = UnlimitedServer(service=0.05, jitter=0.2, seed=7)
+
+    async def run() -> LimitedModel:
+        limiter = LimitedModel(server, Limits(max_in_flight=16), clock=asyncio.get_running_loop().time)
+        await drive(limiter, calls=2000, callers=32)
+        server.service = 0.2
+        await drive(limiter, calls=2000, callers=32)
+        return limiter
+
+    limiter: LimitedModel = run_on_virtual_clock(run())
+    assert latency_cuts(limiter) == 0 and limiter.limit == 16
+    assert limiter.mean_in_flight() > 14
+
+
+def test_the_cap_finds_the_slots_when_the_first_answers_came_fast_at_full_load() -> None:
+    """llama-server answers its first call slowly (cold), the next ones fast (the shared system
+    prompt is cached) with every call already in flight, then slows as prompts grow: the floor
+    was seen at the full cap, so only a probe with fewer calls in flight shows whether the later
+    latency is a queue."""
+    server = QueueingServer(2, service=0.002, jitter=0.2, seed=9, cold=0.2, slower_after=(200, 0.02))
+
+    async def run() -> LimitedModel:
+        limiter = LimitedModel(server, Limits(max_in_flight=8), clock=asyncio.get_running_loop().time)
+        await drive(limiter, calls=2200, callers=8)
+        return limiter
+
+    limiter: LimitedModel = run_on_virtual_clock(run())
+    median, within = settled(cap_over_time(limiter, share=0.3), 2, 4)
+    assert 2 <= median <= 4 and within >= 0.7, f"the cap's median {median}, within [2, 4] {within:.0%} of the time"
+    assert latency_cuts(limiter) >= 1 and limiter.queueing is not None and limiter.queueing.probes >= 1
 
 
 def test_a_steady_share_of_429s_does_not_collapse_the_cap_with_the_latency_rule_on() -> None:

@@ -67,6 +67,7 @@ class QueueingRule:
         self.knee_round: int | None = None  # the round trip of the last cut
         self.probe_cap: int | None = None  # the cap while a probe runs
         self.probe_rounds = 0
+        self.last_probe = 0  # the round trip the last probe began
         self.cuts = self.probes = 0
 
     def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float) -> float | None:
@@ -99,9 +100,14 @@ class QueueingRule:
                 self.probe_cap = None
             return None
         recent = self.recent
-        floor_sent = min(self.lows)[1]
         cut = None
-        if recent > self.bound(1.0) and self.recent_sent >= 1.25 * floor_sent:
+        if recent > self.bound(1.0) and not self._at_lower_load(recent):
+            # slow, but no faster with fewer calls in flight, or never seen with fewer: halve
+            # them for a few round trips (at most once a half window) and see
+            self.state = "near"
+            if self.rounds - self.last_probe >= self.window // 2 and limit >= 2:
+                self._probe(int(limit / 2))
+        elif recent > self.bound(1.0):
             self.state = "queueing"
             # K is about recent_sent x unqueued / recent; the floor plus half the margin stands for
             # the unqueued latency (the floor is the lowest of noisy means): K and a little more
@@ -115,13 +121,23 @@ class QueueingRule:
             self.state = "near"
         else:
             self.state = "clear"
-        if self.knee_round is not None and self.rounds % max(2, self.window // 2) == 0:
+        if self.knee_round is not None and self.rounds - self.last_probe >= self.window // 2:
             # at the slots' estimate: as many served as now, none waiting, nothing lost
             slots = int(self.recent_sent * min(self.lows)[0] / recent) if recent > 0 else 1
             if 1 <= slots < int(cut or limit):
-                self.probes += 1
-                self.probe_cap, self.probe_rounds = slots, 3
+                self._probe(slots)
         return cut
+
+    def _at_lower_load(self, recent: float) -> bool:
+        """Was latency lower by the margin with a fifth fewer calls in flight, in the window? Then
+        the queue is ours: a server slower for everyone at the same load is no reason to send fewer."""
+        lower = [latency for latency, sent, _ in self.lows if sent <= self.recent_sent / 1.25]
+        return bool(lower) and recent > min(lower) + (self.bound(1.0) - min(self.lows)[0])
+
+    def _probe(self, cap: int) -> None:
+        self.probes += 1
+        self.last_probe = self.rounds
+        self.probe_cap, self.probe_rounds = max(1, cap), 3
 
     def bound(self, share: float, count: int | None = None) -> float:
         """The floor plus `share` of the margin by which latency must exceed it for queueing to be
