@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--max-in-flight", type=int, default=32, help="calls in flight per backend, at most (default 32; adapts below it)")
     llm.add_argument("--rpm", type=finite_float, default=None, help="requests per minute per backend, at most")
     llm.add_argument("--tpm", type=finite_float, default=None, help="tokens per minute per backend, at most")
-    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429/overload)")
+    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429, overload or queueing)")
     llm.add_argument("--no-latency-rule", action="store_true",
                      help="adapt the in-flight cap to refusals only, not to latency showing the server queueing")
     llm.add_argument("--timeout", type=finite_float, default=60.0, help="seconds per attempt (default 60)")

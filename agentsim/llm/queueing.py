@@ -25,7 +25,8 @@ decision sees what the one before did), on that round trip's answers:
   when the floor was seen: a server slower for everyone at the same load is no reason to
   send fewer;
 - then the cap goes to recent_sent x (floor + half the margin) / recent: K, and a little more
-  so that the server has the next call at hand when one finishes;
+  so that the server has the next call at hand when one finishes; never below two (with one
+  slot and a cap of one it idles while each answer travels back and the next request comes);
 - above three quarters of the margin the cap holds; below, it grows by one per round trip
   once a knee has been found in the window (TCP Vegas: growing by half per answer, the
   usual pace after a 429, overshoots a few slots twofold before the latency shows it), by
@@ -110,8 +111,10 @@ class QueueingRule:
         elif recent > self.bound(1.0):
             self.state = "queueing"
             # K is about recent_sent x unqueued / recent; the floor plus half the margin stands for
-            # the unqueued latency (the floor is the lowest of noisy means): K and a little more
-            cut = max(limit / 8, min(limit, self.recent_sent * self.bound(0.5) / recent))
+            # the unqueued latency (the floor is the lowest of noisy means). Never below two: with
+            # one slot and a cap of one the server would idle while each answer travels back and
+            # the next request comes
+            cut = max(limit / 8, min(limit, max(2.0, self.recent_sent * self.bound(0.5) / recent)))
             if cut < limit:
                 self.cuts += 1
                 self.knee_round = self.rounds
