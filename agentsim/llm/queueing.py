@@ -21,9 +21,12 @@ decision sees what the one before did), on that round trip's answers:
   below a typical unqueued latency. The noise is four times the answers' spread (their mean
   distance from their round trip's mean, median over the window; within a round trip, not
   across, as the cap moves between them) x sqrt(1/n1 + 1/n2). Without it a hosted API whose
-  latency merely varies would be cut to nothing. And there must be more calls in flight than
-  when the floor was seen: a server slower for everyone at the same load is no reason to
-  send fewer;
+  latency merely varies would be cut to nothing. And some round trip of the window with a
+  fifth fewer calls in flight must have been faster by that margin: a server slower for
+  everyone at the same load is no reason to send fewer. Slow with no such round trip (the
+  floor was seen at full load: llama-server answers its first prompts fast from its prompt
+  cache), the rule halves the calls in flight for three round trips, at most once a half
+  window, to see;
 - then the cap goes to recent_sent x (floor + half the margin) / recent: K, and a little more
   so that the server has the next call at hand when one finishes; never below two (with one
   slot and a cap of one it idles while each answer travels back and the next request comes);
@@ -39,8 +42,8 @@ decision sees what the one before did), on that round trip's answers:
 
 tests/test_limiter_latency.py drives simulated servers with K = 1 to 8 slots on a virtual
 clock: the cap settles between K and 2K with the slots busy over 90% of the time; a server
-whose latency does not grow with calls in flight (a hosted API) never sees a cut, nor a
-probe. None of this changes what a run records, only how fast it goes.
+whose latency does not grow with calls in flight (a hosted API) never sees a cut. None of
+this changes what a run records, only how fast it goes.
 """
 
 from __future__ import annotations
