@@ -123,9 +123,10 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
     wall = time.perf_counter()
     asyncio.run(experiment.run())
     wall = time.perf_counter() - wall
+    settled = {"mean_in_flight": limiter.mean_in_flight(), "median_cap": median_cap(limiter)}  # at the run's end
     (run,) = json.loads((out / "summary.json").read_text())["runs"]
     usage = run["usage_by_backend"][spec]
-    return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter,
+    return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter, **settled,
             "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies}
 
 
@@ -163,7 +164,7 @@ def main(options: Any) -> None:
                 print(f"  {slots} slot(s), run {attempt + 1}: plain client {requests:.2f} requests/s, agentsim "
                       f"{result['calls'] / result['wall']:.2f} ({result['calls']} calls in {result['wall']:.1f} s); "
                       f"limiter: most in flight {limiter.max_seen}, final {limiter.limit:.1f}, mean in flight "
-                      f"{limiter.mean_in_flight():.2f}, median cap over the second half {median_cap(limiter)}")
+                      f"{result['mean_in_flight']:.2f}, median cap over the second half {result['median_cap']}")
             result = max((run[0] for run in runs), key=lambda run: run["calls"] / run["wall"])
             requests = max(run[1] for run in runs)
             tokens = max(run[2] for run in runs)
@@ -173,8 +174,8 @@ def main(options: Any) -> None:
                   f"{result['tokens'] / wall:.1f} tokens/s ({result['tokens'] / wall / tokens:.2f}); "
                   f"{calls} calls in {wall:.1f} s, invalid {result['invalid']}, fallbacks {result['fallbacks']}; "
                   f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}, "
-                  f"mean in flight {limiter.mean_in_flight():.2f} (time-weighted), median cap over the second half "
-                  f"{median_cap(limiter)}, latency cuts {limiter.queueing.cuts if limiter.queueing else 0}")
+                  f"mean in flight {result['mean_in_flight']:.2f} (time-weighted), median cap over the second half "
+                  f"{result['median_cap']}, latency cuts {limiter.queueing.cuts if limiter.queueing else 0}")
 
 
 def median_cap(limiter: LimitedModel) -> int:

@@ -226,6 +226,18 @@ def test_a_steady_share_of_429s_does_not_collapse_the_cap_with_the_latency_rule_
     assert server.answered >= 3000
 
 
+def test_429s_from_a_queueing_server_do_not_wear_the_cap_down() -> None:
+    """A server with 16 slots that queues the rest and refuses 20% of calls at random: each 429
+    takes one off the cap, so growth after a latency cut must keep the usual pace, or the cap
+    sinks far below the slots."""
+    server = QueueingServer(16, service=0.05, jitter=0.2, seed=11, refuse=0.2)
+    limiter = settle(server, Limits(max_in_flight=64), calls=6000, callers=64)
+    median, _ = settled(cap_over_time(limiter), 16, 64)
+    assert median >= 16, f"the cap's median {median} with 16 slots"
+    busy = server.answered * 0.05 / (16 * limiter.clock())
+    assert busy > 0.85, f"the server was busy {busy:.2f} of the time"
+
+
 def test_switched_off_the_cap_grows_into_the_servers_queue() -> None:
     """Without the latency rule a queueing server looks healthy: the cap stays at its maximum."""
     limiter = settle(QueueingServer(2), Limits(max_in_flight=32, queueing_tolerance=None), calls=800)

@@ -250,6 +250,8 @@ class LimitedModel:
         if not self.limits.adaptive:
             return
         if error.kind == "rate_limited":
+            if self.queueing is not None:
+                self.queueing.refused()
             self._set(max(float(self.limits.min_in_flight), self.limit - 1), now)
         elif error.kind == "overloaded":
             self._cut(started, now)

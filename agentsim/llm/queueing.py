@@ -33,7 +33,9 @@ decision sees what the one before did), on that round trip's answers:
 - above three quarters of the margin the cap holds; below, it grows by one per round trip
   once a knee has been found in the window (TCP Vegas: growing by half per answer, the
   usual pace after a 429, overshoots a few slots twofold before the latency shows it), by
-  the usual pace otherwise;
+  the usual pace otherwise. Below the last knee's cap, and while 429s come, it grows at the
+  usual pace unless queueing: each 429 takes one off, and anything slower would let a steady
+  20% of them wear the cap down (0.51 of the stand-in server's capacity instead of 0.9);
 - at a steady cap a little above K every call queues a little, and as the window forgets the
   unqueued round trips the floor would creep up to the queued latency, and the cap with it.
   So every half window, once a knee is known, the cap drops to the estimate of K for three
@@ -69,6 +71,8 @@ class QueueingRule:
         self.rounds = 0
         self.state = "clear"  # clear: grow; near: hold; queueing: cut, then hold
         self.knee_round: int | None = None  # the round trip of the last cut
+        self.knee_cap = 0.0  # the cap it set
+        self.refused_round: int | None = None  # the round trip of the last 429
         self.probe_cap: int | None = None  # the cap while a probe runs
         self.probe_rounds = 0
         self.last_probe = 0  # the round trip the last probe began
@@ -117,10 +121,10 @@ class QueueingRule:
             # the unqueued latency (the floor is the lowest of noisy means). Never below two: with
             # one slot and a cap of one the server would idle while each answer travels back and
             # the next request comes
-            cut = max(limit / 8, min(limit, max(2.0, self.recent_sent * self.bound(0.5) / recent)))
+            cut = max(limit / 2, min(limit, max(2.0, self.recent_sent * self.bound(0.5) / recent)))
             if cut < limit:
                 self.cuts += 1
-                self.knee_round = self.rounds
+                self.knee_round, self.knee_cap = self.rounds, cut
             else:
                 cut = None
         elif recent > self.bound(0.75):
@@ -157,9 +161,20 @@ class QueueingRule:
     def knee_known(self) -> bool:
         return self.knee_round is not None and self.rounds - self.knee_round <= self.window
 
+    def refused(self) -> None:
+        """A 429: the limiter took one off the cap."""
+        self.refused_round = self.rounds
+
     def growth(self, limit: float, usual: float) -> float:
-        """The cap's growth per answer: none while queueing, probing or near the knee; one per
-        round trip below a knee found in the window; the usual pace otherwise."""
+        """The cap's growth per answer. Below the last knee's cap, or while 429s come (in the
+        window), the usual pace unless queueing (TCP's slow start up to its threshold): 429s
+        take one off the cap each, and growing slower than the usual pace would let a steady
+        share of them wear the cap down to nothing. Otherwise: none while queueing, probing or
+        near the knee, one per round trip while a knee found in the window is near, the usual
+        pace else."""
+        refusing = self.refused_round is not None and self.rounds - self.refused_round <= self.window
+        if (limit < self.knee_cap or refusing) and self.state != "queueing":
+            return usual
         if self.state != "clear" or self.probe_cap is not None:
             return 0.0
         return 1 / max(1.0, limit) if self.knee_known() else usual
