@@ -9,7 +9,6 @@ one model, as measured at the servers."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import signal
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, Quiet, _without_timing, cli, dump
-from servers import ServerThread, standin_server
+from servers import ServerThread, standin_server  # noqa: F401  (the fixture)
 
 from agentsim.llm.limiter import Limits
 from agentsim.llm.specs import BackendOptions
@@ -35,10 +34,16 @@ NAMING_GAME = ROOT / "scenarios" / "naming_game.py"
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[Any]:
     """One Ray for the module: starting one takes seconds."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # no token written into the home directory
+    ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
     yield ray
     ray.shutdown()
+    if before is None:
+        os.environ.pop("RAY_AUTH_MODE", None)
+    else:
+        os.environ["RAY_AUTH_MODE"] = before
 
 
 def experiment(out: Path, *, executor: str, runs: int, file: Path = NAMING_GAME, overrides: dict[str, Any] | None = None,
@@ -198,4 +203,3 @@ def test_a_routed_backend_spreads_requests_over_its_servers(standin_server: Any,
     assert dump(tmp_path / "both" / "agentsim.db", tables=("moves",)) == dump(tmp_path / "one" / "agentsim.db", tables=("moves",))
 
 
-_ = (dataclasses, standin_server)

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..llm.cache import default_cache_path
-from ..runner import RunView, run_outcome
+from ..runner import RunView
 from . import require_ray
+from .control import SweepControl
 from .limits import ClusterBudget, ClusterLimiter
-from .worker import PortableError, RunPlan, run_replicate
+from .portable import PortableError
+from .worker import RunPlan, run_replicate
 
 if TYPE_CHECKING:
     from ..runner import Experiment
@@ -81,8 +83,9 @@ async def run_on_ray(experiment: Experiment) -> None:
         budget = ray.remote(ClusterBudget).options(num_cpus=0, scheduling_strategy=on_driver_node).remote(
             max_calls=llm.max_calls, max_cost_usd=llm.max_cost_usd, spent=experiment.budget.spent(),
             database=str(experiment.store.path.resolve()))
+    control = ray.remote(SweepControl).options(num_cpus=0, max_concurrency=10_000).remote()
     task = ray.remote(run_replicate).options(num_cpus=1, max_retries=0)
-    sweep = _Sweep(experiment, ray, task, plan_bytes, limiter, budget)
+    sweep = _Sweep(experiment, ray, task, plan_bytes, limiter, budget, control)
     try:
         await sweep.run()
     finally:
@@ -98,7 +101,7 @@ async def run_on_ray(experiment: Experiment) -> None:
                 experiment.cluster_limiter_stats = await limiter.stats.remote()
             except Exception:
                 pass
-        for actor in (limiter, budget):
+        for actor in (limiter, budget, control):
             if actor is not None:
                 ray.kill(actor)
         if connected_here:
@@ -106,16 +109,19 @@ async def run_on_ray(experiment: Experiment) -> None:
 
 
 class _Sweep:
-    def __init__(self, experiment: Experiment, ray: Any, task: Any, plan_bytes: bytes, limiter: Any, budget: Any) -> None:
+    def __init__(self, experiment: Experiment, ray: Any, task: Any, plan_bytes: bytes, limiter: Any, budget: Any,
+                 control: Any) -> None:
         self.experiment = experiment
         self.ray = ray
         self.task = task
         self.plan_bytes = plan_bytes
         self.limiter = limiter
         self.budget = budget
+        self.control = control
         self.lost = _lost_worker_errors(ray)
         self.attempts: dict[int, int] = {}  # run: workers it was sent to
         self.workers_lost = 0
+        self.stopping = False
 
     async def run(self) -> None:
         experiment = self.experiment
@@ -131,6 +137,7 @@ class _Sweep:
         except BaseException as error:
             if experiment.stopped_by is None:
                 experiment.stopped_by = error
+            self._stop(experiment.stopped_by)
             for each in tasks:
                 each.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -150,7 +157,7 @@ class _Sweep:
             attempt = self.attempts[run] = self.attempts.get(run, 0) + 1
             owner = f"run{run}.{attempt}"
             stream = self.task.remote(experiment.config.scenario_file, self.plan_bytes, replicate, blob, owner,
-                                      self.limiter, self.budget)
+                                      self.limiter, self.budget, self.control)
             try:
                 await self._follow(stream, run)
                 return
@@ -178,13 +185,18 @@ class _Sweep:
             raise WorkerLost(str(error)) from None
         except asyncio.CancelledError:
             # The sweep stops (Ctrl-C, or another run failed): the worker stops its run, which
-            # records what it has; wait a little for those last records.
-            self.ray.cancel(stream)
+            # records what it has and why; wait a little for those last records.
+            self._stop(self.experiment.stopped_by or asyncio.CancelledError())
             try:
                 await asyncio.wait_for(self._drain(stream, run), STOP_GRACE_S)
             except BaseException:
-                pass
+                self.ray.cancel(stream, force=True)
             raise
+
+    def _stop(self, cause: BaseException) -> None:
+        if not self.stopping:
+            self.stopping = True
+            self.control.stop.remote(PortableError.of(cause))
 
     async def _drain(self, stream: Any, run: int) -> None:
         async for reference in stream:
@@ -211,11 +223,6 @@ class _Sweep:
             experiment._warn(message[1])
         elif kind == "finish":
             _, _, status, reason, summary, view = message
-            stopped_by = experiment.stopped_by
-            if status == "interrupted" and stopped_by is not None and run_outcome(stopped_by)[0] != "interrupted":
-                # Stopped because another run failed: recorded as in process, with that cause.
-                status, reason = run_outcome(stopped_by)
-                summary = summary | {"status": status, "stop_reason": reason, "error": str(stopped_by)}
             store.set_status(run, status, stop_reason=reason, summary=summary)
             experiment.summaries[run] = summary
             if view is not None:

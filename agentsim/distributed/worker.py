@@ -25,7 +25,7 @@ import dataclasses
 import os
 import pickle
 import socket
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from ..runner import Experiment, ExperimentConfig, RunView
 from ..scenario import Scenario
 from ..store import Recorder
 from .limits import ClusterBudgetClient, ClusterLimitedModel
+from .portable import PortableError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,35 +48,6 @@ class RunPlan:
     scenario: Scenario[Any]
     variant_scenarios: list[Scenario[Any]]
     shares: list[tuple[str, int | None]]
-
-
-@dataclass(frozen=True)
-class PortableError:
-    """An exception as it crosses from worker to driver: its class and state, rebuilt there
-    without calling its constructor (agentsim's errors take keyword-only arguments)."""
-
-    kind: type[BaseException]
-    message: str
-    state: dict[str, Any]
-
-    @classmethod
-    def of(cls, error: BaseException) -> PortableError:
-        state = {key: value for key, value in vars(error).items() if _picklable(value)}
-        return cls(type(error), str(error), state)
-
-    def rebuild(self) -> BaseException:
-        error = self.kind.__new__(self.kind)
-        BaseException.__init__(error, self.message)
-        vars(error).update(self.state)
-        return error
-
-
-def _picklable(value: Any) -> bool:
-    try:
-        pickle.dumps(value)
-    except Exception:
-        return False
-    return True
 
 
 class _QueueSink:
@@ -133,8 +105,27 @@ def _experiment(plan: RunPlan, limiter: Any, budget: Any, owner: str,
     return experiment
 
 
+async def _until_stopped(run: Coroutine[Any, Any, None], experiment: Experiment, control: Any) -> None:
+    """Run `run`; if the sweep stops meanwhile, stop it with the sweep's cause (it records
+    that cause, as a run stopped in process does)."""
+    task = asyncio.ensure_future(run)
+    if control is None:
+        return await task
+
+    async def watch() -> None:
+        cause: PortableError = await control.stopped.remote()
+        experiment.stopped_by = cause.rebuild()
+        task.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await task
+    finally:
+        watcher.cancel()
+
+
 def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpoint: bytes | None,
-                  owner: str, limiter: Any = None, budget: Any = None) -> Iterator[tuple[Any, ...]]:
+                  owner: str, limiter: Any = None, budget: Any = None, control: Any = None) -> Iterator[tuple[Any, ...]]:
     """Run one replicate on this worker, yielding its records (see the module's docstring)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -149,8 +140,10 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
 
                 load_scenario(scenario_file)  # registers the file's classes before the plan names them
             plan: RunPlan = pickle.loads(plan_bytes)
+            if control is not None and await control.is_stopped.remote():
+                return  # the sweep stopped before this run's turn: it does not begin
             experiment = _experiment(plan, limiter, budget, owner, queue)
-            await experiment.drive(replicate, checkpoint, _QueueSink(queue, experiment))
+            await _until_stopped(experiment.drive(replicate, checkpoint, _QueueSink(queue, experiment)), experiment, control)
         except BaseException as error:
             queue.put_nowait(("raised", PortableError.of(error)))
         finally:
