@@ -198,8 +198,6 @@ def test_a_routed_backend_spreads_requests_over_its_servers(standin_server: Any,
     asyncio.run(both.run())
     assert first.stats.answered > 20 and second.stats.answered > 20
     one = experiment(tmp_path / "one", executor="local", runs=2, llm=options,
-                     backend=f"openai:stand-in@{first.url}/v1|{second.url}/v1", overrides={"max_rounds": 3})
+                     backend=f"openai:stand-in@{first.url}/v1", overrides={"max_rounds": 3})
     asyncio.run(one.run())
     assert dump(tmp_path / "both" / "agentsim.db", tables=("moves",)) == dump(tmp_path / "one" / "agentsim.db", tables=("moves",))
-
-
