@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "--ray-address or a Ray started here (pip install 'agentsim[ray]'; docs/running-a-sweep-on-ray.md)")
     sweep.add_argument("--ray-address", default="", metavar="ADDRESS",
                        help="the Ray cluster to run on, e.g. ray://head:10001 or auto (default: a Ray started in process)")
+    sweep.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS",
+                       help="CPUs Ray sets aside for each run (default 1; e.g. 0.1 for runs that mostly wait on a model server)")
     llm = parser.add_argument_group("language-model backends")
     llm.add_argument("--base-url", default=None,
                      help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
@@ -168,8 +170,9 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
     if options.backend is not None and options.population is not None:
         raise UserError("--backend and --population both choose the agents' models; give one of them")
-    if options.ray_address and options.executor != RAY:
-        raise UserError("--ray-address names a Ray cluster for --executor ray; add --executor ray or drop it")
+    if (options.ray_address or options.cpus_per_run != 1.0) and options.executor != RAY:
+        flag = "--ray-address" if options.ray_address else "--cpus-per-run"
+        raise UserError(f"{flag} is for --executor ray; add --executor ray or drop it")
     if options.executor == RAY:
         from .distributed import require_ray
 
@@ -198,6 +201,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         scenario_file=str(Path(options.scenario).resolve()) if options.executor == RAY else str(options.scenario),
         executor=options.executor,
         ray_address=options.ray_address,
+        cpus_per_run=options.cpus_per_run,
     )
     from .live import LogView, RichView, configure_logging
 

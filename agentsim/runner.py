@@ -129,10 +129,16 @@ class ExperimentConfig:
     # cluster at `ray_address`, or on a Ray started in process when it is empty).
     executor: str = LOCAL
     ray_address: str = ""
+    # The CPUs Ray sets aside for each run: 1 for runs that compute (the stand-in, rule
+    # agents); a fraction for runs that mostly wait on a model server, so that more of them
+    # share a worker node's cores and keep the servers busy.
+    cpus_per_run: float = 1.0
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
+        if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
+            raise ParameterError(f"--cpus-per-run must be a number of CPUs from 0.01 to 1024 (got {self.cpus_per_run})")
 
     @property
     def backend_label(self) -> str:

@@ -84,7 +84,7 @@ async def run_on_ray(experiment: Experiment) -> None:
             max_calls=llm.max_calls, max_cost_usd=llm.max_cost_usd, spent=experiment.budget.spent(),
             database=str(experiment.store.path.resolve()))
     control = ray.remote(SweepControl).options(num_cpus=0, max_concurrency=10_000).remote()
-    task = ray.remote(run_replicate).options(num_cpus=1, max_retries=0)
+    task = ray.remote(run_replicate).options(num_cpus=config.cpus_per_run, max_retries=0)
     sweep = _Sweep(experiment, ray, task, plan_bytes, limiter, budget, control)
     try:
         await sweep.run()
