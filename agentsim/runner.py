@@ -164,6 +164,7 @@ class RunView:
     usage: dict[str, Any]
     calls_per_second: float
     cell: str = ""  # the run's VARIANTS cell ("condition=nl, memory_length=0"), empty outside a grid
+    worker: str = ""  # where a Ray sweep runs it ("host:pid"), empty in process
 
 
 class View(Protocol):

@@ -218,7 +218,7 @@ class _Sweep:
         elif kind == "commit":
             _, recorder, checkpoint, t, view = message
             store.commit(recorder, checkpoint, t)
-            self._show(view)
+            self._show(view, run)
         elif kind == "warn":
             experiment._warn(message[1])
         elif kind == "finish":
@@ -226,15 +226,18 @@ class _Sweep:
             store.set_status(run, status, stop_reason=reason, summary=summary)
             experiment.summaries[run] = summary
             if view is not None:
-                self._show(dataclasses.replace(view, status=status, stop_reason=reason), final=True)
+                self._show(dataclasses.replace(view, status=status, stop_reason=reason), run, final=True)
         elif kind == "raised":
             error: PortableError = message[1]
             raise error.rebuild()
 
-    def _show(self, view: RunView | None, *, final: bool = False) -> None:
+    def _show(self, view: RunView | None, run: int, *, final: bool = False) -> None:
         if view is None:
             return
         experiment = self.experiment
+        workers = experiment.cluster_workers.get(run)
+        if workers:
+            view = dataclasses.replace(view, worker=f"{workers[-1][0]}:{workers[-1][1]}")
         experiment.views[view.run] = view
         now = time.monotonic()
         if final or now - experiment._last_draw >= 0.25:
