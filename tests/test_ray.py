@@ -201,3 +201,21 @@ def test_a_routed_backend_spreads_requests_over_its_servers(standin_server: Any,
                      backend=f"openai:stand-in@{first.url}/v1", overrides={"max_rounds": 3})
     asyncio.run(one.run())
     assert dump(tmp_path / "both" / "agentsim.db", tables=("moves",)) == dump(tmp_path / "one" / "agentsim.db", tables=("moves",))
+
+
+def _committed_search(**changes: Any) -> Any:
+    from agentsim.analysis.critical_mass import CriticalMassSearch
+    from agentsim.games.naming import NamingGame
+
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5, standin_bias_name="M", standin_bias=0.5,
+                          standin_noise=0.1)
+    return CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=2, max_rounds=30, seed=0, **changes)
+
+
+def test_the_critical_mass_search_runs_its_sizes_on_ray(local_ray: Any, tmp_path: Path) -> None:
+    from agentsim.analysis import critical_mass
+
+    bisection = critical_mass.search(_committed_search(), tmp_path / "bisection")
+    on_ray = critical_mass.search(_committed_search(parallel=3, executor="ray"), tmp_path / "ray")
+    assert on_ray.critical_mass == bisection.critical_mass
+    assert ray.is_initialized()  # the module's Ray: the search used it and left it running
