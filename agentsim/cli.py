@@ -198,7 +198,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         seed=options.seed,
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
-        scenario_file=str(Path(options.scenario).resolve()) if options.executor == RAY else str(options.scenario),
+        scenario_file=str(options.scenario),
         executor=options.executor,
         ray_address=options.ray_address,
         cpus_per_run=options.cpus_per_run,

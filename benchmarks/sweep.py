@@ -14,6 +14,7 @@ the response cache off so every call reaches the server. Printed, on this machin
   stand-in), Ray minus local, per run: the task, the worker's set-up (unpickling the
   plan, building the backends) and the records' trip back to the driver; and that
   overhead times the cores (what a run costs a worker);
+- what the cluster-wide limiter adds to each call: an awaited grant and an end, to an actor;
 - that the Ray sweep recorded the same moves as the local one.
 
     python benchmarks/sweep.py [--runs 32] [--cpus 2] [--service-time 0.02] [--capacity 64]
@@ -76,6 +77,22 @@ def sweep(out: Path, scenario: NamingGame, *, runs: int, backend: str, executor:
     return time.perf_counter() - started
 
 
+async def limiter_round_trip(ray: Any, calls: int = 500) -> float:
+    """Seconds per call that the cluster-wide limiter adds: one awaited grant and one end."""
+    from agentsim.distributed.limits import ANSWERED, ClusterLimiter
+
+    limiter = ray.remote(ClusterLimiter).options(num_cpus=0, max_concurrency=1000).remote({"m": Limits()})
+    await limiter.stats.remote()  # started
+    started = time.perf_counter()
+    for call in range(calls):
+        await limiter.acquire.remote("m", str(call), "benchmark", 0)
+        limiter.release.remote(str(call), (ANSWERED, {}))
+    await limiter.stats.remote()  # every end handled
+    elapsed = (time.perf_counter() - started) / calls
+    ray.kill(limiter)
+    return elapsed
+
+
 def moves(out: Path) -> list[tuple[Any, ...]]:
     connection = sqlite3.connect(out / "agentsim.db")
     try:
@@ -113,6 +130,7 @@ def main() -> None:
             same = moves(root / "ray") == moves(root / "local") == moves(root / "ray-shared")
             empty_local = sweep(root / "empty-local", empty, runs=runs, backend="stand-in", executor="local")
             empty_ray = sweep(root / "empty-ray", empty, runs=runs, backend="stand-in", executor="ray")
+            admission = asyncio.run(limiter_round_trip(ray))
             ray.shutdown()
     finally:
         server.terminate()
@@ -132,6 +150,7 @@ def main() -> None:
           f"Ray {empty_ray:.2f} s")
     print(f"  {overhead * 1000:.0f} ms of wall time per run, {overhead * options.cpus * 1000:.0f} ms of a worker's "
           f"time per run ({options.cpus} running at once)")
+    print(f"cluster limiter: {admission * 1e6:.0f} µs per call (a grant awaited, an end sent), one caller at a time")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -118,6 +119,9 @@ class _Sweep:
         self.limiter = limiter
         self.budget = budget
         self.control = control
+        # Workers load the file by its absolute path (their working directory may differ).
+        file = experiment.config.scenario_file
+        self.scenario_file = str(Path(file).resolve()) if file else ""
         self.lost = _lost_worker_errors(ray)
         self.attempts: dict[int, int] = {}  # run: workers it was sent to
         self.workers_lost = 0
@@ -156,7 +160,7 @@ class _Sweep:
                 store.discard_run(run)
             attempt = self.attempts[run] = self.attempts.get(run, 0) + 1
             owner = f"run{run}.{attempt}"
-            stream = self.task.remote(experiment.config.scenario_file, self.plan_bytes, replicate, blob, owner,
+            stream = self.task.remote(self.scenario_file, self.plan_bytes, replicate, blob, owner,
                                       self.limiter, self.budget, self.control)
             try:
                 await self._follow(stream, run)
