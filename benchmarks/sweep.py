@@ -113,8 +113,8 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     server, url = start_server(options.capacity, options.service_time)
     backend = f"openai:stand-in@{url}/v1"
-    work = NamingGame(agents=24, pool_size=10, memory_length=5, max_rounds=5, stop_at="never")
-    empty = NamingGame(agents=2, pool_size=2, memory_length=1, max_rounds=1, stop_at="never")
+    work = NamingGame(agents=24, pool_size=10, memory_length=5, max_rounds=5, stop_at="none")
+    empty = NamingGame(agents=2, pool_size=2, memory_length=1, max_rounds=1, stop_at="none")
     runs = options.runs
     try:
         with tempfile.TemporaryDirectory() as scratch:

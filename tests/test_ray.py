@@ -110,11 +110,11 @@ def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Pat
 
     monkeypatch.setattr(driver._Sweep, "_apply", kill_run_one)
     swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=backend, llm=options, checkpoint_seconds=0,
-                       overrides={"max_rounds": 8, "stop_at": "never"})
+                       overrides={"max_rounds": 8, "stop_at": "none"})
     asyncio.run(swept.run())
     assert kills and len(swept.cluster_workers[1]) == 2  # run 1 lost its worker, and went on on another
     local = experiment(tmp_path / "local", executor="local", runs=2, backend=backend, llm=options,
-                       overrides={"max_rounds": 8, "stop_at": "never"})
+                       overrides={"max_rounds": 8, "stop_at": "none"})
     asyncio.run(local.run())
     # Every row once, as in process (the run summaries' call counts may differ: the calls in
     # flight when the worker died were sent again, and are counted as sent).
@@ -134,7 +134,7 @@ def test_max_in_flight_holds_across_the_cluster_and_two_servers(local_ray: Any, 
         urls = f"{first.url}/v1|{second.url}/v1"
         options = BackendOptions(limits=Limits(max_in_flight=3, adaptive=False), cache=False)
         swept = experiment(tmp_path / "ray", executor="ray", runs=4, backend=f"openai:stand-in@{urls}", llm=options,
-                           overrides={"max_rounds": 3, "stop_at": "never"})
+                           overrides={"max_rounds": 3, "stop_at": "none"})
         asyncio.run(swept.run())
         stats = first.server.stats
         assert stats.answered > 100

@@ -109,6 +109,16 @@ async def run_on_ray(experiment: Experiment) -> None:
             ray.shutdown()
 
 
+async def _receive(stream: Any) -> tuple[Any, ...] | None:
+    """The worker's next message, or None after its last."""
+    try:
+        reference = await stream.__anext__()
+    except StopAsyncIteration:
+        return None
+    message: tuple[Any, ...] = await reference
+    return message
+
+
 class _Sweep:
     def __init__(self, experiment: Experiment, ray: Any, task: Any, plan_bytes: bytes, limiter: Any, budget: Any,
                  control: Any) -> None:
@@ -139,10 +149,13 @@ class _Sweep:
         try:
             await asyncio.gather(*tasks)
         except BaseException as error:
+            # One run failed, or Ctrl-C: every worker stops its run, which records why; the
+            # runs' tasks write those last records (a while at most), then the sweep ends.
             if experiment.stopped_by is None:
                 experiment.stopped_by = error
             self._stop(experiment.stopped_by)
-            for each in tasks:
+            _, late = await asyncio.wait(tasks, timeout=STOP_GRACE_S + 1)
+            for each in late:
                 each.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
@@ -158,6 +171,8 @@ class _Sweep:
             blob = store.checkpoint(run) if recorded is not None else None
             if recorded is not None and blob is None:
                 store.discard_run(run)
+            if self.stopping:
+                return  # the sweep stopped before this run's turn: it does not begin
             attempt = self.attempts[run] = self.attempts.get(run, 0) + 1
             owner = f"run{run}.{attempt}"
             stream = self.task.remote(self.scenario_file, self.plan_bytes, replicate, blob, owner,
@@ -175,16 +190,17 @@ class _Sweep:
                 continue
 
     async def _follow(self, stream: Any, run: int) -> None:
-        """Write what the worker sends until its run ends; raise what stopped it."""
+        """Write what the worker sends until its run ends; raise what stopped it. Each message
+        is received by a task of its own, shielded: a sweep that stops while a message is on
+        its way still writes it (cancelling Ray's awaitable would lose it)."""
+        step: asyncio.Future[tuple[Any, ...] | None] | None = None
         try:
-            async for reference in stream:
-                try:
-                    message = await reference
-                except self.lost as error:
-                    raise WorkerLost(str(error)) from None
+            while True:
+                step = asyncio.ensure_future(_receive(stream))
+                message = await asyncio.shield(step)
+                if message is None:
+                    return
                 self._apply(message, run)
-        except WorkerLost:
-            raise
         except self.lost as error:
             raise WorkerLost(str(error)) from None
         except asyncio.CancelledError:
@@ -192,21 +208,24 @@ class _Sweep:
             # records what it has and why; wait a little for those last records.
             self._stop(self.experiment.stopped_by or asyncio.CancelledError())
             try:
-                await asyncio.wait_for(self._drain(stream, run), STOP_GRACE_S)
+                async with asyncio.timeout(STOP_GRACE_S):
+                    while step is not None and (message := await step) is not None:
+                        self._apply_unless_raised(message, run)
+                        step = asyncio.ensure_future(_receive(stream))
             except BaseException:
+                if step is not None:
+                    step.cancel()
                 self.ray.cancel(stream, force=True)
             raise
+
+    def _apply_unless_raised(self, message: tuple[Any, ...], run: int) -> None:
+        if message[0] != "raised":  # (the sweep's cause is already known)
+            self._apply(message, run)
 
     def _stop(self, cause: BaseException) -> None:
         if not self.stopping:
             self.stopping = True
             self.control.stop.remote(PortableError.of(cause))
-
-    async def _drain(self, stream: Any, run: int) -> None:
-        async for reference in stream:
-            message = await reference
-            if message[0] != "raised":
-                self._apply(message, run)
 
     def _apply(self, message: tuple[Any, ...], run: int) -> None:
         experiment, store = self.experiment, self.experiment.store
