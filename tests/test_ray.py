@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, Quiet, _without_timing, cli, dump
-from servers import ServerThread, standin_server  # noqa: F401  (the fixture)
+from servers import ServerThread, scripted_server, standin_server  # noqa: F401  (the fixtures)
 
 from agentsim.llm.limiter import Limits
 from agentsim.llm.specs import BackendOptions
@@ -220,3 +220,19 @@ def test_the_critical_mass_search_runs_its_sizes_on_ray(local_ray: Any, tmp_path
     on_ray = critical_mass.search(_committed_search(parallel=3, executor="ray"), tmp_path / "ray")
     assert on_ray.critical_mass == bisection.critical_mass
     assert ray.is_initialized()  # the module's Ray: the search used it and left it running
+
+
+def test_one_failed_run_stops_the_sweep_and_every_begun_run_records_why(local_ray: Any, tmp_path: Path,
+                                                                        scripted_server: Any) -> None:
+    """As in process: a backend that refuses the requests (400) stops every run, each
+    recorded as failed with the cause, none left 'running'; the sweep raises the cause."""
+    from agentsim.errors import BackendFailedError
+
+    server = scripted_server(mode="status", status=400)
+    swept = experiment(tmp_path / "ray", executor="ray", runs=3, backend=f"openai:m@{server.url}/v1",
+                       llm=BackendOptions(cache=False))
+    with pytest.raises(BackendFailedError):
+        asyncio.run(swept.run())
+    runs = dump(tmp_path / "ray" / "agentsim.db", tables=("runs",))["runs"]
+    assert runs and all((row[4], row[5]) == ("failed", "backend_failed") for row in runs)
+    assert json.loads((tmp_path / "ray" / "summary.json").read_text())["stopped"]["stop_reason"] == "backend_failed"
