@@ -561,8 +561,7 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
     rows = []
     for experiment in context.experiments:
         for entry in experiment.usage_by_model():
-            rows.append([experiment.directory.relative_to(context.root).as_posix() if experiment.directory != context.root else ".",
-                         experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
+            rows.append([experiment.label, experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
                          entry["completion_tokens"], entry["errors"], entry["decisions"], entry["fallbacks"],
                          round(entry["fallbacks"] / entry["decisions"], 4) if entry["decisions"] else None,
                          entry["latency_p50_s"], entry["latency_p95_s"], entry["cost_usd"]])
