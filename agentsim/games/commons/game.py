@@ -61,7 +61,8 @@ class StepPairing(GroupPairing):
     """The groups of the month's current step, proposed from the run's state."""
 
     def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
-        game: CommonsGame = model.scenario  # type: ignore[assignment]
+        game = model.scenario
+        assert isinstance(game, CommonsGame), "StepPairing belongs to CommonsGame"
         return game.step_groups(model)
 
 

@@ -152,8 +152,8 @@ class NamingGame(PairwiseGame[NamingParams]):
             if params.committed_mode == "add":
                 for _ in range(count):
                     PopulationAgent(model, committed, memory_length=params.memory_length)
-        elif self.majority_name() is not None:
-            self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+        elif (majority := self.majority_name()) is not None:
+            self.fill_consensus(model, majority)
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
