@@ -141,8 +141,8 @@ class MinimalNamingGame(NamingGame):
             PopulationAgent(model, speaker, memory_length=None)
         count = params.committed_count()
         if not count:
-            if self.majority_name() is not None:
-                self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+            if (majority := self.majority_name()) is not None:
+                self.fill_consensus(model, majority)
             return
         committed = CommittedPolicy(self.committed_name())
         if params.committed_mode == "replace":
