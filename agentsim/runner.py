@@ -327,6 +327,7 @@ class Experiment:
         identity = {
             "scenario": self.scenario.name,
             "params": self.scenario.params.as_dict(),
+            "standin": self.scenario.standin.as_dict(),  # the stand-in's settings: they change its answers
             "seed": self.config.seed,
             "backend": self.config.backend_label,
         }
@@ -567,6 +568,8 @@ class Experiment:
             "code_version": experiment.get("code_version"),
             "runs": runs,
         }
+        if document["stand_in"]:
+            document["standin"] = experiment.get("standin")
         ignored = self.standin_ignored()
         if ignored:
             document["standin_ignored"] = ignored

@@ -64,8 +64,9 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
 
 def layer(model: LanguageModel, kind: type) -> object | None:
     """The wrapper of type `kind` inside `model`'s stack (for stats), or None."""
-    while model is not None:
-        if isinstance(model, kind):
-            return model
-        model = getattr(model, "inner", None)  # type: ignore[assignment]
+    layer: object | None = model
+    while layer is not None:
+        if isinstance(layer, kind):
+            return layer
+        layer = getattr(layer, "inner", None)
     return None

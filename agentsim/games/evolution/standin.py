@@ -7,24 +7,27 @@ are not LLM results; it exists so the whole path runs with no key and no GPU.
   donation was at least `bar`%, `low`% otherwise; a Stag Hunt strategy hunts a stag with
   probability `first`% in the first round, `high`% after a partner's stag, `low`% after a
   hare. The first generation draws them; a newcomer takes the best-scoring advice (or its
-  parent's strategy) and moves each number by up to `standin_mutation` points.
+  parent's strategy) and moves each number by up to `mutation` points.
 - Norms are five lines from two pools, cooperative and selfish; elicitation draws each from
   the cooperative pool with probability 1/2 (0.9 for Pos, 0.1 for Neg); revision replaces one
   norm, toward the cooperative pool with probability equal to the strategy's generosity;
   mutation swaps one norm for one of the other pool with probability 1/2.
 - Playing, each cooperative norm in the system prompt adds `NORM_WEIGHT` points to what the
   strategy says (each selfish one takes them away), so norms change play.
-- A first attempt fails to give an answer with probability `standin_invalid_rate`.
+- A first attempt fails to give an answer with probability `invalid_rate`.
+
+(`mutation` and `invalid_rate` are `EvolutionStandInSettings`, the scenario's `standin`.)
 Its dice come from the request's seed.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ...llm.base import Request
+from ...params import StandInSettings, require
 from ...seeding import unit_uniforms
-from .params import EvolutionParams
 
 COOPERATIVE = (
     "When someone shares with you, share back at least as much.",
@@ -52,9 +55,21 @@ _CHAIN = re.compile(r"earlier partners did in previous rounds: (.*)")
 _HELD = re.compile(r"You currently have ([\d.]+) units")
 
 
+@dataclass(frozen=True, kw_only=True)
+class EvolutionStandInSettings(StandInSettings):
+    """The cultural-evolution stand-in's rule; `--set standin.invalid_rate=0.3`."""
+
+    invalid_rate: float = 0.05  # a first attempt with no answer in it
+    mutation: float = 15.0  # percentage points a mutation moves a number by, at most
+
+    def validate(self) -> None:
+        require(0 <= self.invalid_rate < 1, f"standin.invalid_rate must be in [0, 1) (got {self.invalid_rate})")
+        require(self.mutation >= 0, f"standin.mutation must be >= 0 (got {self.mutation})")
+
+
 class EvolutionStandIn:
-    def __init__(self, params: EvolutionParams) -> None:
-        self.params = params
+    def __init__(self, settings: EvolutionStandInSettings = EvolutionStandInSettings()) -> None:
+        self.settings = settings
 
     def answer(self, request: Request) -> str | None:
         messages = request.messages
@@ -63,7 +78,7 @@ class EvolutionStandIn:
         system, user = messages[0].content, messages[1].content
         attempt = (len(messages) - 2) // 2
         dice = unit_uniforms(request.seed or 0, 8)
-        invalid = attempt == 0 and dice[7] < self.params.standin_invalid_rate
+        invalid = attempt == 0 and dice[7] < self.settings.invalid_rate
         donor = "One of you is a donor" in system
         if "starts: My strategy will be" in user:
             return self._strategy(user, donor, dice, invalid)
@@ -93,7 +108,7 @@ class EvolutionStandIn:
         return f"{thinking}\n{strategy_sentence(numbers, donor)}"
 
     def _mutated(self, numbers: list[int], dice: list[float]) -> list[int]:
-        step = self.params.standin_mutation
+        step = self.settings.mutation
         return [min(100, max(0, round(number + step * (2 * dice[i] - 1)))) for i, number in enumerate(numbers)]
 
     # --- norms ----------------------------------------------------------------------------------
