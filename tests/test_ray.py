@@ -236,3 +236,19 @@ def test_one_failed_run_stops_the_sweep_and_every_begun_run_records_why(local_ra
     runs = dump(tmp_path / "ray" / "agentsim.db", tables=("runs",))["runs"]
     assert runs and all((row[4], row[5]) == ("failed", "backend_failed") for row in runs)
     assert json.loads((tmp_path / "ray" / "summary.json").read_text())["stopped"]["stop_reason"] == "backend_failed"
+
+
+def test_the_budget_holds_across_the_cluster(local_ray: Any, tmp_path: Path, standin_server: Any) -> None:
+    """--max-calls counts every worker's requests, probes included: the server sees no more,
+    and the runs stop as `stopped` with the budget's reason, as in process."""
+    from agentsim.errors import BudgetExhausted
+
+    server = standin_server(capacity=16, service_time_s=0.002)
+    swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=f"openai:stand-in@{server.url}/v1",
+                       llm=BackendOptions(cache=False, max_calls=150), overrides={"stop_at": "none"})
+    with pytest.raises(BudgetExhausted):
+        asyncio.run(swept.run())
+    assert server.stats.requests == 150  # every request the budget allowed, and not one more
+    document = json.loads((tmp_path / "ray" / "summary.json").read_text())
+    assert document["budget"]["stopped_by"] == "max_calls" and document["budget"]["calls"] == 150
+    assert {(run["status"], run["stop_reason"]) for run in document["runs"]} == {("stopped", "max_calls")}
