@@ -17,6 +17,9 @@ from agentsim.analysis.recorded import RecordedExperiment
 from agentsim.errors import ParameterError
 from agentsim.games.commons import CommonsGame, CommonsStandIn, CommonsStandInSettings
 from agentsim.games.commons.situations import CommonsSituation
+from agentsim.games.evolution import DonorGame, EvolutionStandInSettings, StagHunt
+from agentsim.games.evolution.prompts import DonorView, StagView, Task
+from agentsim.games.evolution.standin import COOPERATIVE, SELFISH, strategy_sentence
 from agentsim.games.naming import NamingGame, NamingSituation, NamingStandInSettings
 from agentsim.games.sign import SignGame, SignStandInSettings
 from agentsim.games.theory.inventory import MinimalNamingGame
@@ -128,3 +131,34 @@ def test_the_commons_standin_answers_from_the_situation_not_the_text() -> None:
     other = Request(messages=(Message("user", "range set between 0-10"),), sampling=Sampling(), seed=7,
                     situation=NamingSituation(("Q", "M"), ()))
     assert rule.answer(other) is None
+
+
+def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None:
+    """Tasks and turns of both games: the same answer with the messages blanked (the re-ask count
+    still comes from the conversation's length), and none for another game's situation."""
+    strategy = strategy_sentence([60, 80, 50, 10], donor=True)
+    norms = f"{COOPERATIVE[0]} {COOPERATIVE[1]} {SELFISH[0]}"
+    donor = DonorGame(agents=4, punishment="costly", standin=EvolutionStandInSettings(invalid_rate=0.0))
+    hunt = StagHunt(agents=4)
+    cases = [
+        (donor, Task("strategy", "Ada", 1)),
+        (donor, Task("inherit", "Ada", 2, source=f"Bo (score 30): {strategy}")),
+        (hunt, Task("mutate_strategy", "Ada", 2, source=strategy_sentence([40, 90, 50, 5], donor=False))),
+        (donor, Task("elicit", "Ada", 1, source="cooperative and altruistic")),
+        (donor, Task("revise", "Ada", 1, norms=norms, strategy=strategy)),
+        (donor, Task("mutate", "Ada", 2, source=norms)),
+        (donor, DonorView("Ada", 1, 0, 2, strategy, norms, 12.5, "Bo", 10.0, "In round 1, Bo donated 70% to Cy.")),
+        (hunt, StagView("Ada", 1, 0, 2, strategy, "", "Bo", "In round 1, you hunted a STAG and Bo hunted a HARE.")),
+    ]
+    for game, situation in cases:
+        rule = game.standin_rules()[0]
+        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=11, situation=situation)
+        blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=11,
+                        situation=situation)
+        answer = rule.answer(request)
+        assert answer is not None and rule.answer(blank) == answer, situation
+        assert game.parse(answer, situation).problem is None, (situation, answer)
+    turn = cases[6][1]
+    assert "Answer: Donate, " in (donor.standin_rules()[0].answer(
+        Request(messages=donor.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
+    assert donor.standin_rules()[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
