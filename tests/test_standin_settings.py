@@ -25,6 +25,7 @@ from agentsim.games.sign import SignGame, SignStandInSettings
 from agentsim.games.theory.inventory import MinimalNamingGame
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.scheduler import Encounter
 from agentsim.store import STORE_VERSION, Store
 
 FAVOURING = NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1)
@@ -162,3 +163,24 @@ def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None
     assert "Answer: Donate, " in (donor.standin_rules()[0].answer(
         Request(messages=donor.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
     assert donor.standin_rules()[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
+
+
+def test_the_sign_standin_takes_the_schema_demand_from_the_situation() -> None:
+    """Whether a reply must follow `@say {name: Ck}` comes with the situation (the prompt's
+    template demands it), not from reading the system prompt."""
+    for condition in ("schema", "nl-sw", "nl"):
+        game = SignGame(condition=condition, standin=SignStandInSettings(schema_error_rate=0.0)).for_experiment(0)
+        (situation,) = game.start(None, Encounter(0, 0, (SignAgentStub(),), drawn=(0.5,)))
+        assert situation.schema == (condition == "schema")
+        rule = game.standin_rules()[0]
+        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=3, situation=situation)
+        blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=3,
+                        situation=situation)
+        answer = rule.answer(request)
+        assert answer is not None and rule.answer(blank) == answer
+        assert answer.startswith("@say {name: ") == (condition == "schema")
+        assert game.decode(game.encode(situation)).schema == situation.schema
+
+
+class SignAgentStub:
+    current, memory, index = "C3", ("C1", "C3"), 0
