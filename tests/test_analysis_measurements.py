@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import run_experiment
@@ -129,3 +130,34 @@ def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Pa
         memory = tuple((own, partner, 0) for own, partner in state)
         assert strategy.probability("M") == pytest.approx(
             probe.for_experiment(1).standin_rules()[0].probabilities(NamingSituation(("Q", "M"), memory))["M"])
+
+
+def _committed_search(**changes: Any) -> CriticalMassSearch:
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5, standin_bias_name="M", standin_bias=0.5,
+                          standin_noise=0.1)
+    return CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=2, max_rounds=30, seed=0, **changes)
+
+
+def test_the_critical_mass_search_tries_sizes_at_once_and_finds_what_the_bisection_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentsim.analysis import critical_mass
+
+    bisection = critical_mass.search(_committed_search(), tmp_path / "bisection")
+    at_once, most = 0, 0
+    flips_at = critical_mass._flips_at
+
+    async def counted(*arguments: Any) -> dict[str, Any]:
+        nonlocal at_once, most
+        at_once += 1
+        most = max(most, at_once)
+        try:
+            return await flips_at(*arguments)
+        finally:
+            at_once -= 1
+
+    monkeypatch.setattr(critical_mass, "_flips_at", counted)
+    parallel = critical_mass.search(_committed_search(parallel=3), tmp_path / "parallel")
+    assert most == 3  # three sizes' experiments ran at once
+    assert parallel.critical_mass == bisection.critical_mass is not None
+    for size in set(parallel.tried) & set(bisection.tried):
+        assert parallel.tried[size]["flips"] == bisection.tried[size]["flips"]

@@ -96,20 +96,39 @@ class LimitedModel:
     # --- admission ----------------------------------------------------------------------
     async def complete(self, request: Request) -> Completion:
         tokens = self._estimate(request)
-        await self._acquire(tokens)
+        await self.admit(tokens)
         started = time.monotonic()
         try:
-            await self._pace(tokens)
-            started = time.monotonic()
             completion = await self.inner.complete(request)
         except BackendError as error:
-            self._failed(error, started)
+            self.finish(started, tokens, error)
             raise
-        finally:
+        except BaseException:
+            self.finish(started, tokens, None)
+            raise
+        self.finish(started, tokens, completion)
+        return completion
+
+    async def admit(self, tokens: int) -> None:
+        """Wait for a slot, then for the rate limits, holding the slot: the request is sent
+        right after, and `finish` gives the slot back. (The cluster-wide limiter of a Ray
+        sweep, agentsim/distributed, admits its workers' calls through these two.)"""
+        await self._acquire(tokens)
+        try:
+            await self._pace(tokens)
+        except BaseException:
             self.in_flight -= 1
             self._dispatch()
-        self._answered(completion, started, tokens)
-        return completion
+            raise
+
+    def finish(self, started: float, tokens: int, outcome: Completion | BackendError | None) -> None:
+        """A call admitted at `started` ended: answered, failed, or (None) abandoned."""
+        if isinstance(outcome, BackendError):
+            self._failed(outcome, started)
+        self.in_flight -= 1
+        self._dispatch()
+        if isinstance(outcome, Completion):
+            self._answered(outcome, started, tokens)
 
     def _estimate(self, request: Request) -> int:
         if self.tokens is None:
