@@ -133,8 +133,8 @@ def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Pa
 
 
 def _committed_search(**changes: Any) -> CriticalMassSearch:
-    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5, standin_bias_name="M", standin_bias=0.5,
-                          standin_noise=0.1)
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5,
+                          standin=NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1))
     return CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=2, max_rounds=30, seed=0, **changes)
 
 

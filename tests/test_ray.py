@@ -206,10 +206,10 @@ def test_a_routed_backend_spreads_requests_over_its_servers(standin_server: Any,
 
 def _committed_search(**changes: Any) -> Any:
     from agentsim.analysis.critical_mass import CriticalMassSearch
-    from agentsim.games.naming import NamingGame
+    from agentsim.games.naming import NamingGame, NamingStandInSettings
 
-    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5, standin_bias_name="M", standin_bias=0.5,
-                          standin_noise=0.1)
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5,
+                          standin=NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1))
     return CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=2, max_rounds=30, seed=0, **changes)
 
 
