@@ -17,11 +17,15 @@ from agentsim.analysis.recorded import RecordedExperiment
 from agentsim.errors import ParameterError
 from agentsim.games.commons import CommonsGame, CommonsStandIn, CommonsStandInSettings
 from agentsim.games.commons.situations import CommonsSituation
+from agentsim.games.evolution import DonorGame, EvolutionStandInSettings, StagHunt
+from agentsim.games.evolution.prompts import DonorView, StagView, Task
+from agentsim.games.evolution.standin import COOPERATIVE, SELFISH, strategy_sentence
 from agentsim.games.naming import NamingGame, NamingSituation, NamingStandInSettings
 from agentsim.games.sign import SignGame, SignStandInSettings
 from agentsim.games.theory.inventory import MinimalNamingGame
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.scheduler import Encounter
 from agentsim.store import STORE_VERSION, Store
 
 FAVOURING = NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1)
@@ -128,3 +132,55 @@ def test_the_commons_standin_answers_from_the_situation_not_the_text() -> None:
     other = Request(messages=(Message("user", "range set between 0-10"),), sampling=Sampling(), seed=7,
                     situation=NamingSituation(("Q", "M"), ()))
     assert rule.answer(other) is None
+
+
+def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None:
+    """Tasks and turns of both games: the same answer with the messages blanked (the re-ask count
+    still comes from the conversation's length), and none for another game's situation."""
+    strategy = strategy_sentence([60, 80, 50, 10], donor=True)
+    norms = f"{COOPERATIVE[0]} {COOPERATIVE[1]} {SELFISH[0]}"
+    donor = DonorGame(agents=4, punishment="costly", standin=EvolutionStandInSettings(invalid_rate=0.0))
+    hunt = StagHunt(agents=4)
+    cases = [
+        (donor, Task("strategy", "Ada", 1)),
+        (donor, Task("inherit", "Ada", 2, source=f"Bo (score 30): {strategy}")),
+        (hunt, Task("mutate_strategy", "Ada", 2, source=strategy_sentence([40, 90, 50, 5], donor=False))),
+        (donor, Task("elicit", "Ada", 1, source="cooperative and altruistic")),
+        (donor, Task("revise", "Ada", 1, norms=norms, strategy=strategy)),
+        (donor, Task("mutate", "Ada", 2, source=norms)),
+        (donor, DonorView("Ada", 1, 0, 2, strategy, norms, 12.5, "Bo", 10.0, "In round 1, Bo donated 70% to Cy.")),
+        (hunt, StagView("Ada", 1, 0, 2, strategy, "", "Bo", "In round 1, you hunted a STAG and Bo hunted a HARE.")),
+    ]
+    for game, situation in cases:
+        rule = game.standin_rules()[0]
+        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=11, situation=situation)
+        blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=11,
+                        situation=situation)
+        answer = rule.answer(request)
+        assert answer is not None and rule.answer(blank) == answer, situation
+        assert game.parse(answer, situation).problem is None, (situation, answer)
+    turn = cases[6][1]
+    assert "Answer: Donate, " in (donor.standin_rules()[0].answer(
+        Request(messages=donor.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
+    assert donor.standin_rules()[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
+
+
+def test_the_sign_standin_takes_the_schema_demand_from_the_situation() -> None:
+    """Whether a reply must follow `@say {name: Ck}` comes with the situation (the prompt's
+    template demands it), not from reading the system prompt."""
+    for condition in ("schema", "nl-sw", "nl"):
+        game = SignGame(condition=condition, standin=SignStandInSettings(schema_error_rate=0.0)).for_experiment(0)
+        (situation,) = game.start(None, Encounter(0, 0, (SignAgentStub(),), drawn=(0.5,)))
+        assert situation.schema == (condition == "schema")
+        rule = game.standin_rules()[0]
+        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=3, situation=situation)
+        blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=3,
+                        situation=situation)
+        answer = rule.answer(request)
+        assert answer is not None and rule.answer(blank) == answer
+        assert answer.startswith("@say {name: ") == (condition == "schema")
+        assert game.decode(game.encode(situation)).schema == situation.schema
+
+
+class SignAgentStub:
+    current, memory, index = "C3", ("C1", "C3"), 0

@@ -166,6 +166,12 @@ class SignGame(PairwiseGame[SignParams]):
             return Grammar(kind="regex", value=schema_regex(self.names))
         return None
 
+    @cached_property
+    def demands_schema(self) -> bool:
+        """Whether the prompt asks for the `@say {name: Ck}` schema (the Schema condition's
+        templates do; a custom template may too)."""
+        return "@say" in self.template.sections["system"]
+
     def retries(self) -> int:
         """Re-asks after a non-compliant reply: the Schema condition's; free text has none."""
         return self.params.max_reasks if self.condition == "schema" else 0
@@ -190,8 +196,9 @@ class SignGame(PairwiseGame[SignParams]):
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
         """Each agent's view: its proposal and its partners' names, with its die."""
+        schema = self.demands_schema
         return tuple(
-            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, die)
+            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, die, schema)
             for agent, die in zip(encounter.agents, encounter.drawn)
         )
 
@@ -260,7 +267,8 @@ class SignGame(PairwiseGame[SignParams]):
     def decode(self, context: str) -> SignSituation:
         agent, round_, codes = context.split(".", 2)
         name = self._sign_codes[1]
-        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent))
+        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent),
+                             schema=self.demands_schema)
 
     # --- measuring -------------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> SignMetrics:

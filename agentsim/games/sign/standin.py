@@ -1,9 +1,9 @@
 """The stand-in's rule for SIGN prompts: one name choice, written in the format the prompt asks.
 
 In process it is given the agent's situation with the request (the lexicon, its current
-proposal, the partner names in its memory); over HTTP it reads the same from the prompt text
-(any of the SIGN templates it is given; the NL prompt shows no memory). Either way the prompt
-says whether it demands the `@say {name: Ck}` schema. Its dice come from the request's seed.
+proposal, the partner names in its memory, whether the prompt demands the `@say {name: Ck}`
+schema); over HTTP it reads the same from the prompt text (any of the SIGN templates it is
+given; the NL prompt shows no memory). Its dice come from the request's seed.
 
 Choosing a name (the same in every condition; the names are fields of `SignStandInSettings`, the
 scenario's `standin`):
@@ -87,8 +87,7 @@ class SignStandIn:
                 return None
             names, current, memory, schema = read
         elif isinstance(situation, SignSituation):
-            names, current, memory = list(situation.options), situation.current, list(situation.memory)
-            schema = bool(request.messages) and "@say" in request.messages[0].content
+            names, current, memory, schema = list(situation.options), situation.current, list(situation.memory), situation.schema
         else:
             return None
         noise_die, follow_die, prior_die, format_die, variant_die = unit_uniforms(request.seed or 0, 5)
