@@ -139,7 +139,8 @@ def test_max_in_flight_holds_across_the_cluster_and_two_servers(local_ray: Any, 
         stats = first.server.stats
         assert stats.answered > 100
         assert stats.max_active == 3  # reached and never passed, by two workers at once
-        assert len({pid for workers in swept.cluster_workers.values() for _, pid in workers}) == 2
+        workers = {pid for each in swept.cluster_workers.values() for _, pid in each}
+        assert len(workers) >= 2  # (Ray may also hand runs to idle workers of earlier tests)
     finally:
         asyncio.run_coroutine_threadsafe(second.stop(), first.loop).result(10)
         first.stop()
