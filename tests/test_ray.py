@@ -87,31 +87,31 @@ def test_a_grid_runs_on_ray_as_in_process(local_ray: Any, tmp_path: Path) -> Non
 
 def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path, standin_server: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGKILL the worker of run 1 after its second commit (of eight rounds, each at least
-    one 50 ms call): the run goes on from its last checkpoint on another worker, and every run
-    is recorded once, as in process."""
+    """SIGKILL the worker of run 1 after its first commit (of eight rounds, each at least
+    one 50 ms call, so its worker is still at work): the run goes on from that checkpoint on
+    another worker, and every run is recorded once, as in process."""
     from agentsim.distributed import driver
 
     server = standin_server(capacity=32, service_time_s=0.05)
     backend = f"openai:stand-in@{server.url}/v1"
     options = BackendOptions(limits=Limits(max_in_flight=32), cache=False)
     kills: list[int] = []
-    commits: dict[int, int] = {}
+    seen: list[tuple[int, str]] = []
     apply = driver._Sweep._apply
 
     def kill_run_one(sweep: Any, message: tuple[Any, ...], run: int) -> None:
         apply(sweep, message, run)
+        seen.append((run, message[0]))
         if message[0] == "commit" and run == 1 and not kills:
-            commits[run] = commits.get(run, 0) + 1
-            if commits[run] == 2:
-                pid = sweep.experiment.cluster_workers[1][-1][1]
-                kills.append(pid)
-                os.kill(pid, signal.SIGKILL)
+            pid = sweep.experiment.cluster_workers[1][-1][1]
+            kills.append(pid)
+            os.kill(pid, signal.SIGKILL)
 
     monkeypatch.setattr(driver._Sweep, "_apply", kill_run_one)
     swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=backend, llm=options, checkpoint_seconds=0,
                        overrides={"max_rounds": 8, "stop_at": "none"})
     asyncio.run(swept.run())
+    assert (1, "resumed") in seen  # the second worker began from the first one's checkpoint
     assert kills and len(swept.cluster_workers[1]) == 2  # run 1 lost its worker, and went on on another
     local = experiment(tmp_path / "local", executor="local", runs=2, backend=backend, llm=options,
                        overrides={"max_rounds": 8, "stop_at": "none"})
@@ -236,3 +236,19 @@ def test_one_failed_run_stops_the_sweep_and_every_begun_run_records_why(local_ra
     runs = dump(tmp_path / "ray" / "agentsim.db", tables=("runs",))["runs"]
     assert runs and all((row[4], row[5]) == ("failed", "backend_failed") for row in runs)
     assert json.loads((tmp_path / "ray" / "summary.json").read_text())["stopped"]["stop_reason"] == "backend_failed"
+
+
+def test_the_budget_holds_across_the_cluster(local_ray: Any, tmp_path: Path, standin_server: Any) -> None:
+    """--max-calls counts every worker's requests, probes included: the server sees no more,
+    and the runs stop as `stopped` with the budget's reason, as in process."""
+    from agentsim.errors import BudgetExhausted
+
+    server = standin_server(capacity=16, service_time_s=0.002)
+    swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=f"openai:stand-in@{server.url}/v1",
+                       llm=BackendOptions(cache=False, max_calls=150), overrides={"stop_at": "none"})
+    with pytest.raises(BudgetExhausted):
+        asyncio.run(swept.run())
+    assert server.stats.requests == 150  # every request the budget allowed, and not one more
+    document = json.loads((tmp_path / "ray" / "summary.json").read_text())
+    assert document["budget"]["stopped_by"] == "max_calls" and document["budget"]["calls"] == 150
+    assert {(run["status"], run["stop_reason"]) for run in document["runs"]} == {("stopped", "max_calls")}
