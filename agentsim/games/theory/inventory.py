@@ -46,6 +46,7 @@ def speak(situation: NamingSituation, unit: float) -> str:
     """The speaker's rule: a uniformly random word of the inventory, or, when it is empty, a
     uniformly random invention among the options."""
     choices = situation.memory or situation.options
+    # The naming game's start gives the speaker's memory, which here holds words, not entries.
     return choices[int(unit * len(choices))]  # type: ignore[return-value]
 
 
