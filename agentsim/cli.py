@@ -34,7 +34,7 @@ from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
 from .params import finite_float
-from .runner import Experiment, ExperimentConfig
+from .runner import EXECUTORS, LOCAL, RAY, Experiment, ExperimentConfig
 from .scenario import Scenario
 from .scenario_files import load_scenario, parse_overrides
 from .secrets import redact
@@ -84,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
+    sweep = parser.add_argument_group("where the runs execute")
+    sweep.add_argument("--executor", choices=EXECUTORS, default=LOCAL,
+                       help="local (default): every run in this process; ray: each run a Ray task, on the cluster at "
+                            "--ray-address or a Ray started here (pip install 'agentsim[ray]'; docs/running-a-sweep-on-ray.md)")
+    sweep.add_argument("--ray-address", default="", metavar="ADDRESS",
+                       help="the Ray cluster to run on, e.g. ray://head:10001 or auto (default: a Ray started in process)")
+    sweep.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS",
+                       help="CPUs Ray sets aside for each run (default 1; e.g. 0.1 for runs that mostly wait on a model server)")
     llm = parser.add_argument_group("language-model backends")
     llm.add_argument("--base-url", default=None,
                      help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
@@ -164,6 +172,13 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
     if options.backend is not None and options.population is not None:
         raise UserError("--backend and --population both choose the agents' models; give one of them")
+    if (options.ray_address or options.cpus_per_run != 1.0) and options.executor != RAY:
+        flag = "--ray-address" if options.ray_address else "--cpus-per-run"
+        raise UserError(f"{flag} is for --executor ray; add --executor ray or drop it")
+    if options.executor == RAY:
+        from .distributed import require_ray
+
+        require_ray()
     scenario, module = load_scenario(options.scenario)
     overrides = parse_overrides(options.overrides)
     scenario = scenario.with_overrides(overrides)
@@ -186,6 +201,9 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(options.scenario),
+        executor=options.executor,
+        ray_address=options.ray_address,
+        cpus_per_run=options.cpus_per_run,
     )
     from .live import LogView, RichView, configure_logging
 

@@ -98,6 +98,7 @@ class BackendError(AgentsimError):
     bad_request (4xx a retry cannot fix), error (anything else)."""
 
     RETRYABLE = frozenset({"rate_limited", "overloaded", "server", "timeout", "connection", "malformed"})
+    failed_attempts: tuple[str, ...] = ()  # the kinds of the attempts retried before this one gave up
 
     def __init__(self, message: str, *, kind: str = "error", retry_after: float | None = None) -> None:
         super().__init__(message)

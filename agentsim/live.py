@@ -61,6 +61,20 @@ def eta(experiment: dict[str, Any], runs: list[RunView], elapsed_s: float) -> fl
     return max(0.0, elapsed_s * (total - done) / done)
 
 
+def sweep_progress(runs: list[RunView], planned: int) -> str:
+    """A Ray sweep as a whole: its runs by status, and the workers and hosts running them."""
+    counts = Counter(view.status for view in runs)
+    counts["waiting"] += max(0, planned - len(runs))
+    running = [view.worker for view in runs if view.status == "running" and view.worker]
+    hosts = {worker.rpartition(":")[0] for worker in running}
+    statuses = ", ".join(f"{counts[status]} {status}" for status in ("done", "running", "waiting") if counts[status])
+    others = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())
+                       if status not in ("done", "running", "waiting"))
+    workers = len(set(running))
+    return (f"Ray sweep: {statuses}{', ' + others if others else ''} of {planned}; "
+            f"{workers} worker{'' if workers == 1 else 's'} on {len(hosts)} host{'' if len(hosts) == 1 else 's'}")
+
+
 def _line(*parts: str | tuple[str, str]) -> Text:
     text = Text.assemble(*parts)
     text.no_wrap = True
@@ -86,6 +100,8 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
         if left is not None:
             timing += f"  ETA ≤ {clock(left)}"
     header.append(_line(f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}  → {experiment.get('out', '')}"))
+    if any(view.worker for view in runs):
+        header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
     if not runs:
         return Panel(Group(*header), title="agentsim")
@@ -241,6 +257,7 @@ class LogView:
         for view in runs:
             fields: dict[str, Any] = {
                 "run": view.run, "seed": view.seed, **({"cell": view.cell} if view.cell else {}),
+                **({"worker": view.worker} if view.worker else {}),
                 "round": view.rounds_done, "interactions": view.interactions,
                 # (a game without a notion of success, the commons or the donor game, shows none: not 0)
                 **({"success_rate": round(view.metrics["success_rate"], 3)} if "success_rate" in view.metrics else {}),
@@ -259,6 +276,9 @@ class LogView:
                 self.last[view.run] = now
                 self.log.info("run_progress", **fields, elapsed_s=round(now - self.started, 1),
                               **({"eta_s": round(left, 1)} if left is not None else {}))
+        if any(view.worker for view in runs) and (final or now - self.last.get(0, 0.0) >= self.every):
+            self.last[0] = now  # (run numbers start at 1: 0 is the sweep's own line)
+            self.log.info("sweep_progress", progress=sweep_progress(runs, int(self.experiment.get("runs") or len(runs))))
 
     def stop(self) -> None:
         return None

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final
 
 from .records import EncounterRecord
 
@@ -141,12 +143,12 @@ class ConventionMetrics:
             window_counts[name] = window_counts.get(name, 0) + 1
             previous = current.get(move.agent, _NOTHING)
             if previous is not _NOTHING:
-                current_counts[previous] -= 1  # type: ignore[index]
+                current_counts[previous] -= 1
             current[move.agent] = name
             current_counts[name] = current_counts.get(name, 0) + 1
             if move.agent not in committed:
                 if previous is not _NOTHING:
-                    uncommitted_counts[previous] -= 1  # type: ignore[index]
+                    uncommitted_counts[previous] -= 1
                 uncommitted_counts[name] = uncommitted_counts.get(name, 0) + 1
         while len(productions) > 2 * self.window_size:
             window_counts[productions.popleft()] -= 1
@@ -198,13 +200,6 @@ class ConventionMetrics:
         total = sum(count for name, count in self.window_counts.items() if name is not None)
         return {str(name): count / total for name, count in self.window_counts.items() if name is not None and total}
 
-    def round_shares(self, round_: int) -> dict[str, float]:
-        stats = self.rounds.get(round_)
-        if not stats:
-            return {}
-        total = sum(stats.productions.values())
-        return {str(name): count / total for name, count in stats.productions.items()}
-
     def pop_rounds(self, before: int) -> list[tuple[int, RoundStats]]:
         """Remove and return the tallies of rounds that are over (all rounds < before)."""
         done = [(round_, self.rounds.pop(round_)) for round_ in sorted(self.rounds) if round_ < before]
@@ -212,4 +207,10 @@ class ConventionMetrics:
         return done
 
 
-_NOTHING = object()
+class _Missing(Enum):
+    """An agent with no latest name yet (None is a name: no usable answer)."""
+
+    MISSING = 0
+
+
+_NOTHING: Final = _Missing.MISSING

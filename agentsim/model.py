@@ -58,7 +58,6 @@ class PopulationModel(mesa.Model):
         self.completed = 0
         self.rounds_done = 0
         self.stop_reason: str | None = None
-        self.stopped_from_outside = False  # a budget or a signal, not the run's own rule
         self._on_resolved = on_resolved
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
@@ -112,12 +111,6 @@ class PopulationModel(mesa.Model):
         if self.stop_reason is None:
             self.stop_reason = self.scenario.stop_reason(self)
 
-    def request_stop(self, reason: str) -> None:
-        """Stop from outside the run's own rules (a budget): what is in flight is cancelled."""
-        if self.stop_reason is None:
-            self.stop_reason = reason
-            self.stopped_from_outside = True
-
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> bytes:
         """Everything needed to continue this run exactly: generators, agents, counters,
@@ -130,7 +123,6 @@ class PopulationModel(mesa.Model):
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
-            "stopped_from_outside": self.stopped_from_outside,
             "agents": [agent.state() for agent in self.agents],
             "metrics": self.metrics,
             "usage": self.usage,
@@ -149,7 +141,6 @@ class PopulationModel(mesa.Model):
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
-        self.stopped_from_outside = state.get("stopped_from_outside", False)
         for agent, agent_state in zip(self.agents, state["agents"], strict=True):
             agent.restore(agent_state)
         self.metrics = state["metrics"]

@@ -12,7 +12,7 @@ import math
 import types
 import typing
 from argparse import ArgumentTypeError
-from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, Self, get_args, get_origin, get_type_hints
 
 from .errors import ParameterError
 
@@ -21,12 +21,17 @@ from .errors import ParameterError
 class Params:
     """Base of every scenario's parameters; subclasses add fields and extend `validate`."""
 
+    # How `--set` spells a field (`KEY`, or `standin.KEY` for the stand-in's settings) and
+    # what the messages call one, so that a typo is reported in the user's own words.
+    key_prefix: ClassVar[str] = ""
+    kind: ClassVar[str] = "parameter"
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):  # NaN and infinity pass every comparison's test the wrong way
             value = getattr(self, field.name)
             for item in value if isinstance(value, tuple) else (value,):
                 if isinstance(item, float) and not math.isfinite(item):
-                    raise ParameterError(f"{field.name} must be a finite number (got {item})")
+                    raise ParameterError(f"{self.key_prefix}{field.name} must be a finite number (got {item})")
         self.validate()
 
     def validate(self) -> None:
@@ -48,7 +53,7 @@ class Params:
         for key, text in overrides.items():
             if key not in hints or key not in self.field_names():
                 raise ParameterError(self._unknown_message(key))
-            changes[key] = convert(text, hints[key], key)
+            changes[key] = convert(text, hints[key], self.key_prefix + key)
         return self.replace(**changes)
 
     @classmethod
@@ -57,8 +62,28 @@ class Params:
 
     @classmethod
     def _unknown_message(cls, key: str) -> str:
-        known = ", ".join(sorted(cls.field_names()))
-        return f"unknown parameter '{key}'; known parameters are: {known}"
+        known = ", ".join(cls.key_prefix + name for name in sorted(cls.field_names()))
+        if not known:
+            return f"unknown {cls.kind} '{cls.key_prefix}{key}'; this scenario has none"
+        return f"unknown {cls.kind} '{cls.key_prefix}{key}'; known {cls.kind}s are: {known}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StandInSettings(Params):
+    """Base of a game family's stand-in settings: what its rule favours, how noisy it is, how
+    often it fails. They belong to the stand-in, not to the experiment: a run on a language
+    model never reads them. A scenario carries them as `standin` (a class attribute a subclass
+    overrides, or `standin=` when it is built); the command line sets them as
+    `--set standin.KEY=VALUE`; the store records them beside the parameters."""
+
+    key_prefix: ClassVar[str] = "standin."
+    kind: ClassVar[str] = "stand-in setting"
+
+    def require_rates(self, *names: str) -> None:
+        """Each named field is a probability."""
+        for name in names:
+            value = getattr(self, name)
+            require(0 <= value <= 1, f"{self.key_prefix}{name} must be in [0, 1] (got {value})")
 
 
 def require(condition: bool, message: str) -> None:

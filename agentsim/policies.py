@@ -63,7 +63,7 @@ class LLMPolicy:
             except BackendError as error:
                 usage.in_flight -= 1
                 usage.errors[error.kind] = usage.errors.get(error.kind, 0) + 1
-                for kind in getattr(error, "failed_attempts", ()):  # retried before giving up
+                for kind in error.failed_attempts:  # retried before giving up
                     usage.errors[kind] = usage.errors.get(kind, 0) + 1
                     usage.retries += 1
                 calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", "", None,

@@ -43,6 +43,8 @@ MAX_RUNS = 10_000
 RUNS_AT_ONCE = 256  # runs in memory at once (fewer for large populations: LIVE_AGENTS in all)
 LIVE_AGENTS = 1_000_000
 LOCK = ".agentsim.lock"
+LOCAL, RAY = "local", "ray"
+EXECUTORS = (LOCAL, RAY)
 
 
 class DirectoryLock:
@@ -75,6 +77,39 @@ class DirectoryLock:
 RULE_AGENTS = "rule agents"
 
 
+class RunSink(Protocol):
+    """Where a run's records go as it runs: the store (`StoreSink`), or, from a Ray worker, the
+    driver that owns the store (agentsim/distributed/worker.py). Rows and checkpoint travel
+    together in `commit`, so what reaches the file is always a state a run resumes from."""
+
+    def begin(self, run: int, *, replicate: int, seed: int, backend: str, agents: list[tuple[int, str, str]]) -> None: ...
+
+    def resumed(self, run: int) -> None: ...
+
+    def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None: ...
+
+    def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoreSink:
+    """A run's records straight into the experiment's store (the in-process executor)."""
+
+    store: Store
+
+    def begin(self, run: int, *, replicate: int, seed: int, backend: str, agents: list[tuple[int, str, str]]) -> None:
+        self.store.begin_run(run, replicate=replicate, seed=seed, backend=backend, agents=agents)
+
+    def resumed(self, run: int) -> None:
+        self.store.set_status(run, "running")
+
+    def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
+        self.store.commit(recorder, checkpoint, t)
+
+    def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None:
+        self.store.set_status(run, status, stop_reason=stop_reason, summary=summary)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
     scenario: Scenario[Any]
@@ -90,6 +125,20 @@ class ExperimentConfig:
     # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
     # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
     variants: tuple[dict[str, Any], ...] = ()
+    # Where the runs execute: "local" (this process's event loop) or "ray" (Ray tasks, on the
+    # cluster at `ray_address`, or on a Ray started in process when it is empty).
+    executor: str = LOCAL
+    ray_address: str = ""
+    # The CPUs Ray sets aside for each run: 1 for runs that compute (the stand-in, rule
+    # agents); a fraction for runs that mostly wait on a model server, so that more of them
+    # share a worker node's cores and keep the servers busy.
+    cpus_per_run: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
+        if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
+            raise ParameterError(f"--cpus-per-run must be a number of CPUs from 0.01 to 1024 (got {self.cpus_per_run})")
 
     @property
     def backend_label(self) -> str:
@@ -115,6 +164,7 @@ class RunView:
     usage: dict[str, Any]
     calls_per_second: float
     cell: str = ""  # the run's VARIANTS cell ("condition=nl, memory_length=0"), empty outside a grid
+    worker: str = ""  # where a Ray sweep runs it ("host:pid"), empty in process
 
 
 class View(Protocol):
@@ -154,6 +204,10 @@ class Experiment:
     lock: DirectoryLock = field(init=False)
     stopped_by: BaseException | None = field(init=False, default=None)  # what stopped every run, if anything
     _last_draw: float = field(init=False, default=0.0)
+    # The limiters' figures of a Ray sweep, from its cluster-wide limiter (agentsim/distributed).
+    cluster_limiter_stats: dict[str, Any] | None = field(init=False, default=None)
+    # Where each run of a Ray sweep ran: (host, worker pid) per worker it was sent to.
+    cluster_workers: dict[int, list[tuple[str, int]]] = field(init=False, default_factory=dict)
 
     def open(self) -> None:
         """Check everything the user could get wrong, before any run starts (and, unless the
@@ -273,6 +327,7 @@ class Experiment:
         identity = {
             "scenario": self.scenario.name,
             "params": self.scenario.params.as_dict(),
+            "standin": self.scenario.standin.as_dict(),  # the stand-in's settings: they change its answers
             "seed": self.config.seed,
             "backend": self.config.backend_label,
         }
@@ -302,12 +357,36 @@ class Experiment:
         if ignored:
             self._warn(f"the stand-in ignores {', '.join(f'{key}={value}' for key, value in ignored.items())}: "
                        "its rule does not read them, so on the stand-in they change nothing; a language model would see them")
+        try:
+            if self.config.executor == RAY:
+                from .distributed.driver import run_on_ray  # Ray is an extra: imported only when asked for
+
+                await run_on_ray(self)
+            else:
+                await self._run_here()
+        finally:
+            self.view.update(list(self.views.values()), final=True)
+            self.view.stop()
+            if self.budget.limited:
+                self.store.set_experiment({"budget_spent": self.budget.spent()})
+            self._write_summary()
+            for backend in self.backends.values():
+                await backend.aclose()
+            self.store.close()
+            self.lock.release()
+        return [self.summaries[run] for run in sorted(self.summaries)]
+
+    def runs_at_once(self) -> int:
+        """Runs in memory at once (fewer for large populations): the rest wait their turn."""
         agents = getattr(self.scenario.params, "agents", 0)
-        gate = asyncio.Semaphore(max(1, min(RUNS_AT_ONCE, LIVE_AGENTS // agents if isinstance(agents, int) and agents
-                                            else RUNS_AT_ONCE)))
+        return max(1, min(RUNS_AT_ONCE, LIVE_AGENTS // agents if isinstance(agents, int) and agents else RUNS_AT_ONCE))
+
+    async def _run_here(self) -> None:
+        """Every replicate in this process's event loop (the default executor)."""
+        gate = asyncio.Semaphore(self.runs_at_once())
 
         async def bounded(replicate: int) -> None:
-            async with gate:  # a bounded number of runs in memory at once; the rest wait their turn
+            async with gate:
                 await self._run_one(replicate)
 
         tasks = [asyncio.ensure_future(bounded(replicate)) for replicate in range(self.config.runs)]
@@ -323,57 +402,56 @@ class Experiment:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        finally:
-            self.view.update(list(self.views.values()), final=True)
-            self.view.stop()
-            if self.budget.limited:
-                self.store.set_experiment({"budget_spent": self.budget.spent()})
-            self._write_summary()
-            for backend in self.backends.values():
-                await backend.aclose()
-            self.store.close()
-            self.lock.release()
-        return [self.summaries[run] for run in sorted(self.summaries)]
 
     async def _run_one(self, replicate: int) -> None:
-        config, store = self.config, self.store
         run = replicate + 1
-        scenario, seed, _variant = self.run_cell(replicate)
+        store = self.store
         recorded = {row["run"]: row for row in store.runs()}.get(run)
         if recorded is not None and recorded["status"] == "done":
             self.summaries[run] = recorded["summary"]
             return
+        blob = store.checkpoint(run) if recorded is not None else None
+        if recorded is not None and blob is None:
+            store.discard_run(run)
+        await self.drive(replicate, blob, StoreSink(store))
+
+    async def drive(self, replicate: int, blob: bytes | None, sink: RunSink) -> None:
+        """Run replicate `replicate` to its end, from checkpoint `blob` (None: from the start),
+        handing its rows and status to `sink`: the store here, the driver from a Ray worker
+        (agentsim/distributed). Whatever stops it, what resolved and what was in flight is
+        committed with a checkpoint, so it resumes exactly."""
+        config = self.config
+        run = replicate + 1
+        scenario, seed, _variant = self.run_cell(replicate)
         recorder = Recorder(run)
         model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)
-        blob = store.checkpoint(run) if recorded is not None else None
-        if recorded is not None and blob is None:
-            store.discard_run(run)
-            recorded = None
         if blob is not None:
             await model.scheduler.resume(model.restore(blob))
-            store.set_status(run, "running")
-        if recorded is None:
-            store.begin_run(run, replicate=replicate, seed=seed, backend=config.backend_label,
-                            agents=[(agent.index, agent.policy.kind, agent.policy.label) for agent in model.population])
+            sink.resumed(run)
+        else:
+            sink.begin(run, replicate=replicate, seed=seed, backend=config.backend_label,
+                       agents=[(agent.index, agent.policy.kind, agent.policy.label) for agent in model.population])
         last_commit = time.monotonic()
         try:
             while not model.finished:
                 await model.astep()
                 self._collect_rounds(model, recorder)
                 if time.monotonic() - last_commit >= config.checkpoint_seconds:
-                    store.commit(recorder, model.checkpoint(), model.time)
+                    self._show(model, "running")
+                    sink.commit(recorder, model.checkpoint(), model.time)
                     last_commit = time.monotonic()
-                self._show(model, "running")
+                else:
+                    self._show(model, "running")
                 await asyncio.sleep(0)  # lets Ctrl-C in between rounds of in-process policies
             await model.scheduler.drain()
             self._collect_rounds(model, recorder, everything=True)
-            store.commit(recorder, model.checkpoint(), model.time)
+            sink.commit(recorder, model.checkpoint(), model.time)
             summary = self._summary(model)
-            store.set_status(run, "done", stop_reason=summary["stop_reason"], summary=summary)
             self.summaries[run] = summary
             self._show(model, "done")
+            sink.finish(run, "done", stop_reason=summary["stop_reason"], summary=summary)
         except BaseException as error:
             # Keep what resolved and what was in flight (it resumes), whatever stopped us.
             if self.stopped_by is None:
@@ -384,14 +462,14 @@ class Experiment:
                 await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             except asyncio.CancelledError:
                 pass  # the experiment cancels every run while this one stops: record it all the same
-            store.commit(recorder, blob, model.time)
+            sink.commit(recorder, blob, model.time)
             status, reason = run_outcome(cause)
             summary = self._summary(model, status=status, stop_reason=reason)
             if status != "interrupted":
                 summary["error"] = redact(str(cause)) or type(cause).__name__
-            store.set_status(run, status, stop_reason=reason, summary=summary)
             self.summaries[run] = summary
             self._show(model, status, stop_reason=reason)
+            sink.finish(run, status, stop_reason=reason, summary=summary)
             raise
 
     def _collect_rounds(self, model: PopulationModel, recorder: Recorder, *, everything: bool = False) -> None:
@@ -490,6 +568,8 @@ class Experiment:
             "code_version": experiment.get("code_version"),
             "runs": runs,
         }
+        if document["stand_in"]:
+            document["standin"] = experiment.get("standin")
         ignored = self.standin_ignored()
         if ignored:
             document["standin_ignored"] = ignored
@@ -509,6 +589,8 @@ class Experiment:
 
 
     def _limiter_stats(self) -> dict[str, Any]:
+        if self.cluster_limiter_stats is not None:
+            return self.cluster_limiter_stats
         stats = {}
         for label, backend in self.backends.items():
             limiter = layer(backend, LimitedModel)

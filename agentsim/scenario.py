@@ -22,10 +22,11 @@ hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `reb
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar, cast
 
+from .errors import ParameterError
 from .llm.base import Message
-from .params import Params
+from .params import Params, StandInSettings
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
@@ -52,16 +53,37 @@ class Scenario(Generic[P]):
     # True where every agent follows a rule (theory baselines): no backend is asked, and the
     # store, the summary, the view and the report say "rule agents", not the stand-in.
     rule_agents: ClassVar[bool] = False
+    # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
+    # game narrows the type and a subclass or `standin=` changes the value.
+    standin: StandInSettings = StandInSettings()
 
-    def __init__(self, params: P | None = None, /, **changes: Any) -> None:
-        base = params if params is not None else self.Params()
-        self.params: P = base.replace(**changes) if changes else base  # type: ignore[assignment]
+    def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
+        # `Params` is the class of P (a class variable cannot name a type variable).
+        base: P = params if params is not None else cast(P, self.Params())
+        self.params: P = base.replace(**changes) if changes else base
+        if standin is not None:
+            expected = type(type(self).standin)
+            if not isinstance(standin, expected):
+                raise ParameterError(f"standin= takes {expected.__name__} for {type(self).__name__} "
+                                     f"(got {type(standin).__name__})")
+            self.standin = standin
 
     def with_params(self, **changes: Any) -> Self:
-        return type(self)(self.params.replace(**changes))
+        return type(self)(self.params.replace(**changes), standin=self.standin)
 
     def with_overrides(self, overrides: dict[str, str]) -> Self:
-        return type(self)(self.params.with_overrides(overrides))
+        """`--set KEY=VALUE` pairs: parameters, and the stand-in's settings as `standin.KEY`."""
+        prefix = StandInSettings.key_prefix
+        settings = {key.removeprefix(prefix): text for key, text in overrides.items() if key.startswith(prefix)}
+        params = {key: text for key, text in overrides.items() if not key.startswith(prefix)}
+        for key in params:
+            if key.startswith("standin_") and key not in self.params.field_names():  # the spelling before store version 5
+                known = ", ".join(prefix + name for name in sorted(self.standin.field_names())) or "this scenario has none"
+                raise ParameterError(f"unknown parameter '{key}': the stand-in's settings are set as {prefix}KEY=VALUE ({known})")
+        if settings and self.rule_agents:
+            raise ParameterError(f"{type(self).__name__}'s agents follow a rule and ask no stand-in; "
+                                 f"drop {', '.join(prefix + key for key in settings)}")
+        return type(self)(self.params.with_overrides(params), standin=self.standin.with_overrides(settings))
 
     def for_experiment(self, seed: int) -> Self:
         """Resolve what is drawn once per experiment (a random name pool), shared by all runs."""

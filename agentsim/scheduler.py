@@ -373,11 +373,12 @@ class SequenceScheduler(_Base):
     # --- the end, checkpoints --------------------------------------------------------------
     async def drain(self) -> None:
         """End the run where it stopped: ask and apply the window past the stop, recording
-        nothing (a stop the run decided), or cancel what is in flight (a stop from outside)."""
+        nothing (a stop the run decided), or cancel what is in flight (no stop of its own:
+        the round limit)."""
         model = self.model
         if model.immediate:
             pass  # answered in process: nothing runs ahead, nothing is cached
-        elif model.stop_reason is not None and not model.stopped_from_outside:
+        elif model.stop_reason is not None:
             horizon = model.completed + self.window - 1  # the stop came at t* = completed - 1
             while True:
                 self._fill(horizon)

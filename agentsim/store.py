@@ -58,8 +58,10 @@ APPLICATION_ID = 0x4147534D
 # draws option orders with `random.Random.sample` on the run's generator (before, one draw was
 # decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
 # continued: its remaining encounters would be drawn by another process; 4 added
-# decisions.sampled_locally (draws are unchanged).
-STORE_VERSION = 4
+# decisions.sampled_locally (draws are unchanged); 5 records the stand-in's settings as
+# `standin` in `experiment` (before, they were the scenario's parameters named standin_KEY;
+# opening an earlier file moves them there; draws and answers are unchanged).
+STORE_VERSION = 5
 SAME_DRAWS_SINCE = 3
 
 _MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
@@ -208,7 +210,21 @@ class Store:
                 self.connection.execute(_MOVES_VIEW)
             if "sampled_locally" not in columns:  # written before --sample-locally
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
+            self._move_standin_settings()
             self.connection.execute("INSERT OR REPLACE INTO experiment VALUES ('store_version', ?)", (str(STORE_VERSION),))
+
+    def _move_standin_settings(self) -> None:
+        """Before version 5 the stand-in's settings were parameters named standin_KEY; they
+        are the experiment's `standin` {KEY: value} now, which a resume compares and the
+        analyses read."""
+        experiment = self.experiment()
+        params = experiment.get("params")
+        if not isinstance(params, dict) or "standin" in experiment:
+            return
+        settings = {key.removeprefix("standin_"): params.pop(key) for key in sorted(params) if key.startswith("standin_")}
+        self.connection.executemany("INSERT OR REPLACE INTO experiment VALUES (?, ?)",
+                                    [(key, json.dumps(value, sort_keys=True))
+                                     for key, value in (("params", params), ("standin", settings))])
 
     def verify_checkpoints(self) -> None:
         """Every checkpoint reads back (before a resume changes anything)."""

@@ -73,10 +73,6 @@ class Topology:
                     f"graph file '{self.path}' has {graph.number_of_nodes()} nodes but agents={size}; set agents={graph.number_of_nodes()}")
         return graph
 
-    def file_size(self) -> int | None:
-        """The node count a graph file fixes, if this topology reads one."""
-        return read_graph(self.path).number_of_nodes() if self.kind == "file" and Path(self.path).is_file() else None
-
 
 def lattice_shape(size: int) -> tuple[int, int]:
     """The most nearly square rows × columns factorisation of size."""

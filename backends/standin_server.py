@@ -43,7 +43,7 @@ from aiohttp import web
 
 from agentsim.games.naming import NamingGame
 from agentsim.games.naming import NamingSituation, read_options
-from agentsim.games.naming.standin import NamingStandIn
+from agentsim.games.naming.standin import NamingStandIn, NamingStandInSettings
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel
@@ -65,7 +65,7 @@ class ServerConfig:
     api_key: str | None = None
     seed: int = 0
     model_id: str = "stand-in"
-    # the naming rule's prior and exploration (the scenario's standin_bias_name, standin_bias, standin_noise)
+    # the naming rule's prior and exploration (a scenario's standin.bias_name, standin.bias, standin.noise)
     bias_name: str | None = None
     bias: float = 0.0
     noise: float = 0.0
@@ -101,8 +101,8 @@ class StandInServer:
         self.config = config or ServerConfig()
         game = NamingGame().for_experiment(0)
         templates = [template for template, _ in game.standin_rules()[0].templates]
-        self.rule = NamingStandIn(templates, bias_name=self.config.bias_name, bias=self.config.bias,
-                                  noise=self.config.noise)
+        self.rule = NamingStandIn(templates, NamingStandInSettings(bias_name=self.config.bias_name, bias=self.config.bias,
+                                                                   noise=self.config.noise))
         self.model = StandInModel([self.rule])
         self.rng = random.Random(self.config.seed)
         self.stats = Stats()

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentsim.games.sign import CONDITIONS, SignGame
+from agentsim.games.sign import CONDITIONS, SignGame, SignStandIn, SignStandInSettings
 from agentsim.policies import LLMPolicy
-from agentsim.games.sign import SignStandIn
 from agentsim.llm.standin import NAME as STAND_IN
 from agentsim.llm.standin import StandInModel
 from agentsim.model import PopulationModel
@@ -27,9 +26,9 @@ from agentsim.prompts import PromptTemplate
 RUNS = 3
 
 # Two stand-in "families": the SIGN stand-in rule with different biases and format skills.
-FAMILIES: dict[str, dict[str, Any]] = {
-    "phi-like": {"bias_name": "C1", "bias": 0.9, "noise": 0.2, "free_none_rate": 0.25, "schema_error_rate": 0.3},
-    "llama-like": {"bias_name": "C7", "bias": 0.9, "noise": 0.1, "free_none_rate": 0.1, "schema_error_rate": 0.1},
+FAMILIES: dict[str, SignStandInSettings] = {
+    "phi-like": SignStandInSettings(bias_name="C1", bias=0.9, noise=0.2, free_none_rate=0.25, schema_error_rate=0.3),
+    "llama-like": SignStandInSettings(bias_name="C7", bias=0.9, noise=0.1, free_none_rate=0.1, schema_error_rate=0.1),
 }
 
 
@@ -38,7 +37,7 @@ class FamilyStandIn(StandInModel):
 
     def __init__(self, family: str) -> None:
         templates = [PromptTemplate.load("sign", variant) for variant in ("schema", "nl_sw", "nl")]
-        super().__init__([SignStandIn(templates, **FAMILIES[family])])
+        super().__init__([SignStandIn(templates, FAMILIES[family])])
         self.name = f"{STAND_IN}:{family}"
 
 
@@ -55,7 +54,7 @@ class MixedSignModels(SignGame):
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         summary = super().run_summary(model)
         if any(label.startswith(f"{STAND_IN}:") for label in summary.get("by_model", {})):
-            summary["standin_favourites"] = {f"{STAND_IN}:{family}": rule["bias_name"] for family, rule in FAMILIES.items()}
+            summary["standin_favourites"] = {f"{STAND_IN}:{family}": rule.bias_name for family, rule in FAMILIES.items()}
         return summary
 
 

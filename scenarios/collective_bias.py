@@ -6,8 +6,9 @@ On the stand-in, M wins ties in lose-shift but is not favoured a priori: individ
 collectively biased toward M, as the paper found of its LLMs.
 """
 
-from agentsim.games.naming import NamingGame
+from agentsim.games.naming import NamingGame, NamingStandInSettings
 
 RUNS = 20
 
-scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=50, stop_at="consensus", standin_bias_name="M")
+scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=50, stop_at="consensus",
+                      standin=NamingStandInSettings(bias_name="M"))

@@ -8,9 +8,9 @@ paper used 5,000-15,000). Names {Q, M}; use `--set names=` for another pool, or
 scenarios/collective_bias.py (M wins ties, no prior bias), so both compare in one report. Then `python -m agentsim bias DIR` or `report DIR`.
 """
 
-from agentsim.games.naming import FirstChoiceProbe
+from agentsim.games.naming import FirstChoiceProbe, NamingStandInSettings
 
 RUNS = 1
 
 scenario = FirstChoiceProbe(agents=24, names=("Q", "M"), memory_length=5, max_rounds=210, stop_at="none",
-                            max_in_flight=12, standin_bias_name="M")
+                            max_in_flight=12, standin=NamingStandInSettings(bias_name="M"))

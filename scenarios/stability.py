@@ -7,9 +7,9 @@ On the stand-in (exploring 10% of the time, M winning ties) both conventions hol
 as they did for three of the paper's four models (Q fell by itself for Llama-3.1-70B-Instruct).
 """
 
-from agentsim.games.naming import NamingGame
+from agentsim.games.naming import NamingGame, NamingStandInSettings
 
 RUNS = 5
 
 scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, majority_name="Q", stop_at="none", max_rounds=30,
-                      standin_bias_name="M", standin_noise=0.1)
+                      standin=NamingStandInSettings(bias_name="M", noise=0.1))

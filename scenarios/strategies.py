@@ -8,9 +8,9 @@ prints the table; `report DIR` draws the heatmaps, and weights them by state fre
 (Fig. S9, S10) when DIR also holds ordinary runs with the same names.
 """
 
-from agentsim.games.naming import StrategyProbe
+from agentsim.games.naming import NamingStandInSettings, StrategyProbe
 
 RUNS = 1
 
 scenario = StrategyProbe(agents=24, names=("Q", "M"), memory_length=5, probe_lengths=(0, 1, 2), max_rounds=175,
-                         stop_at="none", max_in_flight=12, standin_bias_name="M", standin_noise=0.1)
+                         stop_at="none", max_in_flight=12, standin=NamingStandInSettings(bias_name="M", noise=0.1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import run_experiment
@@ -14,14 +15,14 @@ from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import js_distance_from_uniform, proportion_interval
 from agentsim.analysis.strategies import strategy_table
-from agentsim.games.naming import FirstChoiceProbe, NamingGame, NamingSituation, StrategyProbe
+from agentsim.games.naming import FirstChoiceProbe, NamingGame, NamingSituation, NamingStandInSettings, StrategyProbe
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
 
 
 def test_the_standins_exact_probabilities_by_hand() -> None:
-    rule = NamingGame(names=("Q", "M"), standin_bias_name="M", standin_bias=0.3, standin_noise=0.2).standin_rules()[0]
+    rule = NamingGame(names=("Q", "M"), standin=NamingStandInSettings(bias_name="M", bias=0.3, noise=0.2)).standin_rules()[0]
     assert rule.probabilities(NamingSituation(("Q", "M"), ())) == pytest.approx({"M": 0.65, "Q": 0.35})
     # failed with partner Q: lose-shift to Q, except a noise draw from the prior
     failed = NamingSituation(("M", "Q"), (("M", "Q", -50),))
@@ -32,7 +33,7 @@ def test_the_standins_exact_probabilities_by_hand() -> None:
 
 
 def test_first_choices_sampled_concurrently_match_the_prior() -> None:
-    scenario = NamingGame(names=("Q", "M"), standin_bias_name="M", standin_bias=0.3)
+    scenario = NamingGame(names=("Q", "M"), standin=NamingStandInSettings(bias_name="M", bias=0.3))
     counts = sample_first_choices(scenario, samples=2000, seed=3, concurrency=32)
     total = sum(counts.values())
     assert total >= 2000
@@ -52,8 +53,8 @@ def test_unbiased_pool_search_keeps_a_pool_within_the_threshold() -> None:
 
 
 def test_individual_bias_is_read_back_from_a_recorded_probe(tmp_path: Path) -> None:
-    probe = FirstChoiceProbe(agents=20, names=("Q", "M"), max_rounds=50, stop_at="none", standin_bias_name="M",
-                             standin_bias=0.2)
+    probe = FirstChoiceProbe(agents=20, names=("Q", "M"), max_rounds=50, stop_at="none",
+                             standin=NamingStandInSettings(bias_name="M", bias=0.2))
     run_experiment(probe, tmp_path / "probe", seed=2)
     ((key, test),) = individual_bias(find_experiments(tmp_path)).items()
     assert key[1] == ("M", "Q") and test.samples == 20 * 50
@@ -64,7 +65,7 @@ def test_individual_bias_is_read_back_from_a_recorded_probe(tmp_path: Path) -> N
 
 def test_a_strategy_table_from_the_standin_recovers_its_probabilities(tmp_path: Path) -> None:
     probe = StrategyProbe(agents=24, names=("Q", "M"), probe_lengths=(0, 1, 2), max_rounds=175, stop_at="none",
-                          standin_bias_name="M", standin_bias=0.3, standin_noise=0.25)
+                          standin=NamingStandInSettings(bias_name="M", bias=0.3, noise=0.25))
     run_experiment(probe, tmp_path / "strategies", seed=5)
     table = strategy_table(find_experiments(tmp_path))
     assert table is not None and len(table.states) == 21
@@ -80,8 +81,8 @@ def test_a_strategy_table_from_the_standin_recovers_its_probabilities(tmp_path: 
 
 
 def test_critical_mass_is_larger_for_the_convention_the_standin_favours(tmp_path: Path) -> None:
-    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5, standin_bias_name="M", standin_bias=0.5,
-                          standin_noise=0.1)
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5,
+                          standin=NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1))
     spec = CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=3, max_rounds=30, seed=0)
     against_strong, against_weak = search_both(spec, tmp_path)
     print(f"critical mass against M: {against_strong.critical_mass}/12, against Q: {against_weak.critical_mass}/12")
@@ -116,7 +117,7 @@ class ReportingStandIn(StandInModel):
 
 def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Path) -> None:
     probe = StrategyProbe(agents=12, names=("Q", "M"), probe_lengths=(0, 1), max_rounds=2, stop_at="none",
-                          standin_bias_name="M", standin_bias=0.4, standin_noise=0.3)
+                          standin=NamingStandInSettings(bias_name="M", bias=0.4, noise=0.3))
     run_experiment(probe, tmp_path / "out", seed=1, backend=ReportingStandIn)
     store = Store(tmp_path / "out")
     stored = [json.loads(text) for (text,) in store.rows("SELECT probabilities FROM decisions WHERE reply IS NOT NULL")]
@@ -129,3 +130,34 @@ def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Pa
         memory = tuple((own, partner, 0) for own, partner in state)
         assert strategy.probability("M") == pytest.approx(
             probe.for_experiment(1).standin_rules()[0].probabilities(NamingSituation(("Q", "M"), memory))["M"])
+
+
+def _committed_search(**changes: Any) -> CriticalMassSearch:
+    scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5,
+                          standin=NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1))
+    return CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=2, max_rounds=30, seed=0, **changes)
+
+
+def test_the_critical_mass_search_tries_sizes_at_once_and_finds_what_the_bisection_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentsim.analysis import critical_mass
+
+    bisection = critical_mass.search(_committed_search(), tmp_path / "bisection")
+    at_once, most = 0, 0
+    flips_at = critical_mass._flips_at
+
+    async def counted(*arguments: Any) -> dict[str, Any]:
+        nonlocal at_once, most
+        at_once += 1
+        most = max(most, at_once)
+        try:
+            return await flips_at(*arguments)
+        finally:
+            at_once -= 1
+
+    monkeypatch.setattr(critical_mass, "_flips_at", counted)
+    parallel = critical_mass.search(_committed_search(parallel=3), tmp_path / "parallel")
+    assert most == 3  # three sizes' experiments ran at once
+    assert parallel.critical_mass == bisection.critical_mass is not None
+    for size in set(parallel.tried) & set(bisection.tried):
+        assert parallel.tried[size]["flips"] == bisection.tried[size]["flips"]

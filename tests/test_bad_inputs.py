@@ -50,6 +50,9 @@ FLAG_CASES = [
     (("--runs", "100000"), ("--runs must be between 1 and 10000",)),
     (("--backend", "stand-in", "--population", "stand-in:a=8"), ("--backend and --population",)),
     (("--max-calls", "10"), ("the stand-in answers in process",)),
+    (("--set", "standin.bias=2"), ("standin.bias must be in [0, 1] (got 2.0)",)),
+    (("--set", "standin.colour=red"), ("unknown stand-in setting 'standin.colour'", "standin.noise")),
+    (("--set", "standin_noise=0.1"), ("the stand-in's settings are set as standin.KEY=VALUE", "standin.noise")),
 ]
 
 

@@ -87,6 +87,7 @@ def _search(server_url: str, cache: Path, out: Path, sample_locally: bool) -> di
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 45 s on two free cores; a shared, loaded host can take several times that
 def test_the_critical_mass_search_makes_ten_times_fewer_calls_and_finds_the_same_flips(
         tmp_path: Path, standin_server: Any) -> None:
     """Against the stand-in server reporting its rule's exact choice distributions as logprobs

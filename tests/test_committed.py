@@ -7,7 +7,7 @@ import pytest
 from helpers import run_model
 
 from agentsim.errors import ParameterError
-from agentsim.games.naming import NamingGame
+from agentsim.games.naming import NamingGame, NamingStandInSettings
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 
@@ -50,7 +50,7 @@ def test_the_majority_defaults_to_the_name_the_committed_do_not_play() -> None:
 
 def test_committed_agents_always_play_their_name_and_make_no_calls() -> None:
     game = NamingGame(agents=20, names=("Q", "M"), committed=5, majority_name="M", committed_name="Q",
-                      stop_at="none", max_rounds=10, standin_noise=0.3)
+                      stop_at="none", max_rounds=10, standin=NamingStandInSettings(noise=0.3))
     model = run_model(game, seed=2)
     committed = {agent.index for agent in model.population if agent.committed}
     assert model.usage.total().calls == 2 * model.completed - sum(

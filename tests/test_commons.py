@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
 
-from agentsim.games.commons import CommonsGame, allocate, parser
+from agentsim.games.commons import CommonsGame, CommonsStandInSettings, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
 from agentsim.games.commons.metrics import (
     MonthRecord,
@@ -172,7 +172,7 @@ def test_every_phase_runs_and_every_prompt_rebuilds_exactly_from_the_store(tmp_p
         backends.append(CapturingStandIn(scenario.standin_rules()))
         return backends[0]
 
-    game = CommonsGame(months=3, standin_invalid_rate=0.3)
+    game = CommonsGame(months=3, standin=CommonsStandInSettings(invalid_rate=0.3))
     (summary,) = run_experiment(game, tmp_path / "out", seed=2, backend=capture)
     store = Store(tmp_path / "out")
     calls = list(store.rows("SELECT t, agent, attempt, context FROM calls WHERE run = 1 ORDER BY t, agent, attempt"))
@@ -189,7 +189,8 @@ def test_every_phase_runs_and_every_prompt_rebuilds_exactly_from_the_store(tmp_p
 
 
 def test_an_unparseable_harvest_is_reasked_then_recorded_as_a_fallback(tmp_path: Path) -> None:
-    (summary,) = run_experiment(CommonsGame(months=2, standin_invalid_rate=1.0), tmp_path / "out", seed=1)
+    (summary,) = run_experiment(CommonsGame(months=2, standin=CommonsStandInSettings(invalid_rate=1.0)), tmp_path / "out",
+                                seed=1)
     assert summary["harvest_fallbacks"] == 10 and summary["fallbacks"] >= 10
     assert summary["over_usage"] is None  # fallbacks are never analysed as choices
     store = Store(tmp_path / "out")
@@ -343,7 +344,7 @@ def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
 
 
 def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
-    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin_invalid_rate=0.2)
+    game = CommonsGame(months=4, newcomer=True, newcomer_month=2, standin=CommonsStandInSettings(invalid_rate=0.2))
     run_experiment(game, tmp_path / "immediate", seed=4)
     for salt in (1, 2):
         run_experiment(game, tmp_path / f"jittery{salt}", seed=4,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers import ROOT, JitteryStandIn, Quiet, cli, dump, run_experiment
 
-from agentsim.games.evolution import DonorGame, StagHunt
+from agentsim.games.evolution import DonorGame, EvolutionStandInSettings, StagHunt
 from agentsim.games.evolution.donor import chain_shown
 from agentsim.games.evolution.population import phases, ranking, select
 from agentsim.games.evolution.prompts import DonorView, decode
@@ -217,7 +217,8 @@ def test_an_unreadable_donation_is_reasked_then_a_recorded_fallback_outside_the_
 
 
 def test_every_prompt_is_rebuilt_exactly_from_the_store_and_every_text_is_kept(tmp_path: Path) -> None:
-    scenario = DonorGame(agents=4, rounds=3, generations=3, condition="norms_neg", standin_invalid_rate=0.3)
+    scenario = DonorGame(agents=4, rounds=3, generations=3, condition="norms_neg",
+                         standin=EvolutionStandInSettings(invalid_rate=0.3))
     sent: list[Request] = []
 
     class Recording(StandInModel):

@@ -14,12 +14,12 @@ from helpers import run_experiment
 from agentsim.analysis.bias import first_choice_fallbacks, individual_bias
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.strategies import strategy_table
-from agentsim.games.naming import FirstChoiceProbe, StrategyProbe
+from agentsim.games.naming import FirstChoiceProbe, NamingStandInSettings, StrategyProbe
 
 
 def probe(invalid_rate: float) -> FirstChoiceProbe:
-    return FirstChoiceProbe(agents=24, names=("Q", "M"), max_rounds=120, stop_at="none", standin_bias_name="M",
-                            standin_bias=0.5, standin_invalid_rate=invalid_rate)
+    return FirstChoiceProbe(agents=24, names=("Q", "M"), max_rounds=120, stop_at="none",
+                            standin=NamingStandInSettings(bias_name="M", bias=0.5, invalid_rate=invalid_rate))
 
 
 def test_fallbacks_are_stored_and_left_out_of_first_choices(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_fallbacks_are_stored_and_left_out_of_first_choices(tmp_path: Path) -> N
 
 def test_strategy_tables_count_model_answers_and_show_the_fallback_rate(tmp_path: Path) -> None:
     (summary,) = run_experiment(StrategyProbe(agents=24, names=("Q", "M"), max_rounds=20, stop_at="none",
-                                              standin_invalid_rate=0.7), tmp_path / "probe")
+                                              standin=NamingStandInSettings(invalid_rate=0.7)), tmp_path / "probe")
     table = strategy_table(find_experiments(tmp_path / "probe"))
     assert table is not None
     rows = table.rows("M")

@@ -72,3 +72,14 @@ def test_log_lines_without_a_terminal(capsys) -> None:  # type: ignore[no-untype
     log.update([view(run=2, metrics={"lines": [("month", "3 of 12")]})])  # the commons: no notion of success
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "run=2" in line and "success_rate" not in line
+
+
+def test_a_ray_sweep_shows_its_runs_and_workers_as_a_whole() -> None:
+    """Where runs carry the Ray worker running them, the view counts the sweep's runs by
+    status (those not begun as waiting) and the workers and hosts at work."""
+    runs = [view(run=1, worker="gpu-a:101"), view(run=2, worker="gpu-b:202"),
+            view(run=3, status="done", stop_reason="flip", worker="gpu-a:101")]
+    screen = text(render({"scenario": "naming_game", "backend": "stand-in", "seed": 7, "runs": 10, "out": "x"}, runs))
+    assert "Ray sweep: 1 done, 2 running, 7 waiting of 10; 2 workers on 2 hosts" in screen
+    assert "Ray sweep" not in text(render({"scenario": "naming_game", "backend": "stand-in", "seed": 7, "runs": 2},
+                                          [view()]))

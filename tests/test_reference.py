@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import JitteryStandIn, dump, run_experiment
 
-from agentsim.games.naming import NamingGame, NamingStandIn
+from agentsim.games.naming import NamingGame, NamingStandIn, NamingStandInSettings
 from agentsim.seeding import derive_seed, unit_uniforms
 
 
@@ -20,7 +20,7 @@ def sequential_reference(*, seed: int, agents: int, names: tuple[str, ...], memo
     """The naming game as a loop: draw a pair uniformly, show each a shuffled option list, let
     the stand-in's rule choose from its memory, pay +100 / -50, remember."""
     rng = random.Random(seed)
-    rule = NamingStandIn([], bias_name=bias_name, bias=bias, noise=noise)
+    rule = NamingStandIn([], NamingStandInSettings(bias_name=bias_name, bias=bias, noise=noise))
     memories = [deque(maxlen=memory_length) for _ in range(agents)]
     encounters = [0] * agents
     history = []
@@ -49,7 +49,7 @@ def test_max_in_flight_one_is_the_sequential_process(tmp_path: Path, jittery: bo
     names = ("Q", "M", "F", "J")
     interactions = 12 * 40
     game = NamingGame(agents=24, names=names, memory_length=5, pairing="sequential", max_in_flight=1,
-                      stop_at="none", max_rounds=40, standin_bias_name="M", standin_bias=bias, standin_noise=0.05)
+                      stop_at="none", max_rounds=40, standin=NamingStandInSettings(bias_name="M", bias=bias, noise=0.05))
     backend = (lambda scenario: JitteryStandIn(scenario.standin_rules())) if jittery else None
     run_experiment(game, tmp_path / "run", seed=5, backend=backend)
     rows = dump(tmp_path / "run" / "agentsim.db", tables=("decisions",))["decisions"]

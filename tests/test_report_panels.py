@@ -44,6 +44,9 @@ def test_variants_cells_are_reported_apart_and_named(tmp_path: Path) -> None:
     consensus = _rows(tmp_path / "report" / "fig2a_consensus_names.csv")
     assert {row["experiment"] for row in consensus} == {"grid [memory_length=2]", "grid [memory_length=5]"}
     assert sum(int(row["runs_with_consensus"]) for row in consensus) == 4
+    usage = _rows(tmp_path / "report" / "table_usage.csv")  # each cell's calls, named (it said "." twice)
+    assert [row["experiment"] for row in usage] == ["grid [memory_length=2]", "grid [memory_length=5]"]
+    assert sum(int(row["decisions"]) for row in usage) == sum(len(experiment.choices(fallbacks=True)) for experiment in experiments)
 
 
 def test_fig3a_draws_every_panel_with_the_flip_line(tmp_path: Path) -> None:

@@ -13,7 +13,17 @@ import pytest
 from helpers import ROOT, cli, run_experiment, run_model
 
 from agentsim.errors import ParameterError
-from agentsim.games.sign import NOT_COMPLIANT, NOT_IN_LEXICON, FreeTextDecoder, SchemaParser, SignGame, SignSituation, lexicon, sign_grid
+from agentsim.games.sign import (
+    NOT_COMPLIANT,
+    NOT_IN_LEXICON,
+    FreeTextDecoder,
+    SchemaParser,
+    SignGame,
+    SignSituation,
+    SignStandInSettings,
+    lexicon,
+    sign_grid,
+)
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
@@ -173,11 +183,10 @@ def test_lose_shift_adopts_the_partners_name_with_probability_alpha() -> None:
     # Partner-only memory: what the partner said; the first said no name, so the second keeps C3.
     assert list(first.memory)[-1] == "C2" and list(second.memory)[-1] == "C3"
     # alpha = 0 never shifts, alpha = 1 always does (over a run, with the stand-in saying its current name).
-    exact = dict(standin_noise=0.0, standin_follow_memory=0.0, standin_free_none_rate=0.0,
-                 standin_free_several_rate=0.0, standin_schema_error_rate=0.0)
-    still = run_model(SignGame(agents=12, max_rounds=30, alpha=0.0, **exact), seed=2)
+    exact = SignStandInSettings(noise=0.0, follow_memory=0.0, free_none_rate=0.0, free_several_rate=0.0, schema_error_rate=0.0)
+    still = run_model(SignGame(agents=12, max_rounds=30, alpha=0.0, standin=exact), seed=2)
     assert max(still.scenario.run_summary(still)["agreement_by_round"]) == still.scenario.run_summary(still)["agreement_by_round"][0]
-    moving = run_model(SignGame(agents=12, max_rounds=30, alpha=0.75, **exact), seed=2)
+    moving = run_model(SignGame(agents=12, max_rounds=30, alpha=0.75, standin=exact), seed=2)
     assert moving.scenario.run_summary(moving)["final_agreement"] > still.scenario.run_summary(still)["final_agreement"]
 
 
@@ -189,7 +198,7 @@ def test_every_prompt_rebuilds_exactly_from_the_store(tmp_path: Path) -> None:
             sent.append(request)
             return super().answer(request)
 
-    game = SignGame(agents=6, max_rounds=8, standin_schema_error_rate=0.5)
+    game = SignGame(agents=6, max_rounds=8, standin=SignStandInSettings(schema_error_rate=0.5))
     run_experiment(game, tmp_path / "out", seed=1, backend=lambda scenario: Recording(scenario.standin_rules()))
     store = Store(tmp_path / "out")
     rows = list(store.rows("SELECT t, agent, attempt FROM calls ORDER BY t, agent, attempt"))

@@ -11,7 +11,7 @@ import pytest
 from helpers import Quiet, dump, run_experiment
 
 from agentsim.errors import OutputDirError
-from agentsim.games.naming import NamingGame
+from agentsim.games.naming import NamingGame, NamingStandInSettings
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.prompts import PromptTemplate
@@ -41,7 +41,8 @@ def test_every_prompt_is_rebuilt_exactly_from_the_store(tmp_path: Path, prompt: 
         backends.append(Recording(scenario.standin_rules()))
         return backends[-1]
 
-    game = NamingGame(agents=16, pool_size=4, prompt=prompt, stop_at="none", max_rounds=12, standin_invalid_rate=0.3,
+    game = NamingGame(agents=16, pool_size=4, prompt=prompt, stop_at="none", max_rounds=12,
+                      standin=NamingStandInSettings(invalid_rate=0.3),
                       max_reasks=2, pairing="sequential", max_in_flight=3)
     run_experiment(game, tmp_path / "out", seed=9, backend=recording)
     store = Store(tmp_path / "out")
@@ -62,7 +63,8 @@ def test_every_prompt_is_rebuilt_exactly_from_the_store(tmp_path: Path, prompt: 
 
 
 def test_invalid_replies_are_re_asked_then_fall_back_and_every_attempt_is_recorded(tmp_path: Path) -> None:
-    game = NamingGame(agents=10, names=("Q", "M"), stop_at="none", max_rounds=10, standin_invalid_rate=0.6, max_reasks=1)
+    game = NamingGame(agents=10, names=("Q", "M"), stop_at="none", max_rounds=10,
+                      standin=NamingStandInSettings(invalid_rate=0.6), max_reasks=1)
     (summary,) = run_experiment(game, tmp_path / "out", seed=2)
     store = Store(tmp_path / "out")
     calls = list(store.rows("SELECT attempt, action, error FROM calls"))

@@ -96,6 +96,21 @@ def test_the_scheduler_run_stops_at_global_consensus_and_records_rule_agents(tmp
     store.close()
 
 
+def test_a_run_that_stops_at_consensus_reports_it_with_full_agreement(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Agreement is read off the inventories: the theory's convergence (every inventory the
+    same single word) is the consensus the summary reports, on that word, with agreement 1.
+    Counted by latest names, hearers that had collapsed without speaking since made it 0.92
+    and the summary said `consensus: false` beside `stop_reason: consensus`."""
+    from helpers import run_experiment
+
+    for seed in range(4):
+        (summary,) = run_experiment(MinimalNamingGame(agents=24, pool_size=10), tmp_path / f"out{seed}", seed=seed)
+        assert summary["stop_reason"] == "consensus"
+        assert summary["consensus"] is True and summary["final_agreement"] == 1.0
+        assert summary["consensus_name"] == summary["leading_name"]
+        assert summary["consensus_round"] <= summary["rounds"]
+
+
 def test_the_speaker_invents_only_when_its_inventory_is_empty() -> None:
     assert speak(NamingSituation(("A", "B", "C"), ()), 0.5) == "B"
     assert speak(NamingSituation(("A", "B", "C"), ("C", "A")), 0.0) == "C"

@@ -17,7 +17,7 @@ from rich.console import Console
 from agentsim.analysis.report import build_report
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import load_scenario
-from agentsim.games.naming import NamingGame
+from agentsim.games.naming import NamingGame, NamingStandInSettings
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
@@ -56,7 +56,7 @@ def test_transcript_prints_every_conversation_as_it_was_sent(tmp_path: Path) -> 
         return recorder[0]
 
     game = NamingGame(agents=6, names=("Q", "M"), memory_length=3, max_rounds=3, prompt=str(template),
-                      standin_invalid_rate=0.3, max_reasks=1)
+                      standin=NamingStandInSettings(invalid_rate=0.3), max_reasks=1)
     run_experiment(game, tmp_path / "out", seed=2, backend=backend)
     sent = recorder[0].sent
     assert any(len(messages) > 2 for messages in sent), "some re-asks, so conversations continue"

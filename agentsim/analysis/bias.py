@@ -37,12 +37,12 @@ def backend_label(experiment: RecordedExperiment) -> str:
     named instead: their agents are rules, or meet differently."""
     if experiment.scenario_name not in (NamingGame.name, *PROBES):
         return experiment.scenario_name
-    params = experiment.params
-    if experiment.backend != "stand-in" or (not params.get("standin_bias_name") and not params.get("standin_noise")):
+    settings = experiment.standin
+    if experiment.backend != "stand-in" or (not settings.get("bias_name") and not settings.get("noise")):
         return experiment.backend
-    parts = [f"favours {params['standin_bias_name']}" if params.get("standin_bias_name") else "",
-             f"bias {params['standin_bias']}" if params.get("standin_bias") else "",
-             f"noise {params['standin_noise']}" if params.get("standin_noise") else ""]
+    parts = [f"favours {settings['bias_name']}" if settings.get("bias_name") else "",
+             f"bias {settings['bias']}" if settings.get("bias") else "",
+             f"noise {settings['noise']}" if settings.get("noise") else ""]
     return f"stand-in ({', '.join(part for part in parts if part)})"
 
 
@@ -127,7 +127,8 @@ async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: i
                                                      pairing="sequential", topology="complete",
                                                      max_in_flight=max(1, concurrency // 2), committed=0,
                                                      committed_fraction=0.0, majority_name=None,
-                                                     committed_name=None)).for_experiment(seed)
+                                                     committed_name=None),
+                             standin=scenario.standin).for_experiment(seed)
     model_backend = build_backend(backend_spec, probe)
     try:
         model = PopulationModel(probe, seed=seed, backends=[BackendShare(model_backend)])

@@ -150,7 +150,17 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--cache", type=Path, default=None, metavar="PATH", help="the response cache database")
     parser.add_argument("--sample-locally", action="store_true",
                         help="answer prompts whose option distribution is known by a seeded draw from it (no call)")
+    parser.add_argument("--parallel", type=int, default=1, metavar="P",
+                        help="sizes tried at once (default 1: a bisection; P: a (P+1)-ary search, fewer, longer steps)")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="where the runs execute: local (default) or ray (docs/running-a-sweep-on-ray.md)")
+    parser.add_argument("--ray-address", default="", metavar="ADDRESS", help="the Ray cluster (default: a Ray started here)")
+    parser.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS", help="CPUs Ray sets aside per run")
     options = parser.parse_args(argv)
+    if options.executor == "ray":
+        from ..distributed import require_ray
+
+        require_ray()
     from ..games.naming import NamingGame
     from ..llm.limiter import Limits
     from ..llm.specs import BackendOptions
@@ -169,7 +179,9 @@ def critical_mass(argv: list[str]) -> int:
                               max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
                               llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
                                                  sample_locally=options.sample_locally,
-                                                 limits=Limits(max_in_flight=options.max_in_flight)))
+                                                 limits=Limits(max_in_flight=options.max_in_flight)),
+                              parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
+                              cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
     for result in search_both(spec, options.out):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
         tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))

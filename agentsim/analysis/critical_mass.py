@@ -6,7 +6,9 @@ convention (the alternative reaches 95% of the other agents' productions over th
 interactions) within `max_rounds` population rounds in at least `required_share` of `runs`.
 
 Flipping is taken to be monotone in the minority's size, so the search is a bisection over
-sizes 1..N-1. Each size tried is an ordinary experiment in its own sub-directory
+sizes 1..N-1; with `parallel` P > 1 it tries P sizes at once, evenly spread over what is left
+(a (P+1)-ary search: fewer steps, each as long as one size), on the in-process executor or
+on Ray (`executor="ray"`), where the sizes' runs spread over the cluster. Each size tried is an ordinary experiment in its own sub-directory
 (`<majority>_to_<alternative>/committed_NNN`): a search run again, or widened to more runs,
 reuses every finished run and only runs what is missing. `search_both` measures both
 conventions of a pair: a stronger convention needs a larger minority to be overturned.
@@ -15,7 +17,9 @@ conventions of a pair: a stronger convention needs a larger minority to be overt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +47,14 @@ class CriticalMassSearch:
     backend: str = "stand-in"
     seed: int = 0
     llm: BackendOptions = field(default_factory=BackendOptions)  # how the backend is reached (cache, --sample-locally)
+    parallel: int = 1  # sizes tried at once
+    executor: str = "local"  # where their runs execute: "local" or "ray" (runner.ExperimentConfig)
+    ray_address: str = ""
+    cpus_per_run: float = 1.0
+    scenario_file: str = ""  # the file the scenario came from: Ray workers load it (its classes)
 
     def __post_init__(self) -> None:
+        require(1 <= self.parallel <= 64, f"parallel must be between 1 and 64 sizes at once (got {self.parallel})")
         names = self.scenario.params.names
         require(len(names) >= 2, "the critical-mass search needs a scenario with a fixed name pool (names=...)")
         require(self.majority in names and self.alternative in names and self.majority != self.alternative,
@@ -97,48 +107,83 @@ class _Quiet:
 
 def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
     """Run (or reuse) `search.runs` runs with `committed` agents; how many flipped in time."""
+    return asyncio.run(_flips_at(search, root, committed))
+
+
+async def _flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
     directory = search.directory(root, committed)
     config = ExperimentConfig(scenario=search.scenario_for(committed), out=directory, backend=search.backend,
                               llm=search.llm, runs=search.runs, seed=search.seed, resume=Store.exists(directory),
-                              checkpoint_seconds=5.0)
+                              checkpoint_seconds=5.0, executor=search.executor, ray_address=search.ray_address,
+                              cpus_per_run=search.cpus_per_run, scenario_file=search.scenario_file)
     experiment = Experiment(config, _Quiet())
     experiment.open()
-    summaries = asyncio.run(experiment.run())
+    summaries = await experiment.run()
     flips = sum(1 for summary in summaries if summary.get("flip"))
     rounds = [summary["flip_round"] for summary in summaries if summary.get("flip")]
     return {"runs": len(summaries), "flips": flips, "share": flips / len(summaries) if summaries else 0.0,
             "flip_rounds": rounds, "directory": str(directory.relative_to(root))}
 
 
+def probes(low: int, high: int, parallel: int) -> list[int]:
+    """The sizes to try next when the critical mass is in [low, high] and `high` flips:
+    `parallel` sizes evenly spread below `high` (the middle one, for one: a bisection)."""
+    return sorted({low + (high - low) * step // (parallel + 1) for step in range(1, parallel + 1)})
+
+
 def search(search: CriticalMassSearch, root: Path | str) -> CriticalMass:
-    """Bisect for the smallest committed minority that flips the convention."""
-    root = Path(root)
+    """Search for the smallest committed minority that flips the convention."""
+    with _executor(search):
+        return asyncio.run(_search(search, Path(root)))
+
+
+async def _search(search: CriticalMassSearch, root: Path) -> CriticalMass:
     result = CriticalMass(search.majority, search.alternative, search.agents, search.runs, search.required_share,
                           search.max_rounds, None)
 
+    async def try_sizes(sizes: list[int]) -> None:
+        new = [size for size in sizes if size not in result.tried]
+        for size, tried in zip(new, await asyncio.gather(*(_flips_at(search, root, size) for size in new))):
+            result.tried[size] = tried
+
     def enough(size: int) -> bool:
-        if size not in result.tried:
-            result.tried[size] = flips_at(search, root, size)
-        return result.tried[size]["share"] >= search.required_share
+        return bool(result.tried[size]["share"] >= search.required_share)
 
     low, high = 1, search.agents - 1
+    await try_sizes([high])
     if not enough(high):
         return result
     while low < high:
-        middle = (low + high) // 2
-        if enough(middle):
-            high = middle
-        else:
-            low = middle + 1
+        sizes = probes(low, high, search.parallel)
+        await try_sizes(sizes)
+        high = min([size for size in sizes if enough(size)] + [high])
+        low = max([size + 1 for size in sizes if size < high and not enough(size)] + [low])
     result.critical_mass = high
     return result
+
+
+@contextlib.contextmanager
+def _executor(search: CriticalMassSearch) -> Iterator[None]:
+    """On Ray, one connection for the whole search (its sizes' experiments share it)."""
+    if search.executor != "ray":
+        yield
+        return
+    from ..distributed.driver import connect
+
+    ray, connected_here = connect(search.ray_address)
+    try:
+        yield
+    finally:
+        if connected_here:
+            ray.shutdown()
 
 
 def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[CriticalMass]:
     """The critical mass against each convention of the pair, saved for the report."""
     root = Path(root)
     reverse = dataclasses.replace(search_spec, majority=search_spec.alternative, alternative=search_spec.majority)
-    results = [search(search_spec, root), search(reverse, root)]
+    with _executor(search_spec):
+        results = [search(search_spec, root), search(reverse, root)]
     save_artifact(root, ARTIFACT, {"backend": search_spec.backend, "results": [result.as_dict() for result in results]})
     return results
 

@@ -218,7 +218,7 @@ def bias(context: ReportContext) -> None:
                 rows.append([key[0], experiment.label, name or "(none)", tally.get(name, 0) / runs, None, None, runs, ""])
         right.set_xticks(range(len(shown)), [name or "(none)" for name in shown],
                          rotation=45 if len(shown) > 6 else 0)
-        right.set(ylim=(0, 1), ylabel="share of runs", title=wrap(f"{key[0]}: collective (consensus names)", 50))
+        right.set(ylim=(0, 1), ylabel="share of runs", title=wrap(f"{key[0]}: collective (consensus names)", 45))
         right.legend(fontsize=7)
     context.add_figure("fig2b_individual_vs_collective", "Individual against collective bias", figure,
                        ["backend", "measure", "name", "share", "ci_low", "ci_high", "samples_or_runs", "significance"],
@@ -561,8 +561,7 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
     rows = []
     for experiment in context.experiments:
         for entry in experiment.usage_by_model():
-            rows.append([experiment.directory.relative_to(context.root).as_posix() if experiment.directory != context.root else ".",
-                         experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
+            rows.append([experiment.label, experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
                          entry["completion_tokens"], entry["errors"], entry["decisions"], entry["fallbacks"],
                          round(entry["fallbacks"] / entry["decisions"], 4) if entry["decisions"] else None,
                          entry["latency_p50_s"], entry["latency_p95_s"], entry["cost_usd"]])
@@ -596,11 +595,11 @@ def usage(context: ReportContext) -> None:
     tokens.set(title="tokens (prompt + completion)")
     rates = [totals[model][4] / totals[model][3] if totals[model][3] else 0.0 for model in models]
     bars = fell.bar(models, rates, color=COLOURS[3])
-    fell.bar_label(bars, labels=[f"{totals[model][4]} of {totals[model][3]}" for model in models], fontsize=8)
-    fell.set(title="fallback rate (left out of every choice)", ylim=(0, max(0.05, *rates) * 1.25))
+    fell.bar_label(bars, labels=[f"{totals[model][4]} of {totals[model][3]}" for model in models], fontsize=7)
+    fell.set(title="fallback rate", ylim=(0, max(0.05, *rates) * 1.25))
     seconds = [np.maximum(np.asarray(latencies.get(model) or [0.0]), 1e-6) for model in models]
     latency.boxplot(seconds, tick_labels=models, showfliers=False, whis=(5, 95))
-    latency.set(title="latency per call", ylabel="seconds (box: quartiles, whiskers: 5-95%)", yscale="log")
+    latency.set(title="latency per call", ylabel="seconds", yscale="log")
     for axis in axes[0]:
         axis.tick_params(axis="x", labelrotation=20 if max(map(len, models)) > 12 else 0)
     context.add_figure("usage_by_model", "Calls, tokens, fallbacks and latency by model", figure,
@@ -608,5 +607,6 @@ def usage(context: ReportContext) -> None:
                         "latency_p50_s", "latency_p95_s"],
                        [[model, *totals[model], *(float(np.percentile(values, q)) for q in (5, 50, 95))]
                         for model, values in zip(models, seconds)],
-                       "Summed over every experiment in the directory; latency of every recorded call, retries included "
-                       "(the stand-in answers in microseconds).")
+                       "Summed over every experiment in the directory. Fallbacks (decisions no reply gave) are left out "
+                       "of every choice. Latency of every recorded call, retries included: boxes span the quartiles, "
+                       "whiskers 5-95% (the stand-in answers in microseconds).")

@@ -124,6 +124,11 @@ class RecordedExperiment:
         return dict(self.experiment.get("params") or {}) | self.variant_params
 
     @property
+    def standin(self) -> dict[str, Any]:
+        """The stand-in's settings the experiment recorded (they change its answers)."""
+        return dict(self.experiment.get("standin") or {})
+
+    @property
     def variant_params(self) -> dict[str, Any]:
         """The parameters this cell of the grid changes ({} outside a grid)."""
         if self.variant is None:
@@ -163,7 +168,9 @@ class RecordedExperiment:
             return None
         params = {key: tuple(value) if isinstance(value, list) else value for key, value in self.params.items()}
         known = cls.Params.field_names()
-        scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}))
+        settings = type(cls.standin)
+        standin = settings(**{key: value for key, value in self.standin.items() if key in settings.field_names()})
+        scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}), standin=standin)
         scenario = scenario.for_experiment(int(experiment.get("seed", 0)))
         if isinstance(scenario, PairwiseGame):  # its prompts as they were sent, not as today's files word them
             scenario = scenario.with_recorded_templates(experiment.get("prompt_templates") or {})

@@ -115,7 +115,7 @@ class PairwiseGame(Scenario[P]):
         text = templates.get(template.name)
         if text is None or text == template.text:
             return self
-        game = type(self)(self.params)
+        game = type(self)(self.params, standin=self.standin)
         game.__dict__["template"] = PromptTemplate.parse(template.name, text)  # the cached property's value
         return game
 

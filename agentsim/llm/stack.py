@@ -22,7 +22,7 @@ from .base import LanguageModel
 from .cache import CachedModel, ResponseStore, default_cache_path
 from .choices import ChoiceDistributionModel
 from .health import BackendGuard, BackendHealth
-from .limiter import LimitedModel
+from .limiter import LimitedModel, Limits
 from .retries import RetryingModel
 
 if TYPE_CHECKING:
@@ -41,12 +41,17 @@ def response_store(options: BackendOptions) -> ResponseStore:
     return store
 
 
+Limiter = Callable[[LanguageModel, Limits], LanguageModel]
+
+
 def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, budget: Budget,
-         on_warning: Callable[[str], None] | None = None) -> LanguageModel:
+         on_warning: Callable[[str], None] | None = None, limiter: Limiter = LimitedModel) -> LanguageModel:
+    """The stack around `backend`; `limiter` makes its limiter layer (a Ray worker's admits
+    through the sweep's cluster-wide one, agentsim/distributed/limits.py)."""
     health = BackendHealth(spec.text, options.health, on_warning)
     guard = BackendGuard(backend, health, budget, model=spec.target, probe=spec.provider in REMOTE,
                          probe_deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
-    limited = LimitedModel(guard, options.limits)
+    limited = limiter(guard, options.limits)
     model: LanguageModel = RetryingModel(limited, options.retry)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
@@ -59,8 +64,9 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
 
 def layer(model: LanguageModel, kind: type) -> object | None:
     """The wrapper of type `kind` inside `model`'s stack (for stats), or None."""
-    while model is not None:
-        if isinstance(model, kind):
-            return model
-        model = getattr(model, "inner", None)  # type: ignore[assignment]
+    layer: object | None = model
+    while layer is not None:
+        if isinstance(layer, kind):
+            return layer
+        layer = getattr(layer, "inner", None)
     return None

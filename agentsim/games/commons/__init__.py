@@ -15,5 +15,6 @@
 
 from .game import CommonsGame, allocate
 from .params import CommonsParams
+from .standin import CommonsStandIn, CommonsStandInSettings
 
-__all__ = ["CommonsGame", "CommonsParams", "allocate"]
+__all__ = ["CommonsGame", "CommonsParams", "CommonsStandIn", "CommonsStandInSettings", "allocate"]

@@ -50,7 +50,7 @@ from .memory import MemoryItem, retrieve
 from .metrics import MonthRecord, run_metrics
 from .params import CommonsParams
 from .situations import CommonsSituation
-from .standin import CommonsStandIn
+from .standin import CommonsStandIn, CommonsStandInSettings
 from .state import CommonsState, StepStats
 
 HARVEST_FOCUS = "how much to {take} this month: the {resource} {where}, the others' catches and any agreed limit"
@@ -61,13 +61,15 @@ class StepPairing(GroupPairing):
     """The groups of the month's current step, proposed from the run's state."""
 
     def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
-        game: CommonsGame = model.scenario  # type: ignore[assignment]
+        game = model.scenario
+        assert isinstance(game, CommonsGame), "StepPairing belongs to CommonsGame"
         return game.step_groups(model)
 
 
 class CommonsGame(Scenario[CommonsParams]):
     name = "commons"
     Params = CommonsParams
+    standin: CommonsStandInSettings = CommonsStandInSettings()
 
     @cached_property
     def words(self) -> prompts.Words:
@@ -401,9 +403,7 @@ class CommonsGame(Scenario[CommonsParams]):
         ]}
 
     def standin_rules(self) -> list[StandInRule]:
-        params = self.params
-        return [CommonsStandIn(naive_catch=params.standin_naive_catch, greedy_share=params.standin_greedy_share,
-                               noise=params.standin_noise, invalid_rate=params.standin_invalid_rate)]
+        return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit_plural)]
 
 
 def allocate(wanted: dict[int, int], stock: int, rng: random.Random) -> dict[int, int]:

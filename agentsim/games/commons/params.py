@@ -40,11 +40,6 @@ class CommonsParams(Params):
     top_p: float | None = None
     max_tokens: int = 400
     max_reasks: int = 2  # re-asks with a reminder after an unusable reply, then a recorded fallback
-    # the stand-in's rule (games/commons/standin.py)
-    standin_naive_catch: int = 14  # what an agent with no limit and no threshold in mind asks for
-    standin_greedy_share: float = 0.3  # the newcomer's share of the stock
-    standin_noise: float = 0.1  # chance of one ton more or less than the rule says
-    standin_invalid_rate: float = 0.0  # chance of a harvest reply with no number in it
 
     def validate(self) -> None:
         require(self.agents >= 2, f"agents must be at least 2 (got {self.agents})")
@@ -62,10 +57,6 @@ class CommonsParams(Params):
         require(self.retrieve_top_k >= 1 and self.reflection_top_k >= 1, "retrieve_top_k and reflection_top_k must be >= 1")
         require(self.max_insights >= 1, f"max_insights must be >= 1 (got {self.max_insights})")
         require(0 <= self.max_reasks <= 100, f"max_reasks must be between 0 and 100 (got {self.max_reasks})")
-        require(self.standin_naive_catch >= 0, f"standin_naive_catch must be >= 0 (got {self.standin_naive_catch})")
-        for name in ("standin_greedy_share", "standin_noise", "standin_invalid_rate"):
-            value = getattr(self, name)
-            require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
         self.sampling()
 
     def sampling(self) -> Sampling:

@@ -1,7 +1,11 @@
-"""The stand-in's rule for the commons' prompts: a documented, seeded villager that reads each
-prompt as a model would (it never sees the game's state) and answers in GovSim's formats.
-Its dice come from the request's seed. It is not an LLM and its results are not LLM results;
-it exists so that every phase runs, and is recorded, without a key.
+"""The stand-in's rule for the commons' prompts: a documented, seeded villager that answers
+in GovSim's formats. It is given the call's situation (`situations.CommonsSituation`: what
+the prompt shows, nothing of the game's state beyond it) and reads numbers only where a
+model would, in the words of its memories and of the conversation. Its dice come from the
+request's seed. It is not an LLM and its results are not LLM results; it exists so that
+every phase runs, and is recorded, without a key. Its settings (`naive_catch`,
+`greedy_share`, `noise`, `invalid_rate`) are `CommonsStandInSettings`, the scenario's
+`standin`.
 
 Harvest ("how many ... would you catch this month?"), in this order:
 
@@ -43,117 +47,121 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ...llm.base import Request
+from ...params import StandInSettings, require
 from ...seeding import unit_uniforms
+from .situations import CommonsSituation
 
-_RANGE = re.compile(r"range set between 0-(\d+)")
-_UNIT = re.compile(r"example Answer: N (\w+)")
-_OTHERS = re.compile(r"along with (\w+) other")
-_CAPACITY = re.compile(r"between 0 and (\d+)")
-_NAME = re.compile(r"You are (\w+),")
 _UNIVERSAL = re.compile(r"if everyone \w+ more than (\d+)")
 _LIMIT = re.compile(r"agreed on a maximum limit of (\d+)")
 _STOCK = re.compile(r"Before [^,]*, \D*?(\d+) ")
 _PROPOSAL = re.compile(r"at most (\d+)")
 _AGREEMENT = re.compile(r"I agree with (\d+)")
-_PARTICIPANTS = re.compile(r"Scenario: (.+) are engaged in a group chat\.")
-_GREEDY = "you just want to make money"
-_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven")
+_NUMBER = re.compile(r"\b(\d+)\b")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommonsStandInSettings(StandInSettings):
+    """The commons stand-in's rule; `--set standin.invalid_rate=0.3`."""
+
+    naive_catch: int = 14  # what an agent with no limit and no threshold in mind asks for
+    greedy_share: float = 0.3  # the newcomer's share of the stock
+    noise: float = 0.1  # chance of one ton more or less than the rule says
+    invalid_rate: float = 0.0  # chance of a harvest reply with no number in it
+
+    def validate(self) -> None:
+        require(self.naive_catch >= 0, f"standin.naive_catch must be >= 0 (got {self.naive_catch})")
+        self.require_rates("greedy_share", "noise", "invalid_rate")
 
 
 class CommonsStandIn:
-    def __init__(self, *, naive_catch: int = 14, greedy_share: float = 0.3, noise: float = 0.1,
-                 invalid_rate: float = 0.0) -> None:
-        self.naive_catch = naive_catch
-        self.greedy_share = greedy_share
-        self.noise = noise
-        self.invalid_rate = invalid_rate
+    def __init__(self, settings: CommonsStandInSettings = CommonsStandInSettings(), *, capacity: int = 100,
+                 unit: str = "tons") -> None:
+        """`capacity` and `unit` are what every system prompt and answer format of the game
+        show (the resource's carrying capacity, and its unit as in "Answer: N tons")."""
+        self.settings = settings
+        self.capacity = capacity
+        self.unit = unit
 
     def answer(self, request: Request) -> str | None:
-        messages = request.messages
-        system = messages[0].content if messages[0].role == "system" else ""
-        user = messages[0].content if messages[0].role == "user" else (messages[1].content if len(messages) > 1 else "")
+        situation = request.situation
+        if not isinstance(situation, CommonsSituation):
+            return None  # another game's request
         dice = unit_uniforms(request.seed or 0, 3)
-        if "Determine whether there was an explicit agreement" in user:
-            return self.limit(user)
-        if "You are " not in system:
-            return None
-        if "range set between 0-" in user:
-            return self.harvest(system, user, dice)
-        if "Output format:\nResponse:" in user:
-            return self.utterance(system, user, dice)
-        if "What high-level insights" in user:
-            return self.reflection(user)
-        if "rate the likely poignancy" in user:
-            return self.importance(user, dice)
-        return None
+        kind = situation.kind
+        if kind == "limit":
+            return self.limit(situation.conversation)
+        if kind == "harvest":
+            return self.harvest(situation, dice)
+        if kind == "utterance":
+            return self.utterance(situation, dice)
+        if kind == "reflection":
+            return self.reflection(situation.memories)
+        return self.importance(situation.memory, dice)
 
-    def harvest(self, system: str, user: str, dice: list[float]) -> str:
-        stock = int(_RANGE.search(user).group(1))  # type: ignore[union-attr]
-        unit = (_UNIT.search(user) or _fallback_unit).group(1)
-        if dice[0] < self.invalid_rate:
+    def harvest(self, situation: CommonsSituation, dice: list[float]) -> str:
+        settings, stock, unit = self.settings, situation.stock, self.unit
+        if dice[0] < settings.invalid_rate:
             return "I will go out early and see how the day goes."
-        universal, limit = _last(_UNIVERSAL, user), _last(_LIMIT, user)
-        if _GREEDY in system:
-            amount, why = math.ceil(self.greedy_share * stock), "I want to grow my business"
+        remembered = _texts(situation.memories)
+        universal, limit = _last(_UNIVERSAL, remembered), _last(_LIMIT, remembered)
+        if situation.greedy:
+            amount, why = math.ceil(settings.greedy_share * stock), "I want to grow my business"
         elif universal is not None:
             amount, why = universal, "if everyone takes more than that, the stock shrinks"
         elif limit is not None:
             amount, why = limit, "that is what we agreed"
         else:
-            amount, why = self.naive_catch, "that seems a fair catch"
-        if dice[1] < self.noise:
+            amount, why = settings.naive_catch, "that seems a fair catch"
+        if dice[1] < settings.noise:
             amount += 1 if dice[2] < 0.5 else -1
         amount = min(max(amount, 0), stock)
         return f"There are {stock} {unit} available, and {why}. Answer: {amount} {unit}."
 
-    def utterance(self, system: str, user: str, dice: list[float]) -> str:
-        name = _NAME.search(system).group(1)  # type: ignore[union-attr]
-        participants = _split_names(_PARTICIPANTS.search(user).group(1))  # type: ignore[union-attr]
-        conversation = _conversation(user)
+    def utterance(self, situation: CommonsSituation, dice: list[float]) -> str:
+        name, participants, conversation = situation.name, list(situation.participants), situation.conversation
         spoken = {speaker for speaker, _ in conversation} | {name}
-        proposals = [int(match.group(1)) for _, text in conversation for match in [_PROPOSAL.search(text)] if match]
-        if _GREEDY in system:
+        proposals = _numbers(_PROPOSAL, conversation)
+        if situation.greedy:
             said = "I have a business to grow; I will take what I need and I won't commit to a limit."
         elif proposals:
             said = f"I agree with {proposals[0]} each; let's all keep to it."
         else:
-            said = f"I propose we each take at most {self.proposal(system, user, conversation, len(participants))} next month."
+            said = f"I propose we each take at most {self.proposal(situation)} next month."
         position = participants.index(name) if name in participants else 0
         waiting = [other for other in participants[position + 1:] + participants[:position] if other not in spoken]
         if not waiting:
             return f"Response: {said}\nConversation conclusion by me: yes\n"
-        following = waiting[int(dice[2] * len(waiting))] if dice[1] < self.noise else waiting[0]
+        following = waiting[int(dice[2] * len(waiting))] if dice[1] < self.settings.noise else waiting[0]
         return f"Response: {said}\nConversation conclusion by me: no\nNext speaker: {following}\n"
 
-    @staticmethod
-    def proposal(system: str, user: str, conversation: list[tuple[str, str]], people: int) -> int:
-        capacity = int(_CAPACITY.search(system).group(1))  # type: ignore[union-attr]
-        date = re.search(r"^Date: (\S+)$", user, re.MULTILINE)
-        today = [line for line in user.splitlines() if date and line.startswith(f"- {date.group(1)}: ")]
-        stock = _last(_STOCK, "\n".join(today))
+    def proposal(self, situation: CommonsSituation) -> int:
+        """Each person's sustainable share of next month's stock, from today's stock (in its
+        memories) and the mayor's report of the catch; else the last agreed limit."""
+        people = max(len(situation.participants), 1)
+        stock = _last(_STOCK, _texts(memory for memory in situation.memories if memory[0] == situation.date))
         if stock is None:  # this month's harvest is not among its memories: the last agreed limit
-            agreed = _last(_LIMIT, user)
-            return agreed if agreed is not None else capacity // (2 * max(people, 1))
-        report = conversation[0][1] if conversation else ""
-        taken = sum(int(number) for number in re.findall(r"\b(\d+)\b", report))
-        return min(capacity, 2 * max(stock - taken, 0)) // (2 * max(people, 1))
+            agreed = _last(_LIMIT, _texts(situation.memories + situation.conversation))
+            return agreed if agreed is not None else self.capacity // (2 * people)
+        report = situation.conversation[0][1] if situation.conversation else ""
+        taken = sum(int(number) for number in _NUMBER.findall(report))
+        return min(self.capacity, 2 * max(stock - taken, 0)) // (2 * people)
 
     @staticmethod
-    def limit(user: str) -> str:
-        conversation = _conversation(user)
-        proposals = [int(match.group(1)) for _, text in conversation for match in [_PROPOSAL.search(text)] if match]
-        agreed = {int(match.group(1)) for _, text in conversation for match in [_AGREEMENT.search(text)] if match}
+    def limit(conversation: tuple[tuple[str, str], ...]) -> str:
+        proposals = _numbers(_PROPOSAL, conversation)
+        agreed = set(_numbers(_AGREEMENT, conversation))
         if proposals and proposals[0] in agreed:
             return f"Someone proposed {proposals[0]} per person and others agreed. Answer: {proposals[0]}"
         return "Nobody agreed on a number. Answer: N/A"
 
     @staticmethod
-    def reflection(user: str) -> str:
-        memories = re.findall(r"^(\d+)\) [\d-]+: (.*)$", user, re.MULTILINE)
+    def reflection(memories: tuple[tuple[str, str], ...]) -> str:
         insights: list[str] = []
-        for number, text in reversed(memories):
+        for number, (_, text) in reversed(list(enumerate(memories, start=1))):
             limit, stock, universal = _LIMIT.search(text), _STOCK.search(text), _UNIVERSAL.search(text)
             if limit and not any("limit" in insight for insight in insights):
                 insights.append(f"We agreed on a limit of {limit.group(1)} per person, and keeping to it protects"
@@ -166,26 +174,24 @@ class CommonsStandIn:
             insights.append("I should watch how much everyone takes (because of 1)")
         return "\n".join(f"{index + 1}. {insight}" for index, insight in enumerate(insights))
 
-    def importance(self, user: str, dice: list[float]) -> str:
-        memory = user.split("Memory: ", 1)[-1].split("\nRating:", 1)[0]
+    def importance(self, memory: str, dice: list[float]) -> str:
         if "agreed" in memory or "limit" in memory:
             rating = 8
         elif memory.startswith("Conversation"):
             rating = 6
         elif "wanted to" in memory:
-            amounts = [int(number) for number in re.findall(r"\b(\d+)\b", memory)]
+            amounts = [int(number) for number in _NUMBER.findall(memory)]
             rating = 9 if len(amounts) >= 2 and amounts[-1] < amounts[-2] else 7
         elif memory.startswith("Before "):
             rating = 7
         else:
             rating = 4
-        return f"Rating: {min(rating + (dice[1] < self.noise), 10)}"
+        return f"Rating: {min(rating + (dice[1] < self.settings.noise), 10)}"
 
 
-class _fallback_unit:
-    @staticmethod
-    def group(number: int) -> str:
-        return "units"
+def _texts(pairs: Iterable[tuple[str, str]]) -> str:
+    """The words of (date, memory) or (speaker, utterance) pairs, one a line, in order."""
+    return "\n".join(text for _, text in pairs)
 
 
 def _last(pattern: re.Pattern[str], text: str) -> int | None:
@@ -193,18 +199,6 @@ def _last(pattern: re.Pattern[str], text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def _split_names(text: str) -> list[str]:
-    return [name.strip() for name in re.split(r",\s*(?:and\s+)?|\s+and\s+", text) if name.strip()]
-
-
-def _conversation(user: str) -> list[tuple[str, str]]:
-    """The "-Speaker: utterance" lines of a prompt's conversation."""
-    block = user.split("Conversation so far:\n", 1)[-1] if "Conversation so far:\n" in user else user.split("Conversation:\n", 1)[-1]
-    lines = []
-    for line in block.split("\n\n", 1)[0].splitlines():
-        match = re.match(r"^-(\w+): (.*)$", line)
-        if match and match.group(1) != "Mayor":
-            lines.append((match.group(1), match.group(2)))
-        elif match:
-            lines.append(("Mayor", match.group(2)))
-    return lines
+def _numbers(pattern: re.Pattern[str], conversation: tuple[tuple[str, str], ...]) -> list[int]:
+    """The number `pattern` finds first in each utterance that has one, in order."""
+    return [int(match.group(1)) for _, said in conversation for match in [pattern.search(said)] if match]

@@ -21,9 +21,10 @@ from .params import (
     StagHuntParams,
 )
 from .stag_hunt import StagHunt
+from .standin import EvolutionStandIn, EvolutionStandInSettings
 
-__all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "EvolutionParams", "StagHunt",
-           "StagHuntParams", "conditions"]
+__all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "EvolutionParams", "EvolutionStandIn",
+           "EvolutionStandInSettings", "StagHunt", "StagHuntParams", "conditions"]
 
 
 def conditions(*names: str) -> list[dict[str, str]]:

@@ -30,8 +30,10 @@ from .params import DonorParams
 from .parsers import donation_amount, parse_donation
 from .population import EvolutionAgent, Phase
 from .prompts import DonorView
+from .standin import EvolutionStandIn
 
 if TYPE_CHECKING:
+    from ...llm.standin import StandInRule
     from ...model import PopulationModel
     from ...scheduler import Encounter
 
@@ -47,6 +49,9 @@ class DonorGame(CulturalEvolution[DonorParams]):
     name: ClassVar[str] = "donor_game"
     Params = DonorParams
     game_label: ClassVar[str] = "Donor game"
+
+    def standin_rules(self) -> list[StandInRule]:
+        return [EvolutionStandIn(self.standin, donor=True, punishment=self.params.punishment)]
 
     def system_prompt(self, norms: str) -> str:
         params = self.params

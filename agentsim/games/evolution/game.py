@@ -34,7 +34,7 @@ from .population import (
     select,
 )
 from .prompts import NORM_KINDS, NORM_MARKERS, Situation, Task
-from .standin import EvolutionStandIn
+from .standin import EvolutionStandIn, EvolutionStandInSettings
 
 if TYPE_CHECKING:
     from ...agents import PopulationAgent
@@ -49,6 +49,7 @@ class CulturalEvolution(Scenario[E]):
     name: ClassVar[str] = "cultural_evolution"
     game_label: ClassVar[str] = ""
     params: E
+    standin: EvolutionStandInSettings = EvolutionStandInSettings()
 
     # --- what a subclass provides -------------------------------------------------------
     def system_prompt(self, norms: str) -> str:
@@ -309,4 +310,4 @@ class CulturalEvolution(Scenario[E]):
         return {"lines": lines}
 
     def standin_rules(self) -> list[StandInRule]:
-        return [EvolutionStandIn(self.params)]
+        return [EvolutionStandIn(self.standin)]

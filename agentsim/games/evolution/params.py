@@ -46,9 +46,6 @@ class EvolutionParams(Params):
     top_p: float | None = None
     max_tokens: int = 800
     max_rounds: int = 0
-    # the stand-in's rule (games/evolution/standin.py)
-    standin_invalid_rate: float = 0.05
-    standin_mutation: float = 15.0  # percentage points a mutation moves a number by, at most
 
     def validate(self) -> None:
         require(self.agents >= 2 and self.agents % 2 == 0, f"agents must be an even number >= 2 (got {self.agents})")
@@ -61,7 +58,6 @@ class EvolutionParams(Params):
         require(self.max_reasks >= 0, f"max_reasks must be >= 0 (got {self.max_reasks})")
         require(self.max_tokens >= 1, f"max_tokens must be >= 1 (got {self.max_tokens})")
         require(self.max_rounds >= 0, f"max_rounds must be >= 0 (got {self.max_rounds})")
-        require(0 <= self.standin_invalid_rate < 1, f"standin_invalid_rate must be in [0, 1) (got {self.standin_invalid_rate})")
 
     @property
     def norms(self) -> bool:

@@ -7,12 +7,12 @@ from .comprehension import QUESTIONS, ComprehensionStandIn, Question, question_m
 from .game import DRAWN_POOL_SIZE, Memory, NamingGame, NamingParams, NamingSituation, generate_names
 from .network import NETWORKS, NetworkMetrics, NetworkNamingGame, NetworkNamingParams, connected_graph, family_topology
 from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
-from .standin import NamingStandIn, read_options
+from .standin import NamingStandIn, NamingStandInSettings, read_options
 
 __all__ = [
     "DRAWN_POOL_SIZE", "NETWORKS", "NO_OPTION", "QUESTIONS", "SEVERAL",
     "AnswerReader", "ComprehensionStandIn", "FirstChoiceProbe", "Memory", "NamingGame", "NamingParams",
-    "NamingSituation", "NamingStandIn", "NetworkMetrics", "NetworkNamingGame", "NetworkNamingParams", "Question",
+    "NamingSituation", "NamingStandIn", "NamingStandInSettings", "NetworkMetrics", "NetworkNamingGame", "NetworkNamingParams", "Question",
     "StrategyProbe", "StrategyProbeParams",
     "connected_graph", "family_topology", "generate_names", "parse_answer", "question_messages", "questions_for",
     "read_options", "score",

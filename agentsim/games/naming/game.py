@@ -31,7 +31,7 @@ from ...scheduler import Encounter
 from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .answers import AnswerReader, answer_regex
 from .situation import Memory, NamingSituation
-from .standin import NamingStandIn
+from .standin import NamingStandIn, NamingStandInSettings
 
 DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
 
@@ -51,11 +51,6 @@ class NamingParams(PairwiseParams):
     committed_name: str | None = None
     majority_name: str | None = None  # start in consensus on this name
     stop_at: Literal["consensus", "flip", "none"] = "consensus"
-    # the stand-in backend's rule
-    standin_bias_name: str | None = None
-    standin_bias: float = 0.0
-    standin_noise: float = 0.0
-    standin_invalid_rate: float = 0.0
 
     def validate(self) -> None:
         if self.names:
@@ -76,9 +71,6 @@ class NamingParams(PairwiseParams):
                     f"{self.committed_count()} committed agents leave no uncommitted agent among agents={self.agents}; "
                     f"lower committed or use committed_mode=add")
         require(self.stop_at != "flip" or self.committed_count() > 0, "stop_at=flip needs a committed minority (set committed)")
-        for name, value in (("standin_bias", self.standin_bias), ("standin_noise", self.standin_noise),
-                            ("standin_invalid_rate", self.standin_invalid_rate)):
-            require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
         super().validate()
 
     def committed_count(self) -> int:
@@ -96,6 +88,7 @@ class NamingParams(PairwiseParams):
 class NamingGame(PairwiseGame[NamingParams]):
     name = "naming_game"
     Params = NamingParams
+    standin: NamingStandInSettings = NamingStandInSettings()
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> NamingGame:
@@ -104,8 +97,8 @@ class NamingGame(PairwiseGame[NamingParams]):
         params = self.params
         names = params.names or generate_names(params.pool_size, params.name_style, seed)
         game = self if names == params.names else self.with_params(names=names)
-        for key in ("committed_name", "majority_name", "standin_bias_name"):
-            value = getattr(params, key)
+        for key, value in (("committed_name", params.committed_name), ("majority_name", params.majority_name),
+                           ("standin.bias_name", self.standin.bias_name)):
             require(value is None or value in names, f"{key} '{value}' is not in the name pool {', '.join(names)}")
         require(params.committed_name is None or params.committed_name != params.majority_name,
                 "committed_name and majority_name must differ")
@@ -159,8 +152,8 @@ class NamingGame(PairwiseGame[NamingParams]):
             if params.committed_mode == "add":
                 for _ in range(count):
                     PopulationAgent(model, committed, memory_length=params.memory_length)
-        elif self.majority_name() is not None:
-            self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+        elif (majority := self.majority_name()) is not None:
+            self.fill_consensus(model, majority)
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
@@ -355,12 +348,10 @@ class NamingGame(PairwiseGame[NamingParams]):
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens")
 
     def standin_rules(self) -> list[NamingStandIn]:
-        params = self.params
         templates = [self.template] + [
             PromptTemplate.load("naming", variant) for variant in ("standard", "narrative", "bullet") if variant != self.template.name
         ]
-        return [NamingStandIn(templates, bias_name=params.standin_bias_name, bias=params.standin_bias,
-                              noise=params.standin_noise, invalid_rate=params.standin_invalid_rate)]
+        return [NamingStandIn(templates, self.standin)]
 
 
 def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:

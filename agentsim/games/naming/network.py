@@ -29,12 +29,13 @@ from ...scheduler import Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology
 from .game import NamingGame, NamingParams
 
-NETWORKS = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
+Network = Literal["complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi"]
+NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
 
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkNamingParams(NamingParams):
-    topologies: tuple[str, ...] = NETWORKS
+    topologies: tuple[Network, ...] = NETWORKS
     mean_degree: int = 4  # ring and small-world neighbours, 2 × Barabási-Albert edges, Erdős-Rényi mean
     rewiring: float = 0.1  # small-world rewiring probability
     agreement_threshold: float = 1.0
@@ -55,16 +56,16 @@ class NetworkNamingParams(NamingParams):
             family_topology(kind, size, mean_degree=self.mean_degree, rewiring=self.rewiring).check(size)
 
 
-def family_topology(kind: str, size: int, *, mean_degree: int, rewiring: float = 0.1) -> Topology:
+def family_topology(kind: Network, size: int, *, mean_degree: int, rewiring: float = 0.1) -> Topology:
     """The Topology of a graph family with mean degree `mean_degree` (the 2-D lattice is 4
     whatever is asked; the complete graph is N-1)."""
     if kind == "erdos-renyi":
         return Topology(kind="erdos-renyi", probability=mean_degree / (size - 1))
     if kind == "scale-free":
         return Topology(kind="scale-free", attachment=mean_degree // 2)
-    if kind in ("ring", "small-world"):
-        return Topology(kind=kind, degree=mean_degree, probability=rewiring)  # type: ignore[arg-type]
-    return Topology(kind=kind)  # type: ignore[arg-type]
+    if kind == "ring" or kind == "small-world":
+        return Topology(kind=kind, degree=mean_degree, probability=rewiring)
+    return Topology(kind=kind)
 
 
 def connected_graph(topology: Topology, size: int, seed: int, *, attempts: int = 200) -> nx.Graph:
@@ -88,7 +89,7 @@ class NetworkNamingGame(NamingGame):
     Params = NetworkNamingParams
     params: NetworkNamingParams
 
-    def topology_of(self, model: PopulationModel) -> str:
+    def topology_of(self, model: PopulationModel) -> Network:
         topologies = self.params.topologies
         return topologies[model.replicate % len(topologies)]
 

@@ -59,6 +59,7 @@ class StrategyProbe(NamingGame):
 
     name = "strategies"
     Params = StrategyProbeParams
+    params: StrategyProbeParams
 
     @cached_property
     def configurations(self) -> tuple[tuple[Memory, ...], ...]:
@@ -66,7 +67,7 @@ class StrategyProbe(NamingGame):
         names = self.names
         entries = [(own, partner, self.payoff(own, partner)) for own in names for partner in names]
         found: list[tuple[Memory, ...]] = []
-        for length in self.params.probe_lengths:  # type: ignore[attr-defined]
+        for length in self.params.probe_lengths:
             found.extend(itertools.product(entries, repeat=length))
         return tuple(found)
 

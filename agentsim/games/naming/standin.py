@@ -4,7 +4,8 @@ In process it is given the agent's situation with the request (the options in th
 and the memory: what the prompt shows, nothing more); over HTTP, from the stand-in server, it
 reads the same from the prompt text (the options and the history of the agent's last
 interactions, from any of the naming templates it is given). It answers in the prompt's
-answer-first format `{'value': NAME; 'reason': ...}`. The rule, in order:
+answer-first format `{'value': NAME; 'reason': ...}`. The rule, in order (the names are
+fields of `NamingStandInSettings`, the scenario's `standin`):
 
 1. with probability `invalid_rate`, an unusable reply: half of the time one that names no
    option, half of the time one that names two (to exercise re-asks and fallbacks);
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ...llm.base import Request
+from ...params import StandInSettings
 from ...prompts import PromptTemplate
 from ...seeding import unit_uniforms
 from .situation import NamingSituation
@@ -35,23 +38,31 @@ _ANSWER_KEY = re.compile(r"\{'(\w+)': <")
 _WANTED = ("options", "options_text", "history")
 
 
+@dataclass(frozen=True, kw_only=True)
+class NamingStandInSettings(StandInSettings):
+    """The naming stand-in's rule (the module's docstring says how each is used);
+    `--set standin.bias_name=M`. `bias_name` must be in the experiment's name pool."""
+
+    bias_name: str | None = None  # the favoured name of the prior
+    bias: float = 0.0  # its probability on top of a uniform draw
+    noise: float = 0.0  # exploration: a draw from the prior whatever the memory says
+    invalid_rate: float = 0.0  # an unusable reply
+
+    def validate(self) -> None:
+        self.require_rates("bias", "noise", "invalid_rate")
+
+
 class NamingStandIn:
-    def __init__(
-        self,
-        templates: Sequence[PromptTemplate],
-        *,
-        bias_name: str | None = None,
-        bias: float = 0.0,
-        noise: float = 0.0,
-        invalid_rate: float = 0.0,
-    ) -> None:
+    def __init__(self, templates: Sequence[PromptTemplate],
+                 settings: NamingStandInSettings = NamingStandInSettings()) -> None:
         """`templates[0]` is the game's own (its answer key words the in-process replies); the
         others are what a prompt read over HTTP may have been rendered from."""
         self.templates = [(template, _answer_key(template)) for template in templates]
-        self.bias_name = bias_name
-        self.bias = bias
-        self.noise = noise
-        self.invalid_rate = invalid_rate
+        self.settings = settings
+        self.bias_name = settings.bias_name
+        self.bias = settings.bias
+        self.noise = settings.noise
+        self.invalid_rate = settings.invalid_rate
 
     def answer(self, request: Request) -> str | None:
         situation = request.situation

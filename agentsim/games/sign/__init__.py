@@ -4,11 +4,11 @@ partner history, a strict `@say {name: Ck}` schema), its schema parser, metrics 
 from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
 from .metrics import THRESHOLDS, SignMetrics
 from .schema import NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon, schema_regex
-from .standin import SignStandIn
+from .standin import SignStandIn, SignStandInSettings
 
 __all__ = [
     "CONDITIONS", "CONDITION_LABELS", "NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "THRESHOLDS",
     "FreeTextDecoder", "SchemaParser", "SignAgent", "SignGame", "SignMetrics", "SignParams", "SignSituation",
-    "SignStandIn",
+    "SignStandIn", "SignStandInSettings",
     "decision_route", "lexicon", "schema_regex", "sign_grid",
 ]

@@ -48,7 +48,7 @@ from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .metrics import THRESHOLDS, SignMetrics
 from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
 from .situation import SignSituation
-from .standin import SignStandIn
+from .standin import SignStandIn, SignStandInSettings
 
 if TYPE_CHECKING:
     from ...policies import Policy
@@ -86,15 +86,6 @@ class SignParams(PairwiseParams):
     max_rounds: int = 300
     success_payoff: int = 1
     failure_payoff: int = 0
-    # the stand-in's rule (see games/sign/standin.py)
-    standin_bias_name: str | None = None
-    standin_bias: float = 0.0
-    standin_noise: float = 0.05
-    standin_follow_memory: float = 0.6
-    standin_free_none_rate: float = 0.15
-    standin_free_several_rate: float = 0.1
-    standin_schema_error_rate: float = 0.2
-    standin_retry_error_rate: float = 0.3
 
     def validate(self) -> None:
         require(self.lexicon_size >= 2, f"lexicon_size (M) must be at least 2 (got {self.lexicon_size})")
@@ -102,12 +93,6 @@ class SignParams(PairwiseParams):
         require(0 <= self.alpha <= 1, f"alpha (the lose-shift probability) must be in [0, 1] (got {self.alpha})")
         require(self.repetition_penalty is None or self.repetition_penalty > 0,
                 f"repetition_penalty must be > 0 (got {self.repetition_penalty})")
-        for name in ("standin_bias", "standin_noise", "standin_follow_memory", "standin_free_none_rate", "standin_free_several_rate",
-                     "standin_schema_error_rate", "standin_retry_error_rate"):
-            value = getattr(self, name)
-            require(0 <= value <= 1, f"{name} must be in [0, 1] (got {value})")
-        require(self.standin_free_none_rate + self.standin_free_several_rate <= 1,
-                "standin_free_none_rate + standin_free_several_rate must be at most 1")
         super().validate()
 
     def memory_window(self) -> int:
@@ -137,14 +122,16 @@ class SignAgent(PopulationAgent):
 class SignGame(PairwiseGame[SignParams]):
     name = "sign"
     Params = SignParams
+    standin: SignStandInSettings = SignStandInSettings()
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> SignGame:
         """The lexicon is C1..CM unless `names` gives one."""
         params = self.params
         game = self if params.names else self.with_params(names=lexicon(params.lexicon_size))
-        require(params.standin_bias_name is None or params.standin_bias_name in game.names,
-                f"standin_bias_name '{params.standin_bias_name}' is not in the lexicon {', '.join(game.names)}")
+        bias_name = self.standin.bias_name
+        require(bias_name is None or bias_name in game.names,
+                f"standin.bias_name '{bias_name}' is not in the lexicon {', '.join(game.names)}")
         return game
 
     @property
@@ -179,6 +166,12 @@ class SignGame(PairwiseGame[SignParams]):
             return Grammar(kind="regex", value=schema_regex(self.names))
         return None
 
+    @cached_property
+    def demands_schema(self) -> bool:
+        """Whether the prompt asks for the `@say {name: Ck}` schema (the Schema condition's
+        templates do; a custom template may too)."""
+        return "@say" in self.template.sections["system"]
+
     def retries(self) -> int:
         """Re-asks after a non-compliant reply: the Schema condition's; free text has none."""
         return self.params.max_reasks if self.condition == "schema" else 0
@@ -203,8 +196,9 @@ class SignGame(PairwiseGame[SignParams]):
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[SignSituation, ...]:
         """Each agent's view: its proposal and its partners' names, with its die."""
+        schema = self.demands_schema
         return tuple(
-            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, die)
+            SignSituation(self.names, agent.current, tuple(agent.memory), encounter.round + 1, agent.index, die, schema)
             for agent, die in zip(encounter.agents, encounter.drawn)
         )
 
@@ -273,7 +267,8 @@ class SignGame(PairwiseGame[SignParams]):
     def decode(self, context: str) -> SignSituation:
         agent, round_, codes = context.split(".", 2)
         name = self._sign_codes[1]
-        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent))
+        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent),
+                             schema=self.demands_schema)
 
     # --- measuring -------------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> SignMetrics:
@@ -322,16 +317,10 @@ class SignGame(PairwiseGame[SignParams]):
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens", "repetition_penalty")
 
     def standin_rules(self) -> list[SignStandIn]:
-        params = self.params
         templates = [PromptTemplate.load("sign", variant) for variant in ("schema", "nl_sw", "nl")]
-        if params.prompt:
+        if self.params.prompt:
             templates.insert(0, self.template)
-        return [SignStandIn(templates, bias_name=params.standin_bias_name, bias=params.standin_bias,
-                            noise=params.standin_noise, follow_memory=params.standin_follow_memory,
-                            free_none_rate=params.standin_free_none_rate,
-                            free_several_rate=params.standin_free_several_rate,
-                            schema_error_rate=params.standin_schema_error_rate,
-                            retry_error_rate=params.standin_retry_error_rate)]
+        return [SignStandIn(templates, self.standin)]
 
 
 

@@ -8,7 +8,8 @@ from typing import NamedTuple
 class SignSituation(NamedTuple):
     """What an agent sees: the lexicon, its current proposal, its partners' last names, the
     population round and its own number. `shift_die` is the lose-shift die drawn for it before
-    any await; the prompt does not show it."""
+    any await; the prompt does not show it. `schema`: the prompt demands the `@say {name: Ck}`
+    schema (its template says so), so a reply must follow it."""
 
     options: tuple[str, ...]
     current: str
@@ -16,3 +17,4 @@ class SignSituation(NamedTuple):
     round: int
     agent: int
     shift_die: float = 1.0
+    schema: bool = False

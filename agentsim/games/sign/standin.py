@@ -1,11 +1,12 @@
 """The stand-in's rule for SIGN prompts: one name choice, written in the format the prompt asks.
 
 In process it is given the agent's situation with the request (the lexicon, its current
-proposal, the partner names in its memory); over HTTP it reads the same from the prompt text
-(any of the SIGN templates it is given; the NL prompt shows no memory). Either way the prompt
-says whether it demands the `@say {name: Ck}` schema. Its dice come from the request's seed.
+proposal, the partner names in its memory, whether the prompt demands the `@say {name: Ck}`
+schema); over HTTP it reads the same from the prompt text (any of the SIGN templates it is
+given; the NL prompt shows no memory). Its dice come from the request's seed.
 
-Choosing a name (the same in every condition):
+Choosing a name (the same in every condition; the names are fields of `SignStandInSettings`, the
+scenario's `standin`):
 
 1. with probability `noise`, a draw from its prior: the favoured name `bias_name` with
    probability `bias`, otherwise a name uniformly at random;
@@ -33,8 +34,10 @@ free-text decoding recover most of those names.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ...llm.base import Request
+from ...params import StandInSettings, require
 from ...prompts import PromptTemplate
 from ...seeding import unit_uniforms
 from .situation import SignSituation
@@ -42,19 +45,39 @@ from .situation import SignSituation
 _WANTED = ("lexicon", "current", "history")
 
 
+@dataclass(frozen=True, kw_only=True)
+class SignStandInSettings(StandInSettings):
+    """The SIGN stand-in's rule (the module's docstring says how each is used);
+    `--set standin.schema_error_rate=0.5`. `bias_name` must be in the lexicon."""
+
+    bias_name: str | None = None
+    bias: float = 0.0
+    noise: float = 0.05
+    follow_memory: float = 0.6
+    free_none_rate: float = 0.15
+    free_several_rate: float = 0.1
+    schema_error_rate: float = 0.2
+    retry_error_rate: float = 0.3
+
+    def validate(self) -> None:
+        self.require_rates("bias", "noise", "follow_memory", "free_none_rate", "free_several_rate", "schema_error_rate",
+                           "retry_error_rate")
+        require(self.free_none_rate + self.free_several_rate <= 1,
+                "standin.free_none_rate + standin.free_several_rate must be at most 1")
+
+
 class SignStandIn:
-    def __init__(self, templates: Sequence[PromptTemplate], *, bias_name: str | None = None, bias: float = 0.0,
-                 noise: float = 0.05, follow_memory: float = 0.6, free_none_rate: float = 0.15,
-                 free_several_rate: float = 0.1, schema_error_rate: float = 0.2, retry_error_rate: float = 0.3) -> None:
+    def __init__(self, templates: Sequence[PromptTemplate], settings: SignStandInSettings = SignStandInSettings()) -> None:
         self.templates = [(template, "@say" in template.sections["system"]) for template in templates]
-        self.bias_name = bias_name
-        self.bias = bias
-        self.noise = noise
-        self.follow_memory = follow_memory
-        self.free_none_rate = free_none_rate
-        self.free_several_rate = free_several_rate
-        self.schema_error_rate = schema_error_rate
-        self.retry_error_rate = retry_error_rate
+        self.settings = settings
+        self.bias_name = settings.bias_name
+        self.bias = settings.bias
+        self.noise = settings.noise
+        self.follow_memory = settings.follow_memory
+        self.free_none_rate = settings.free_none_rate
+        self.free_several_rate = settings.free_several_rate
+        self.schema_error_rate = settings.schema_error_rate
+        self.retry_error_rate = settings.retry_error_rate
 
     def answer(self, request: Request) -> str | None:
         situation = request.situation
@@ -64,8 +87,7 @@ class SignStandIn:
                 return None
             names, current, memory, schema = read
         elif isinstance(situation, SignSituation):
-            names, current, memory = list(situation.options), situation.current, list(situation.memory)
-            schema = bool(request.messages) and "@say" in request.messages[0].content
+            names, current, memory, schema = list(situation.options), situation.current, list(situation.memory), situation.schema
         else:
             return None
         noise_die, follow_die, prior_die, format_die, variant_die = unit_uniforms(request.seed or 0, 5)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...metrics import ConventionMetrics
+from ...metrics import ConventionMetrics, Milestone
 from ...model import PopulationModel
 from ...policies import CommittedPolicy, RulePolicy
 from ...records import Decision, EncounterRecord, Move
@@ -46,27 +46,40 @@ def speak(situation: NamingSituation, unit: float) -> str:
     """The speaker's rule: a uniformly random word of the inventory, or, when it is empty, a
     uniformly random invention among the options."""
     choices = situation.memory or situation.options
+    # The naming game's start gives the speaker's memory, which here holds words, not entries.
     return choices[int(unit * len(choices))]  # type: ignore[return-value]
 
 
 class InventoryMetrics(ConventionMetrics):
     """Convention metrics plus the inventories' observables of Baronchelli et al. 2006: the
     total number of words N_w(t), its peak and when, the number of different words N_d(t),
-    and the interaction at which every agent holds the same single word (global consensus)."""
+    and the interaction at which every agent holds the same single word (global consensus).
 
-    def __init__(self, *, inventories: list[list[str]], **settings: Any) -> None:
+    Agreement here is read off the inventories, not the latest names: only speakers produce
+    names, so a hearer that has just collapsed its inventory to a word would still count by
+    what it last said. An agent agrees on a word when its inventory is that word alone; the
+    theory's convergence (every inventory the same single word) is the consensus milestone,
+    so a run that stops at consensus reports one."""
+
+    def __init__(self, *, inventories: dict[int, list[str]], **settings: Any) -> None:
         super().__init__(**settings)
         self.word_counts: dict[str, int] = {}
-        for inventory in inventories:
+        for inventory in inventories.values():
             for word in inventory:
                 self.word_counts[word] = self.word_counts.get(word, 0) + 1
         self.total_words = sum(self.word_counts.values())
         self.peak_words = self.total_words
         self.peak_t = 0
         self.converged_t: int | None = None
-        self._check_convergence(0)
+        self.sole_words: dict[int, str] = {}  # the non-committed agents whose inventory is one word
+        self.sole_word_counts: dict[str, int] = {}
+        for index, inventory in inventories.items():
+            self._set_inventory(index, inventory)
+        self._check_convergence(0, 0)
 
-    def inventory_changed(self, t: int, removed: list[str], added: list[str]) -> None:
+    def inventory_changed(self, t: int, round_: int, removed: list[str], added: list[str],
+                          inventories: dict[int, list[str]]) -> None:
+        """Encounter `t` removed and added these words; `inventories` are the changed agents' new ones."""
         counts = self.word_counts
         for word in removed:
             counts[word] -= 1
@@ -77,15 +90,41 @@ class InventoryMetrics(ConventionMetrics):
         self.total_words += len(added) - len(removed)
         if self.total_words > self.peak_words:
             self.peak_words, self.peak_t = self.total_words, t + 1
-        self._check_convergence(t + 1)
+        for index, inventory in inventories.items():
+            self._set_inventory(index, inventory)
+        self._check_convergence(t + 1, round_)
+
+    def _set_inventory(self, index: int, inventory: list[str]) -> None:
+        if index in self.committed:
+            return
+        previous = self.sole_words.pop(index, None)
+        if previous is not None:
+            self.sole_word_counts[previous] -= 1
+        if len(inventory) == 1:
+            word = inventory[0]
+            self.sole_words[index] = word
+            self.sole_word_counts[word] = self.sole_word_counts.get(word, 0) + 1
+
+    @property
+    def agreement(self) -> float:
+        """The share of non-committed agents whose inventory is the leading word alone."""
+        deciders = self.population - len(self.committed)
+        return max(self.sole_word_counts.values(), default=0) / deciders if deciders > 0 else 0.0
+
+    def agreed_name(self) -> str | None:
+        """The word most non-committed agents hold alone (ties: the first by text)."""
+        counts = [(-count, word) for word, count in self.sole_word_counts.items() if count]
+        return min(counts)[1] if counts else None
 
     @property
     def distinct_words(self) -> int:
         return len(self.word_counts)
 
-    def _check_convergence(self, interactions: int) -> None:
+    def _check_convergence(self, interactions: int, round_: int) -> None:
         if self.converged_t is None and self.total_words == self.population and len(self.word_counts) == 1:
             self.converged_t = interactions
+            if self.consensus is None:
+                self.consensus = Milestone(max(interactions - 1, 0), round_, next(iter(self.word_counts)))
 
 
 class MinimalNamingGame(NamingGame):
@@ -103,8 +142,8 @@ class MinimalNamingGame(NamingGame):
             PopulationAgent(model, speaker, memory_length=None)
         count = params.committed_count()
         if not count:
-            if self.majority_name() is not None:
-                self.fill_consensus(model, self.majority_name())  # type: ignore[arg-type]
+            if (majority := self.majority_name()) is not None:
+                self.fill_consensus(model, majority)
             return
         committed = CommittedPolicy(self.committed_name())
         if params.committed_mode == "replace":
@@ -166,14 +205,15 @@ class MinimalNamingGame(NamingGame):
             added.append(word)
         metrics = model.metrics
         if isinstance(metrics, InventoryMetrics):
-            metrics.inventory_changed(encounter.t, removed, added)
+            metrics.inventory_changed(encounter.t, encounter.round, removed, added,
+                                      {agent.index: list(agent.memory) for agent in (speaker, hearer)})
         # Only the speaker acts: the record holds its move alone (the hearer produced nothing).
         heard = word if success else None
         return EncounterRecord(encounter.t, encounter.round, int(success),
                                [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
 
     def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
-        return InventoryMetrics(inventories=[list(agent.memory) for agent in model.agents],
+        return InventoryMetrics(inventories={agent.index: list(agent.memory) for agent in model.agents},
                                 **self.convention_settings(model))
 
     def stop_reason(self, model: PopulationModel) -> str | None:
