@@ -98,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--max-in-flight", type=int, default=32, help="calls in flight per backend, at most (default 32; adapts below it)")
     llm.add_argument("--rpm", type=finite_float, default=None, help="requests per minute per backend, at most")
     llm.add_argument("--tpm", type=finite_float, default=None, help="tokens per minute per backend, at most")
-    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429/overload)")
+    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429, overload or queueing)")
+    llm.add_argument("--no-latency-rule", action="store_true",
+                     help="adapt the in-flight cap to refusals only, not to latency showing the server queueing")
     llm.add_argument("--timeout", type=finite_float, default=60.0, help="seconds per attempt (default 60)")
     llm.add_argument("--max-attempts", type=int, default=8, help="attempts per call, retries included (default 8)")
     llm.add_argument("--deadline", type=finite_float, default=300.0, help="seconds per call, retries included (default 300)")
@@ -242,7 +244,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
         timeout_s=options.timeout,
         retry=RetryPolicy(max_attempts=options.max_attempts, deadline_s=options.deadline),
         limits=Limits(max_in_flight=options.max_in_flight, rpm=options.rpm, tpm=options.tpm,
-                      adaptive=not options.no_adaptive),
+                      adaptive=not options.no_adaptive, queueing_tolerance=None if options.no_latency_rule else 1.5),
         cache=not options.no_cache,
         cache_path=options.cache,
         replay=options.replay,

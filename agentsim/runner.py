@@ -596,7 +596,9 @@ class Experiment:
             limiter = layer(backend, LimitedModel)
             if isinstance(limiter, LimitedModel):
                 stats[label] = {"max_in_flight_seen": limiter.max_seen, "cap": limiter.limits.max_in_flight,
-                                "final_limit": round(limiter.limit, 2), "cuts": limiter.cuts}
+                                "final_limit": round(limiter.limit, 2), "cuts": limiter.cuts,
+                                "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
+                                "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
 
 

@@ -6,10 +6,13 @@ so every call reaches the server) with its adaptive limiter allowed up to 4x the
 every request body it sends is kept; then, on a freshly started server, a plain aiohttp client
 keeping `slots` requests open sends the very same bodies (prompts, sampling, seeds, grammar,
 logprobs): the server alone. Printed: agentsim's requests/s and generated tokens/s as a
-fraction of the plain client's (target >= 0.9), and the most calls the limiter kept in flight
-and its final cap (does it find the server's concurrency by itself?). Build the server first: `backends/llamacpp/launch.sh build`.
+fraction of the plain client's (target >= 0.9), and where the limiter settled: the most calls
+it kept in flight, its final cap, the time-weighted mean in flight and the cap it held most of
+the second half (does it find the server's concurrency by itself?). Build the server first: `backends/llamacpp/launch.sh build`.
 
-Prints figures; asserts nothing timed. On a shared host the figures move with the load.
+Each setting runs `--repeat` times (default 2), agentsim and the plain client in turn, and the
+best of each is compared: on a shared host the load moves between runs, and a best-of pair is
+closer to what either can do than one run each. Prints figures; asserts nothing timed.
 """
 
 from __future__ import annotations
@@ -120,9 +123,10 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
     wall = time.perf_counter()
     asyncio.run(experiment.run())
     wall = time.perf_counter() - wall
+    settled = {"mean_in_flight": limiter.mean_in_flight(), "median_cap": median_cap(limiter)}  # at the run's end
     (run,) = json.loads((out / "summary.json").read_text())["runs"]
     usage = run["usage_by_backend"][spec]
-    return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter,
+    return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter, **settled,
             "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies}
 
 
@@ -133,29 +137,65 @@ def main(options: Any) -> None:
     threads = options.threads or os.cpu_count() or 1
     print(f"llama-server ({binary}), SmolLM2-135M-Instruct Q4_1, {threads} threads; naming game N {options.agents}, "
           f"{options.rounds} rounds, constrained decoding, no response cache")
+    repeat = max(1, getattr(options, "repeat", 2))
+    print(f"each setting {repeat} times, agentsim and the plain client in turn (a shared host's load moves between "
+          f"runs): the best of each is compared")
     with tempfile.TemporaryDirectory() as scratch:
         for slots in (1, 2, 4):
             port = _free_port()
             url = f"http://127.0.0.1:{port}/v1"
-            server = start_llama_server(binary, slots, threads, port)
-            try:
-                result = agentsim_run(url, slots=slots, agents=options.agents, rounds=options.rounds,
-                                      out=Path(scratch) / f"slots-{slots}")
-            finally:
-                server.terminate()
-                server.wait(10)
-            server = start_llama_server(binary, slots, threads, port)  # the same cold start for the plain client
-            try:
-                requests, tokens = plain_client(url, slots, result["bodies"])
-            finally:
-                server.terminate()
-                server.wait(10)
+            runs: list[tuple[dict[str, Any], float, float]] = []
+            for attempt in range(repeat):
+                server = start_llama_server(binary, slots, threads, port)
+                try:
+                    result = agentsim_run(url, slots=slots, agents=options.agents, rounds=options.rounds,
+                                          out=Path(scratch) / f"slots-{slots}-{attempt}")
+                finally:
+                    server.terminate()
+                    server.wait(10)
+                server = start_llama_server(binary, slots, threads, port)  # the same cold start for the plain client
+                try:
+                    requests, tokens = plain_client(url, slots, result["bodies"])
+                finally:
+                    server.terminate()
+                    server.wait(10)
+                runs.append((result, requests, tokens))
+                limiter = result["limiter"]
+                print(f"  {slots} slot(s), run {attempt + 1}: plain client {requests:.2f} requests/s, agentsim "
+                      f"{result['calls'] / result['wall']:.2f} ({result['calls']} calls in {result['wall']:.1f} s); "
+                      f"limiter: most in flight {limiter.max_seen}, final {limiter.limit:.1f}, mean in flight "
+                      f"{result['mean_in_flight']:.2f}, median cap over the second half {result['median_cap']}")
+            result = max((run[0] for run in runs), key=lambda run: run["calls"] / run["wall"])
+            requests = max(run[1] for run in runs)
+            tokens = max(run[2] for run in runs)
             calls, wall, limiter = result["calls"], result["wall"], result["limiter"]
             print(f"{slots} slot(s): plain client {requests:.2f} requests/s, {tokens:.1f} tokens/s; agentsim "
                   f"{calls / wall:.2f} requests/s ({calls / wall / requests:.2f} of it), "
                   f"{result['tokens'] / wall:.1f} tokens/s ({result['tokens'] / wall / tokens:.2f}); "
                   f"{calls} calls in {wall:.1f} s, invalid {result['invalid']}, fallbacks {result['fallbacks']}; "
-                  f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}")
+                  f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}, "
+                  f"mean in flight {result['mean_in_flight']:.2f} (time-weighted), median cap over the second half "
+                  f"{result['median_cap']}, latency cuts {limiter.queueing.cuts if limiter.queueing else 0}")
+
+
+def median_cap(limiter: LimitedModel) -> int:
+    """The cap the limiter held most of the second half of the run (time-weighted median): where it settled."""
+    start, end = limiter.trajectory[0][0], limiter.clock()
+    since = (start + end) / 2
+    spans: list[tuple[int, float]] = []
+    held, cap = since, limiter.trajectory[0][1]
+    for t, limit in limiter.trajectory:
+        if t > since:
+            spans.append((int(cap), t - held))
+            held = t
+        cap = limit
+    spans.append((int(cap), end - held))
+    passed, total = 0.0, sum(seconds for _, seconds in spans)
+    for value, seconds in sorted(spans):
+        passed += seconds
+        if passed >= total / 2:
+            return value
+    return int(limiter.limit)
 
 
 def _free_port() -> int:

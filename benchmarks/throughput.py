@@ -34,7 +34,7 @@ SDK costs per call.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
                                     [--only openai|429|tgi|scheduler]
-    python benchmarks/throughput.py --server llama [--llama-server PATH] [--threads T]   # llama_throughput.py
+    python benchmarks/throughput.py --server llama [--llama-server PATH] [--threads T] [--repeat 2]   # llama_throughput.py
 
 Timings on a shared host swing from run to run; the run is timed once per setting (a run is
 thousands of calls). Prints figures; asserts nothing timed.
@@ -252,17 +252,19 @@ def main() -> None:
                         help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     parser.add_argument("--server", choices=["standin", "llama"], default="standin",
                         help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
-                             "(benchmarks/llama_throughput.py; N 24 and 3 rounds unless given)")
+                             "(benchmarks/llama_throughput.py; N 48 and 2 rounds unless given: more encounters ready than slots)")
     parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
     parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="llama: runs per setting, agentsim and the plain client in turn; the best of each is compared")
     options = parser.parse_args()
     if options.server == "llama":
         import llama_throughput
 
         if "--agents" not in sys.argv:
-            options.agents = 24
+            options.agents = 48
         if "--rounds" not in sys.argv:
-            options.rounds = 3
+            options.rounds = 2
         options.llama_server = options.llama_server or str(llama_throughput.DEFAULT_SERVER)
         llama_throughput.main(options)
         return

@@ -23,6 +23,12 @@ request through in turn, as early as the limit allows. The cap adapts (AIMD):
 - a Retry-After, or rate-limit headers saying nothing is left until a reset, stop every new
   call until then.
 
+A server that queues instead of refusing (llama-server with K slots, vLLM) never answers
+429: beyond K calls in flight only its latency grows, and the rules above would fill its queue
+up to `--max-in-flight`. The latency rule (llm/queueing.py, `queueing_tolerance`; None or
+`--no-latency-rule` switches it off) cuts the cap to K and a little more when latency shows
+that queue, and holds it there.
+
 `trajectory` keeps (time, cap) at each change, for the benchmark and the tests.
 """
 
@@ -32,12 +38,14 @@ import asyncio
 import collections
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiolimiter import AsyncLimiter
 
 from ..errors import BackendError, ParameterError
 from .base import Completion, LanguageModel, Request, estimate_tokens
+from .queueing import QueueingRule
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +57,8 @@ class Limits:
     adaptive: bool = True
     growth: float = 0.5
     cut: float = 0.75
+    queueing_tolerance: float | None = 1.5  # None: no latency rule (429s and overload only)
+    latency_window: int = 40  # round trips the unqueued latency is remembered; a probe every half
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_in_flight <= 100_000:
@@ -60,6 +70,10 @@ class Limits:
                 raise ParameterError(f"{name} must be a finite number > 0 (got {value})")
         if not 0 < self.cut < 1 or self.growth <= 0:
             raise ParameterError("the limiter needs 0 < cut < 1 and growth > 0")
+        if self.queueing_tolerance is not None and not 1 < self.queueing_tolerance <= 100:
+            raise ParameterError(f"the limiter's queueing tolerance must be > 1 and <= 100 (got {self.queueing_tolerance})")
+        if not 4 <= self.latency_window <= 100_000:
+            raise ParameterError(f"the limiter's latency window must be 4 to 100000 round trips (got {self.latency_window})")
 
 
 def rate_limiter(per_minute: float, *, burst: float = 1.0) -> AsyncLimiter:
@@ -71,8 +85,9 @@ def rate_limiter(per_minute: float, *, burst: float = 1.0) -> AsyncLimiter:
 
 
 class LimitedModel:
-    def __init__(self, inner: LanguageModel, limits: Limits) -> None:
+    def __init__(self, inner: LanguageModel, limits: Limits, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
+        self.clock = clock  # the tests run it on an event loop's virtual clock
         self.name = inner.name
         self.immediate = inner.immediate
         self.limits = limits
@@ -90,14 +105,19 @@ class LimitedModel:
             if limits.tpm else None
         self.waiting: collections.deque[tuple[asyncio.Future[None], int]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
-        self.trajectory: list[tuple[float, float]] = [(time.monotonic(), self.limit)]
+        self.trajectory: list[tuple[float, float]] = [(clock(), self.limit)]
         self.cuts = 0
+        self.queueing = QueueingRule(tolerance=limits.queueing_tolerance, window=limits.latency_window,
+                                     now=self.trajectory[0][0]) if limits.queueing_tolerance else None
+        # the time-weighted mean in flight, for the benchmark
+        self.in_flight_area = 0.0
+        self.in_flight_since = self.trajectory[0][0]
 
     # --- admission ----------------------------------------------------------------------
     async def complete(self, request: Request) -> Completion:
         tokens = self._estimate(request)
-        await self.admit(tokens)
-        started = time.monotonic()
+        sent_with = await self.admit(tokens)
+        started = self.clock()
         try:
             completion = await self.inner.complete(request)
         except BackendError as error:
@@ -106,29 +126,34 @@ class LimitedModel:
         except BaseException:
             self.finish(started, tokens, None)
             raise
-        self.finish(started, tokens, completion)
+        self.finish(started, tokens, completion, sent_with=sent_with)
         return completion
 
-    async def admit(self, tokens: int) -> None:
+    async def admit(self, tokens: int) -> int:
         """Wait for a slot, then for the rate limits, holding the slot: the request is sent
         right after, and `finish` gives the slot back. (The cluster-wide limiter of a Ray
-        sweep, agentsim/distributed, admits its workers' calls through these two.)"""
+        sweep, agentsim/distributed, admits its workers' calls through these two.) Returns the
+        calls in flight, this one included: the latency rule's load."""
         await self._acquire(tokens)
         try:
             await self._pace(tokens)
         except BaseException:
-            self.in_flight -= 1
+            self._count(-1)
             self._dispatch()
             raise
+        return self.in_flight
 
-    def finish(self, started: float, tokens: int, outcome: Completion | BackendError | None) -> None:
-        """A call admitted at `started` ended: answered, failed, or (None) abandoned."""
+    def finish(self, started: float, tokens: int, outcome: Completion | BackendError | None, *,
+               sent_with: int | None = None) -> None:
+        """A call admitted at `started` (on `clock`) ended: answered, failed, or (None) abandoned.
+        `sent_with`: what `admit` returned (the calls in flight now, if not given)."""
         if isinstance(outcome, BackendError):
             self._failed(outcome, started)
-        self.in_flight -= 1
+        in_flight = self.in_flight
+        self._count(-1)
         self._dispatch()
         if isinstance(outcome, Completion):
-            self._answered(outcome, started, tokens)
+            self._answered(outcome, started, in_flight if sent_with is None else sent_with)
 
     def _estimate(self, request: Request) -> int:
         if self.tokens is None:
@@ -136,7 +161,7 @@ class LimitedModel:
         return sum(estimate_tokens(message.content) for message in request.messages) + request.sampling.max_tokens
 
     async def _acquire(self, tokens: int) -> None:
-        if not self.waiting and self._can_start(tokens, time.monotonic()) == 0.0:
+        if not self.waiting and self._can_start(tokens, self.clock()) == 0.0:
             self._start(tokens)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -146,7 +171,7 @@ class LimitedModel:
             await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
-                self.in_flight -= 1  # granted, then cancelled before use: give the slot back
+                self._count(-1)  # granted, then cancelled before use: give the slot back
                 self._dispatch()
             else:
                 try:
@@ -168,13 +193,28 @@ class LimitedModel:
     def _can_start(self, tokens: int, now: float) -> float:
         """0 if a call may start now, else seconds until the gate (a Retry-After) opens, or inf
         while the in-flight cap is full (a finishing call wakes the queue)."""
-        if self.in_flight >= max(int(self.limit), self.limits.min_in_flight):
+        probe = self.queueing.probe_cap if self.queueing is not None else None
+        cap = int(self.limit) if probe is None else min(int(self.limit), probe)
+        if self.in_flight >= max(cap, self.limits.min_in_flight):
             return float("inf")
         return max(0.0, self.gate_until - now)
 
     def _start(self, tokens: int) -> None:
-        self.in_flight += 1
+        self._count(+1)
         self.max_seen = max(self.max_seen, self.in_flight)
+
+    def _count(self, change: int) -> None:
+        now = self.clock()
+        self.in_flight_area += self.in_flight * (now - self.in_flight_since)
+        self.in_flight_since = now
+        self.in_flight += change
+
+    def mean_in_flight(self) -> float:
+        """Calls in flight on average since the limiter was made (time-weighted)."""
+        now = self.clock()
+        elapsed = now - self.trajectory[0][0]
+        area = self.in_flight_area + self.in_flight * (now - self.in_flight_since)
+        return area / elapsed if elapsed > 0 else float(self.in_flight)
 
     def _dispatch(self) -> None:
         while self.waiting:
@@ -182,7 +222,7 @@ class LimitedModel:
             if future.done():  # cancelled while waiting
                 self.waiting.popleft()
                 continue
-            wait = self._can_start(tokens, time.monotonic())
+            wait = self._can_start(tokens, self.clock())
             if wait == float("inf"):
                 return
             if wait > 0:
@@ -198,9 +238,16 @@ class LimitedModel:
         self._dispatch()
 
     # --- adapting -----------------------------------------------------------------------
-    def _answered(self, completion: Completion, started: float, tokens: int) -> None:
-        now = time.monotonic()
+    def _answered(self, completion: Completion, started: float, sent_with: int) -> None:
+        now = self.clock()
         self.round_trip = 0.9 * self.round_trip + 0.1 * (now - started)
+        if self.limits.adaptive and self.queueing is not None:
+            probing = self.queueing.probe_cap
+            cut = self.queueing.answered(now - started, sent_with, started, now, self.limit)
+            if cut is not None:
+                self._set(max(float(self.limits.min_in_flight), cut), now)
+            elif probing != self.queueing.probe_cap:
+                self._dispatch()
         signals = completion.signals or {}
         if signals.get("remaining_requests") == 0 and signals.get("reset_requests_s"):
             self.gate_until = max(self.gate_until, now + signals["reset_requests_s"])
@@ -209,7 +256,9 @@ class LimitedModel:
             self._cut(started, now)
             return
         if self.limits.adaptive and self.limit < self.limits.max_in_flight:
-            self._set(min(float(self.limits.max_in_flight), self.limit + self.limits.growth), now)
+            growth = self.limits.growth if self.queueing is None else self.queueing.growth(self.limit, self.limits.growth)
+            if growth > 0:
+                self._set(min(float(self.limits.max_in_flight), self.limit + growth), now)
 
     def _queue_rising(self, queue: float) -> bool:
         """TGI's queue time above both a quarter second and twice its recent minimum: requests
@@ -218,12 +267,14 @@ class LimitedModel:
         return len(self.queue_times) >= 8 and queue > 0.25 and queue > 2 * min(self.queue_times)
 
     def _failed(self, error: BackendError, started: float) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if error.retry_after is not None:
             self.gate_until = max(self.gate_until, now + error.retry_after)
         if not self.limits.adaptive:
             return
         if error.kind == "rate_limited":
+            if self.queueing is not None:
+                self.queueing.refused()
             self._set(max(float(self.limits.min_in_flight), self.limit - 1), now)
         elif error.kind == "overloaded":
             self._cut(started, now)

@@ -1,0 +1,180 @@
+"""Is the server queueing the calls we send? The latency rule of the limiter (llm/limiter.py).
+
+A server that queues instead of refusing (llama-server with K slots, vLLM, TGI below its queue
+limit) never answers 429: beyond K calls in flight its throughput stays flat and only its
+latency grows. Counting on refusals alone, the limiter would fill that queue up to
+--max-in-flight: no faster, and every call slower. This rule finds K from latency, as TCP Vegas
+and Netflix's concurrency limits do: with L calls in flight and K served at once, a call takes
+about max(1, L / K) times its unqueued latency, so once L exceeds K latency grows with L, and
+L x unqueued latency / latency estimates K.
+
+It decides once a round trip (when a call sent after the last decision comes back: each
+decision sees what the one before did), on that round trip's answers:
+
+- `recent` is their mean latency, `recent_sent` the mean of the calls in flight when they were
+  sent. The floor is the lowest `recent` of the last `window` round trips: the unqueued
+  latency. Windowed, so that a server (or prompts) slowing down for good is not read as a queue
+  for ever: a stale floor would pin the cap to its minimum;
+- queueing is evident when `recent` exceeds the floor by the tolerance (x 1.5: a third of the
+  calls in flight waiting) and by the noise in the difference of two means: prompts of
+  different lengths take different times, and the floor, lowest of many noisy means, sits
+  below a typical unqueued latency. The noise is four times the answers' spread (their mean
+  distance from their round trip's mean, median over the window; within a round trip, not
+  across, as the cap moves between them) x sqrt(1/n1 + 1/n2). Without it a hosted API whose
+  latency merely varies would be cut to nothing. And some round trip of the window with a
+  fifth fewer calls in flight must have been faster by that margin: a server slower for
+  everyone at the same load is no reason to send fewer. Slow with no such round trip (the
+  floor was seen at full load: llama-server answers its first prompts fast from its prompt
+  cache), the rule halves the calls in flight for three round trips, at most once a half
+  window, to see;
+- then the cap goes to recent_sent x (floor + half the margin) / recent: K, and a little more
+  so that the server has the next call at hand when one finishes; never below two (with one
+  slot and a cap of one it idles while each answer travels back and the next request comes);
+- above three quarters of the margin the cap holds; below, it grows by one per round trip
+  once a knee has been found in the window (TCP Vegas: growing by half per answer, the
+  usual pace after a 429, overshoots a few slots twofold before the latency shows it), by
+  the usual pace otherwise. Below the last knee's cap, and while 429s come, it grows at the
+  usual pace unless queueing: each 429 takes one off, and anything slower would let a steady
+  20% of them wear the cap down (0.51 of the stand-in server's capacity instead of 0.9);
+- at a steady cap a little above K every call queues a little, and as the window forgets the
+  unqueued round trips the floor would creep up to the queued latency, and the cap with it.
+  So every half window, once a knee is known, the cap drops to the estimate of K for three
+  round trips (TCP BBR's probe): every slot stays busy and the calls do not queue, so the
+  window keeps an unqueued latency.
+
+tests/test_limiter_latency.py drives simulated servers with K = 1 to 8 slots on a virtual
+clock: the cap settles between K and 2K with the slots busy over 90% of the time; a server
+whose latency does not grow with calls in flight (a hosted API) never sees a cut. None of
+this changes what a run records, only how fast it goes.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import statistics
+
+
+class QueueingRule:
+    """The state of the latency rule for one limiter; `answered` is called for every answer."""
+
+    def __init__(self, *, tolerance: float, window: int, now: float) -> None:
+        self.tolerance, self.window = tolerance, window
+        # the last round trip's answers: mean latency, mean calls in flight when sent, how many
+        self.recent = self.recent_sent = 0.0
+        self.recent_count = 1
+        # each round trip's `recent`, with the calls in flight then and the answers it averages
+        self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
+        self.spreads: collections.deque[float] = collections.deque(maxlen=window)
+        self.round_answers: list[tuple[float, int]] = []
+        self.round_started = now
+        self.rounds = 0
+        self.state = "clear"  # clear: grow; near: hold; queueing: cut, then hold
+        self.knee_round: int | None = None  # the round trip of the last cut
+        self.knee_cap = 0.0  # the cap it set
+        self.refused_round: int | None = None  # the round trip of the last 429
+        self.probe_cap: int | None = None  # the cap while a probe runs
+        self.probe_rounds = 0
+        self.last_probe = 0  # the round trip the last probe began
+        self.cuts = self.probes = 0
+
+    def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float) -> float | None:
+        """Take one answer in; a lower cap when the server is queueing our calls, else None."""
+        self.round_answers.append((latency, sent_with))
+        if started < self.round_started:
+            # sent before the last decision: no news about it, but growing stops the moment
+            # latency leaves the floor (growing on for the rest of the round trip overshoots)
+            if self.state == "clear" and self.lows and len(self.round_answers) >= 2 \
+                    and statistics.fmean(answer for answer, _ in self.round_answers) > self.bound(0.75, len(self.round_answers)):
+                self.state = "near"
+            return None
+        return self._decide(now, limit)
+
+    def _decide(self, now: float, limit: float) -> float | None:
+        self.rounds += 1
+        self.round_started = now
+        latencies = [answer for answer, _ in self.round_answers]
+        self.recent = statistics.fmean(latencies)
+        self.recent_sent = statistics.fmean(sent for _, sent in self.round_answers)
+        self.recent_count = len(latencies)
+        self.round_answers.clear()
+        self.lows.append((self.recent, self.recent_sent, self.recent_count))
+        if len(latencies) >= 2:  # within one round trip, not across: the cap moves between them
+            spread = statistics.fmean(abs(answer - self.recent) for answer in latencies)
+            self.spreads.append(spread * math.sqrt(len(latencies) / (len(latencies) - 1)))
+        if self.probe_cap is not None:
+            self.probe_rounds -= 1
+            if self.probe_rounds <= 0:
+                self.probe_cap = None
+            return None
+        recent = self.recent
+        cut = None
+        if recent > self.bound(1.0) and not self._at_lower_load(recent):
+            # slow, but no faster with fewer calls in flight, or never seen with fewer: halve
+            # them for a few round trips (at most once a half window) and see
+            self.state = "near"
+            if self.rounds - self.last_probe >= self.window // 2 and limit >= 2:
+                self._probe(int(limit / 2))
+        elif recent > self.bound(1.0):
+            self.state = "queueing"
+            # K is about recent_sent x unqueued / recent; the floor plus half the margin stands for
+            # the unqueued latency (the floor is the lowest of noisy means). Never below two: with
+            # one slot and a cap of one the server would idle while each answer travels back and
+            # the next request comes
+            cut = max(limit / 2, min(limit, max(2.0, self.recent_sent * self.bound(0.5) / recent)))
+            if cut < limit:
+                self.cuts += 1
+                self.knee_round, self.knee_cap = self.rounds, cut
+            else:
+                cut = None
+        elif recent > self.bound(0.75):
+            self.state = "near"
+        else:
+            self.state = "clear"
+        if self.knee_round is not None and self.rounds - self.last_probe >= self.window // 2:
+            # at the slots' estimate: as many served as now, none waiting, nothing lost
+            slots = int(self.recent_sent * min(self.lows)[0] / recent) if recent > 0 else 1
+            if 1 <= slots < int(cut or limit):
+                self._probe(slots)
+        return cut
+
+    def _at_lower_load(self, recent: float) -> bool:
+        """Was latency lower by the margin with a fifth fewer calls in flight, in the window? Then
+        the queue is ours: a server slower for everyone at the same load is no reason to send fewer."""
+        lower = [latency for latency, sent, _ in self.lows if sent <= self.recent_sent / 1.25]
+        return bool(lower) and recent > min(lower) + (self.bound(1.0) - min(self.lows)[0])
+
+    def _probe(self, cap: int) -> None:
+        self.probes += 1
+        self.last_probe = self.rounds
+        self.probe_cap, self.probe_rounds = max(1, cap), 3
+
+    def bound(self, share: float, count: int | None = None) -> float:
+        """The floor plus `share` of the margin by which latency must exceed it for queueing to be
+        evident: the tolerance, or the noise in the difference of two means of answers (the
+        floor's and the latest, of `count` answers): four mean spreads x sqrt(1/n1 + 1/n2)."""
+        floor, _, floor_count = min(self.lows)
+        spread = statistics.median(self.spreads) if self.spreads else 0.0
+        noise = 4 * spread * math.sqrt(1 / floor_count + 1 / (count or self.recent_count))
+        return floor + share * max((self.tolerance - 1) * floor, noise)
+
+    def knee_known(self) -> bool:
+        return self.knee_round is not None and self.rounds - self.knee_round <= self.window
+
+    def refused(self) -> None:
+        """A 429: the limiter took one off the cap."""
+        self.refused_round = self.rounds
+
+    def growth(self, limit: float, usual: float) -> float:
+        """The cap's growth per answer. Below the last knee's cap, or while 429s come (in the
+        window), the usual pace unless queueing (TCP's slow start up to its threshold): 429s
+        take one off the cap each, and growing slower than the usual pace would let a steady
+        share of them wear the cap down to nothing. Otherwise: none while queueing, probing or
+        near the knee, one per round trip while a knee found in the window is near, the usual
+        pace else."""
+        refusing = self.refused_round is not None and self.rounds - self.refused_round <= self.window
+        if (limit < self.knee_cap or refusing) and self.state != "queueing":
+            return usual
+        if self.state != "clear" or self.probe_cap is not None:
+            return 0.0
+        return 1 / max(1.0, limit) if self.knee_known() else usual
