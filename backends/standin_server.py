@@ -41,8 +41,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agentsim.games.naming import NamingGame
-from agentsim.games.naming import NamingSituation, read_options
+from agentsim.games.naming import NamingGame, NamingSituation, read_options
 from agentsim.games.naming.standin import NamingStandIn, NamingStandInSettings
 from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
@@ -208,7 +207,7 @@ class StandInServer:
                 request.transport.abort()
             raise asyncio.CancelledError  # nothing more to send on a dropped connection
         if fault == "malformed":
-            return web.Response(status=200, text='{"id": "cut", "choices": [{"message": {"content": "Q', 
+            return web.Response(status=200, text='{"id": "cut", "choices": [{"message": {"content": "Q',
                                 content_type="application/json")
         return None  # unparseable: answered below, with a reply naming no option
 

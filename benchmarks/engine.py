@@ -22,8 +22,8 @@ import asyncio
 import hashlib
 import random
 import re
-import sqlite3
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time

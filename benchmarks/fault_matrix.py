@@ -27,13 +27,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "backends")]
 
-from standin_server import ServerConfig, StandInServer
+from standin_server import ServerConfig, StandInServer  # noqa: E402 (after the sys.path line)
 
-from agentsim.errors import RunStopped
-from agentsim.games.naming import NamingGame
-from agentsim.llm.retries import RetryPolicy
-from agentsim.llm.specs import BackendOptions
-from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.errors import RunStopped  # noqa: E402 (after the sys.path line)
+from agentsim.games.naming import NamingGame  # noqa: E402 (after the sys.path line)
+from agentsim.llm.retries import RetryPolicy  # noqa: E402 (after the sys.path line)
+from agentsim.llm.specs import BackendOptions  # noqa: E402 (after the sys.path line)
+from agentsim.runner import Experiment, ExperimentConfig  # noqa: E402 (after the sys.path line)
 
 FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable",
           "killed"]

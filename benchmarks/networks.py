@@ -24,8 +24,8 @@ import time
 import networkx as nx
 import numpy as np
 
-from agentsim.games.theory import run_to_consensus
 from agentsim.games.naming import connected_graph, family_topology
+from agentsim.games.theory import run_to_consensus
 
 KNOWN = {"complete": "1.5", "ring-2": "3", "ring": "3", "lattice": "2", "small-world": "~1.4",
          "scale-free": "~1.4-1.5", "erdos-renyi": "~1.4-1.5"}

@@ -22,14 +22,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import time
 
 import numpy as np
 
-from agentsim.games.theory import flip_shares, mean_field_critical_mass
-from agentsim.games.theory import consensus_times, mean_field_critical_fraction
-from agentsim.games.theory import MinimalNamingGame
-from agentsim.games.theory import run_to_consensus, simulate
+from agentsim.games.theory import (
+    MinimalNamingGame,
+    consensus_times,
+    flip_shares,
+    mean_field_critical_fraction,
+    mean_field_critical_mass,
+    run_to_consensus,
+    simulate,
+)
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
 
@@ -41,7 +47,7 @@ def fitted_exponent(sizes: list[int], values: list[float]) -> float:
 def half_crossing(points: list[tuple[float, float]]) -> float | None:
     """Where the share of runs that flipped crosses one half, interpolated linearly between
     the sizes on either side of it."""
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
         if y0 < 0.5 <= y1:
             return x0 + (0.5 - y0) * (x1 - x0) / (y1 - y0)
     return None

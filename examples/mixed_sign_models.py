@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from agentsim.games.sign import CONDITIONS, SignGame, SignStandIn, SignStandInSettings
-from agentsim.policies import LLMPolicy
 from agentsim.llm.standin import NAME as STAND_IN
 from agentsim.llm.standin import StandInModel
 from agentsim.model import PopulationModel
+from agentsim.policies import LLMPolicy
 from agentsim.prompts import PromptTemplate
 
 RUNS = 3

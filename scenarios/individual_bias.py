@@ -5,7 +5,8 @@ Agents meet as in a run but never remember, so every decision is a first choice,
 the normal backend path. N = 24 agents x 210 population rounds = 5,040 samples per run (the
 paper used 5,000-15,000). Names {Q, M}; use `--set names=` for another pool, or
 `--set pool_size=10 --set names=` for W = 10. The stand-in settings match
-scenarios/collective_bias.py (M wins ties, no prior bias), so both compare in one report. Then `python -m agentsim bias DIR` or `report DIR`.
+scenarios/collective_bias.py (M wins ties, no prior bias), so both compare in one report.
+Then `python -m agentsim bias DIR` or `report DIR`.
 """
 
 from agentsim.games.naming import FirstChoiceProbe, NamingStandInSettings
