@@ -180,16 +180,7 @@ def main(options: Any) -> None:
 
 def median_cap(limiter: LimitedModel) -> int:
     """The cap the limiter held most of the second half of the run (time-weighted median): where it settled."""
-    start, end = limiter.trajectory[0][0], limiter.clock()
-    since = (start + end) / 2
-    spans: list[tuple[int, float]] = []
-    held, cap = since, limiter.trajectory[0][1]
-    for t, limit in limiter.trajectory:
-        if t > since:
-            spans.append((int(cap), t - held))
-            held = t
-        cap = limit
-    spans.append((int(cap), end - held))
+    spans = limiter.cap_spans(0.5)
     passed, total = 0.0, sum(seconds for _, seconds in spans)
     for value, seconds in sorted(spans):
         passed += seconds

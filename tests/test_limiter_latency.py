@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from helpers import run_on_virtual_clock
 
 from agentsim.errors import BackendError, ParameterError
 from agentsim.llm.base import Completion, Message, Request, Sampling
@@ -65,27 +65,6 @@ class UnlimitedServer(QueueingServer):
         super().__init__(10**6, **options)
 
 
-def run_on_virtual_clock(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run `coroutine` on an event loop whose clock jumps to the next timer instead of sleeping."""
-
-    class VirtualClock(asyncio.SelectorEventLoop):
-        now = 0.0
-
-        def time(self) -> float:
-            return self.now
-
-        def _run_once(self) -> None:  # type: ignore[override]
-            if not self._ready and self._scheduled:  # type: ignore[attr-defined]
-                self.now = max(self.now, self._scheduled[0].when()) + 1e-9  # type: ignore[attr-defined]
-            super()._run_once()  # type: ignore[misc]
-
-    loop = VirtualClock()
-    try:
-        return loop.run_until_complete(coroutine)
-    finally:
-        loop.close()
-
-
 async def drive(limiter: LimitedModel, *, calls: int, callers: int) -> None:
     """`callers` agents, each sending its next call as soon as the last is answered, `calls` in all;
     a refused call is counted as sent (the retry layer is not under test here)."""
@@ -117,21 +96,6 @@ def latency_cuts(limiter: LimitedModel) -> int:
     return limiter.queueing.cuts if limiter.queueing is not None else 0
 
 
-def cap_over_time(limiter: LimitedModel, share: float = 0.5) -> list[tuple[int, float]]:
-    """(cap, seconds it held) over the last `share` of the run: the calls it let in at once."""
-    start, end = limiter.trajectory[0][0], limiter.clock()
-    since = end - share * (end - start)
-    spans: list[tuple[int, float]] = []
-    held, cap = since, limiter.trajectory[0][1]
-    for t, limit in limiter.trajectory:
-        if t > since:
-            spans.append((int(cap), t - held))
-            held = t
-        cap = limit
-    spans.append((int(cap), end - held))
-    return spans
-
-
 def settled(spans: list[tuple[int, float]], low: int, high: int) -> tuple[int, float]:
     """The time-weighted median cap, and the share of the time the cap was within [low, high]."""
     total, passed = sum(seconds for _, seconds in spans), 0.0
@@ -151,7 +115,7 @@ def test_the_cap_settles_at_the_servers_slots_by_latency_alone(slots: int, jitte
     between K (every slot busy) and 2K (a short queue), and stay there."""
     server = QueueingServer(slots, service=0.01, jitter=jitter, seed=slots)
     limiter = settle(server, Limits(max_in_flight=64), calls=400 * slots)
-    median, within = settled(cap_over_time(limiter), slots, 2 * slots)
+    median, within = settled(limiter.cap_spans(), slots, 2 * slots)
     assert slots <= median <= 2 * slots and within >= 0.7, \
         f"{slots} slots: the cap's median {median}, within [K, 2K] {within:.0%} of the time"
     assert latency_cuts(limiter) >= 1 and limiter.in_flight == 0
@@ -210,7 +174,7 @@ def test_the_cap_finds_the_slots_when_the_first_answers_came_fast_at_full_load()
         return limiter
 
     limiter: LimitedModel = run_on_virtual_clock(run())
-    median, within = settled(cap_over_time(limiter, share=0.3), 2, 4)
+    median, within = settled(limiter.cap_spans(0.3), 2, 4)
     assert 2 <= median <= 4 and within >= 0.7, f"the cap's median {median}, within [2, 4] {within:.0%} of the time"
     assert latency_cuts(limiter) >= 1 and limiter.queueing is not None and limiter.queueing.probes >= 1
 
@@ -221,7 +185,7 @@ def test_a_steady_share_of_429s_does_not_collapse_the_cap_with_the_latency_rule_
     must not add cuts of its own."""
     server = UnlimitedServer(service=0.05, jitter=0.3, seed=5, refuse=0.2)
     limiter = settle(server, Limits(max_in_flight=16), calls=4000, callers=32)
-    lowest = min(cap for cap, _ in cap_over_time(limiter))
+    lowest = min(cap for cap, _ in limiter.cap_spans())
     assert limiter.limit >= 12 and lowest >= 8 and latency_cuts(limiter) == 0
     assert server.answered >= 3000
 
@@ -232,7 +196,7 @@ def test_429s_from_a_queueing_server_do_not_wear_the_cap_down() -> None:
     sinks far below the slots."""
     server = QueueingServer(16, service=0.05, jitter=0.2, seed=11, refuse=0.2)
     limiter = settle(server, Limits(max_in_flight=64), calls=6000, callers=64)
-    median, _ = settled(cap_over_time(limiter), 16, 64)
+    median, _ = settled(limiter.cap_spans(), 16, 64)
     assert median >= 16, f"the cap's median {median} with 16 slots"
     busy = server.answered * 0.05 / (16 * limiter.clock())
     assert busy > 0.85, f"the server was busy {busy:.2f} of the time"

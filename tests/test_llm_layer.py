@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import pytest
+from helpers import run_on_virtual_clock
 
 from agentsim.errors import BackendAuthError, BackendError, BackendSpecError, ParameterError
 from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
@@ -185,7 +186,7 @@ def test_rpm_holds_over_any_minute_with_no_burst_above_a_seconds_share() -> None
     async def many() -> None:
         await asyncio.gather(*(paced.complete(REQUEST) for _ in range(3000)))
 
-    _run_on_virtual_clock(many())
+    run_on_virtual_clock(many())
     assert len(sent) == 3000
     assert max(sum(1 for t in sent if start <= t < start + 1) for start in sent) <= 20, "a burst above 1200/60"
     assert max(sum(1 for t in sent if start <= t < start + 60) for start in sent[::10]) <= 1200
@@ -206,33 +207,10 @@ def test_a_tight_tpm_lets_requests_through_in_turn() -> None:
     async def many() -> None:
         await asyncio.gather(*(paced.complete(request) for _ in range(40)))
 
-    _run_on_virtual_clock(many())
+    run_on_virtual_clock(many())
     assert sent[0] - 0 < 1, "the first request goes at once"
     assert all(later - earlier < 60 for earlier, later in itertools.pairwise(sent)), "each waits its turn, not a minute"
     assert max(sum(510 for t in sent if start <= t < start + 60) for start in sent) <= 2000
-
-
-def _run_on_virtual_clock(coroutine: Any) -> None:
-    """Run `coroutine` on an event loop whose clock jumps to the next timer instead of sleeping."""
-
-    class VirtualClock(asyncio.SelectorEventLoop):
-        now = 0.0
-
-        def time(self) -> float:
-            return self.now
-
-        def _run_once(self) -> None:  # type: ignore[override]
-            if not self._ready and self._scheduled:  # type: ignore[attr-defined]
-                # a nanosecond past the timer: a real clock always moves on (aiolimiter re-arms
-                # a timer at the very instant when float rounding leaves it a hair short)
-                self.now = max(self.now, self._scheduled[0].when()) + 1e-9  # type: ignore[attr-defined]
-            super()._run_once()  # type: ignore[misc]
-
-    loop = VirtualClock()
-    try:
-        loop.run_until_complete(coroutine)
-    finally:
-        loop.close()
 
 
 class Signalling(Scripted):

@@ -216,6 +216,21 @@ class LimitedModel:
         area = self.in_flight_area + self.in_flight * (now - self.in_flight_since)
         return area / elapsed if elapsed > 0 else float(self.in_flight)
 
+    def cap_spans(self, share: float = 0.5) -> list[tuple[int, float]]:
+        """(cap, seconds it held) over the last `share` of the limiter's life: where it settled,
+        for the llama benchmark and the tests."""
+        start, end = self.trajectory[0][0], self.clock()
+        since = end - share * (end - start)
+        spans: list[tuple[int, float]] = []
+        held, cap = since, self.trajectory[0][1]
+        for t, limit in self.trajectory:
+            if t > since:
+                spans.append((int(cap), t - held))
+                held = t
+            cap = limit
+        spans.append((int(cap), end - held))
+        return spans
+
     def _dispatch(self) -> None:
         while self.waiting:
             future, tokens = self.waiting[0]
