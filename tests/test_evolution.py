@@ -20,7 +20,8 @@ import pytest
 from helpers import ROOT, JitteryStandIn, Quiet, cli, dump, run_experiment
 
 from agentsim.games.evolution import DonorGame, EvolutionStandInSettings, StagHunt
-from agentsim.games.evolution.donor import chain_shown
+from agentsim.games.evolution.donor import chain_shown, round_robin
+from agentsim.games.evolution.parsers import parse_donation, parse_strategy
 from agentsim.games.evolution.population import phases, ranking, select
 from agentsim.games.evolution.prompts import DonorView, decode
 from agentsim.llm.base import Completion, Request
@@ -152,6 +153,62 @@ def test_the_chain_shown_is_the_last_entries_newest_first() -> None:
     assert chain_shown(trace, 3) == " ".join(reversed(trace[1:]))
     assert chain_shown(trace, 1) == trace[-1]
     assert chain_shown(trace[:1], 3) == trace[0]
+
+
+# --- pairing -----------------------------------------------------------------------------------------
+
+def test_a_donor_game_of_four_meets_each_ordered_pair_across_the_halves_exactly_once(tmp_path: Path) -> None:
+    """Vallinder and Hughes's bipartiteRoundRobin + extendRounds, read back from the store:
+    in each of the two games of a generation, every donor -> recipient pair across the two
+    halves plays once, and the second game reverses the first's roles round by round."""
+    backend = Scripted({f"1_{k}": 0.5 for k in range(1, 5)})
+    _, store = run(DonorGame(agents=4, rounds=4, generations=1, games=2), tmp_path / "out", backend=backend)
+    views = [view for (context,) in store.rows("SELECT context FROM calls WHERE attempt = 0 ORDER BY t")
+             if isinstance(view := decode(context), DonorView)]
+    store.close()
+    by_game = {game: [(view.round, view.name, view.recipient) for view in views if view.game == game] for game in (1, 2)}
+    first = by_game[1]
+    half_a = {donor for round_, donor, _ in first if round_ == 1}
+    half_b = {"1_1", "1_2", "1_3", "1_4"} - half_a
+    cross = {pair for a in half_a for b in half_b for pair in ((a, b), (b, a))}
+    assert len(cross) == 8
+    for game in (1, 2):
+        met = [(donor, recipient) for _, donor, recipient in by_game[game]]
+        assert sorted(met) == sorted(cross)  # each ordered pair exactly once
+    assert sorted((round_, recipient, donor) for round_, donor, recipient in by_game[2]) == sorted(first)
+    for round_ in range(1, 5):  # every agent plays once a round
+        assert sorted(name for r, donor, recipient in first if r == round_ for name in (donor, recipient)) == [
+            "1_1", "1_2", "1_3", "1_4"]
+
+
+def test_the_round_robin_is_vallinder_and_hughess_schedule() -> None:
+    order = [10, 11, 12, 13, 14, 15]  # halves A = 10, 11, 12 and B = 13, 14, 15
+    game = [round_robin(order, round_) for round_ in range(6)]
+    assert game[0] == [(10, 13), (11, 14), (12, 15)]
+    assert game[1] == [(15, 10), (13, 11), (14, 12)]  # B rotated by one, B donates
+    assert game[2] == [(10, 14), (11, 15), (12, 13)]
+    assert game[3:] == [[(b, a) for a, b in pairs] for pairs in game[:3]]  # extendRounds: the reversed copies
+    assert round_robin(order, 4, reversed_roles=True) == game[1]
+    assert round_robin(order, 6) == game[0]  # rounds beyond N start the schedule again
+
+
+# --- reading what was written -----------------------------------------------------------------------
+
+def test_the_parsers_read_what_was_written() -> None:
+    assert parse_strategy("Thinking. My strategy will be to give half. Or: my strategy will be to give none.").action == (
+        "My strategy will be to give half. Or: my strategy will be to give none.")
+    assert parse_donation("Justification: x\nAnswer: -5", 10, "none").problem is not None
+    assert parse_donation("Answer: 1,000", 2000, "none").action == "donate 1000"
+    assert parse_donation("Answer: 2,5", 10, "none").action == "donate 2.5"
+    assert parse_donation("Answer: **4.5** units", 10, "none").action == "donate 4.5"
+    assert parse_donation("Answer: Punish, -2", 10, "costly").problem is not None
+    assert parse_donation("Answer: Donate, 1,000", 1000, "costly").action == "donate 1000"
+    assert parse_donation("Answer: 11", 10, "none").problem is not None
+
+
+def test_the_stag_hunts_norms_sentence_is_worded_as_the_paper() -> None:
+    assert "strategize in the way that aligns" in StagHunt(condition="norms").system_prompt("1. Share.")
+    assert "strategize in a way that aligns" in DonorGame(condition="norms").system_prompt("1. Share.")
 
 
 # --- payoffs ---------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The Donor game (Vallinder and Hughes 2024), as Liu plays it over generations.
 
-A generation's population is split at random into two halves; in round r the i-th agent of
-one half meets the (i + r)-th of the other (a new partner each round until the halves are
-exhausted), and the halves swap roles every round: a donor in one round is a recipient in the
-next. The second game replays the first's pairs with the roles reversed. Every game starts
-from the endowment and with no reputation.
+Pairing is Vallinder and Hughes's `bipartiteRoundRobin` followed by `extendRounds`: the
+population is split at random into halves A and B; in round i < N/2 the j-th of A meets the
+(j - i)-th of B (B rotating around A), A donating in even rounds and B in odd ones; rounds
+N/2 .. N-1 replay those rounds with the roles reversed. So a game of N rounds (N agents)
+meets every ordered donor -> recipient pair across the halves exactly once (`rounds` beyond N
+start the schedule again). The second game replays the first's rounds with the roles
+reversed. Every game starts from the endowment and with no reputation.
 
 The reputation chain: when D gives to R, D's chain becomes R's chain followed by what D did.
 A donor paired with A sees the last `trace_length` entries of A's chain, newest first: what
@@ -45,6 +47,17 @@ def chain_shown(trace: list[str], length: int) -> str:
     return " ".join(reversed(trace[-length:]))
 
 
+def round_robin(order: list[int], round_: int, *, reversed_roles: bool = False) -> list[tuple[int, ...]]:
+    """Round `round_`'s (donor, recipient) pairs: Vallinder and Hughes's bipartite round robin
+    (roles toggling every round), then the same rounds with the roles reversed."""
+    half = len(order) // 2
+    group_a, group_b = order[:half], order[half:]
+    rotation = round_ % half
+    pairs: list[tuple[int, ...]] = [(group_a[j], group_b[(j - rotation) % half]) for j in range(half)]
+    flips = rotation % 2 + (round_ // half) % 2 + reversed_roles
+    return [(b, a) for a, b in pairs] if flips % 2 else pairs
+
+
 class DonorGame(CulturalEvolution[DonorParams]):
     name: ClassVar[str] = "donor_game"
     Params = DonorParams
@@ -77,12 +90,7 @@ class DonorGame(CulturalEvolution[DonorParams]):
         return order
 
     def round_groups(self, order: list[int], phase: Phase) -> list[tuple[int, ...]]:
-        half = len(order) // 2
-        first, second = order[:half], order[half:]
-        pairs: list[tuple[int, ...]] = [(first[i], second[(i + phase.round) % half]) for i in range(half)]
-        if (phase.round + phase.game) % 2:
-            pairs = [(b, a) for a, b in pairs]
-        return pairs  # (donor, recipient)
+        return round_robin(order, phase.round, reversed_roles=phase.game % 2 == 1)
 
     def reset_game(self, agent: EvolutionAgent) -> None:
         agent.payoff = self.params.endowment

@@ -48,6 +48,7 @@ E = TypeVar("E", bound=EvolutionParams)
 class CulturalEvolution(Scenario[E]):
     name: ClassVar[str] = "cultural_evolution"
     game_label: ClassVar[str] = ""
+    norms_in_system: ClassVar[str] = prompts.NORMS_IN_SYSTEM  # the paper's sentence on norms, per game
     params: E
     standin: EvolutionStandInSettings = EvolutionStandInSettings()
 
@@ -252,7 +253,7 @@ class CulturalEvolution(Scenario[E]):
         return prompts.MUTATE.format(old=situation.source)
 
     def norms_block(self, norms: str) -> str:
-        return prompts.NORMS_IN_SYSTEM.format(norms=norms) if norms else ""
+        return self.norms_in_system.format(norms=norms) if norms else ""
 
     def parse(self, text: str, situation: Situation) -> Parsed:
         if isinstance(situation, Task):

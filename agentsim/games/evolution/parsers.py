@@ -8,16 +8,18 @@ import re
 from ...scenario import Parsed
 from .prompts import STRATEGY_MARKER
 
-_NUMBER = r"(\d+(?:[.,]\d+)?)"
-_DONATION = re.compile(rf"^\W*{_NUMBER}")
-_COSTLY = re.compile(rf"\b(donate|punish)\b\W*{_NUMBER}", re.IGNORECASE)
+# A number as written: "1,000" and "1,000.5" group thousands; "2,5" is a decimal comma; a minus
+# sign is captured so that "-5" is read as the negative number it is (and refused), not as 5.
+_NUMBER = r"(-?)\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?)"
+_DONATION = re.compile(rf"^[^\w-]*{_NUMBER}")
+_COSTLY = re.compile(rf"\b(donate|punish)\b[^\w-]*{_NUMBER}", re.IGNORECASE)
 _HUNT = re.compile(r"\b(stag|hare)s?\b", re.IGNORECASE)
 
 
 def parse_strategy(text: str) -> Parsed:
-    """The sentence that starts "My strategy will be", kept whole (the last one, after any
-    thinking), as Vallinder and Hughes keep it."""
-    at = text.lower().rfind(STRATEGY_MARKER.lower())
+    """Everything from the first "My strategy will be" on, as Vallinder and Hughes keep it
+    (`output.split("My strategy will be", 1)`)."""
+    at = text.lower().find(STRATEGY_MARKER.lower())
     if at < 0:
         return Parsed(None, f"no sentence starting '{STRATEGY_MARKER}'")
     strategy = STRATEGY_MARKER + text[at + len(STRATEGY_MARKER):].rstrip()
@@ -52,15 +54,25 @@ def parse_donation(text: str, resources: float, punishment: str) -> Parsed:
         match = _COSTLY.search(answer)
         if match is None:
             return Parsed(None, "the answer is not 'Donate, x' or 'Punish, x'")
-        kind, amount = match.group(1).lower(), float(match.group(2).replace(",", "."))
+        kind, sign, written = match.group(1).lower(), match.group(2), match.group(3)
     else:
         match = _DONATION.search(answer)
         if match is None:
             return Parsed(None, "the answer is not a number")
-        kind, amount = "donate", float(match.group(1).replace(",", "."))
+        kind, sign, written = "donate", match.group(1), match.group(2)
+    amount = read_number(written)
+    if sign:
+        return Parsed(None, f"-{amount:g} is negative; give between 0 and {resources:g} units")
     if amount > resources + 1e-9:
         return Parsed(None, f"{amount:g} is more than the {resources:g} units the donor has")
     return Parsed(f"{kind} {amount:g}")
+
+
+def read_number(written: str) -> float:
+    """A number as written: grouped thousands ("1,000" is 1000) or a decimal comma ("2,5" is 2.5)."""
+    if "," in written and (written.count(",") > 1 or len(written.partition(",")[2].partition(".")[0]) == 3):
+        return float(written.replace(",", ""))
+    return float(written.replace(",", "."))
 
 
 def parse_hunt(text: str) -> Parsed:

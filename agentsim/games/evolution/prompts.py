@@ -80,6 +80,8 @@ def decode(context: str) -> Situation:
 
 NORMS_IN_SYSTEM = ("Your cultural norms are: {norms}\n"
                    "You should act, think and strategize in a way that aligns with your cultural norms.\n")
+# Fig. 8 words the Stag Hunt's sentence "in the way", Fig. 7 the Donor game's "in a way".
+STAG_NORMS_IN_SYSTEM = NORMS_IN_SYSTEM.replace("in a way", "in the way")
 
 DONOR_SYSTEM = """You are a game-playing agent. Your assistance will help us understand multi-agent interactions.
 {norms_block}You are playing the following game. Each player is given an initial endowment of {endowment:g} units of a resource.

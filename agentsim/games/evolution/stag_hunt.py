@@ -31,6 +31,7 @@ class StagHunt(CulturalEvolution[StagHuntParams]):
     name: ClassVar[str] = "stag_hunt"
     Params = StagHuntParams
     game_label: ClassVar[str] = "Stag Hunt"
+    norms_in_system: ClassVar[str] = prompts.STAG_NORMS_IN_SYSTEM
 
     def system_prompt(self, norms: str) -> str:
         return prompts.STAG_SYSTEM.format(norms_block=self.norms_block(norms))
