@@ -9,11 +9,12 @@ import os
 import random
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment
+from helpers import ROOT, JitteryStandIn, cli, dump, run_experiment, run_model
 
 from agentsim.games.commons import CommonsGame, CommonsStandInSettings, allocate, parser
 from agentsim.games.commons.memory import MemoryItem, retrieve
@@ -28,6 +29,7 @@ from agentsim.games.commons.metrics import (
     survival_months,
 )
 from agentsim.games.commons.situations import CommonsSituation
+from agentsim.games.commons.state import month_day
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
@@ -90,6 +92,18 @@ def test_kaplan_meier_censors_the_runs_that_survived() -> None:
     # collapses at 2 and 4; two runs survive to 12 (censored)
     assert kaplan_meier([2, 4, 12, 12], [True, True, False, False]) == [(0, 1.0), (2, 0.75), (4, 0.5)]
     assert kaplan_meier([12, 12], [False, False]) == [(0, 1.0)]
+    # a run truncated at month 3 is at risk until then, never a collapse: 1 of 3 at risk collapses at 4
+    assert kaplan_meier([3, 4, 12, 12], [False, True, False, False]) == [(0, 1.0), (4, pytest.approx(2 / 3))]
+
+
+def test_a_run_stopped_before_its_end_is_truncated_not_a_collapse() -> None:
+    history = [month(1, 100, 10, {0: 10, 1: 10}), month(2, 100, 10, {0: 10, 1: 10}), MonthRecord(3, 100, 10)]
+    cut = run_metrics(history, horizon=12, villagers=[0, 1], initial_sustainable=50, names={0: "J", 1: "K"}, ended=False)
+    assert cut["outcome"] == "truncated" and cut["survived"] is None and cut["collapse_month"] is None
+    assert cut["survival_months"] == 2  # the months it harvested: where Kaplan-Meier censors it
+    collapsed = [month(1, 100, 10, {0: 60, 1: 38}, collapsed=True)]
+    assert run_metrics(collapsed, horizon=12, villagers=[0, 1], initial_sustainable=50, names={0: "J", 1: "K"},
+                       ended=False)["outcome"] == "collapsed"  # stopped in the collapse month's discussion
 
 
 # --- the environment ----------------------------------------------------------------------------------
@@ -103,19 +117,25 @@ def test_allocation_gives_what_was_asked_or_each_unit_to_a_random_hungry_village
     assert 45 < sum(shares) / len(shares) < 55  # no order bias
 
 
-def test_thresholds_are_the_papers() -> None:
+def test_thresholds_are_the_papers_and_the_newcomer_condition_is_govsims() -> None:
     params = CommonsGame().params
-    assert params.threshold(100, 5) == 10 and params.threshold(59, 5) == 5
-    assert params.sustainable_catch(100) == 50
+    assert params.threshold(100) == 10 and params.threshold(59) == 5
+    assert params.sustainable_catch(100) == 50 and params.horizon == 12
+    newcomer = CommonsGame(newcomer=True).params
+    assert newcomer.horizon == 15 and newcomer.newcomer_month == 4  # GovSim: 15 rounds, the outsider at round 3 of 0..
+    assert newcomer.threshold(100) == 12  # GovSim divides by its configured num_agents, 4, also once Luke joined
+    assert CommonsGame(newcomer=True, months=6).params.horizon == 6
 
 
 # --- reading replies ---------------------------------------------------------------------------------
 def test_harvest_reader() -> None:
-    assert parser.parse_harvest("Let me think. Answer: 12 tons.", 100).action == "12"
-    assert parser.parse_harvest("**Answer**: 7", 100).action == "7"
-    assert parser.parse_harvest("I would catch 10 tons", 100).problem is not None  # no Answer: never silently 0
-    assert parser.parse_harvest("Answer: 120 tons", 100).problem is not None
-    assert parser.salvage_harvest("Answer: 120 tons", 100) == "100"
+    assert parser.parse_harvest("Let me think. Answer: 12 tons.").action == "12"
+    assert parser.parse_harvest("**Answer**: 7").action == "7"
+    assert parser.parse_harvest("I would catch 10 tons").problem is not None  # no Answer: never silently 0
+    assert parser.parse_harvest("Answer: 120 tons").action == "120"  # above the stock: what was asked, no re-ask
+    assert parser.parse_harvest("Answer: 1,000 tons").action == "1000"
+    assert parser.parse_harvest("Answer: -5 tons").problem is not None
+    assert parser.parse_harvest("Answer: 8 tons. On second thought, Answer: 12").action == "8"  # GovSim stops at the first
 
 
 def test_utterance_reader() -> None:
@@ -137,19 +157,32 @@ def test_limit_reflection_and_importance_readers() -> None:
     insights = parser.parse_reflection("1. Keep to 10 tons (because of 1,2)\n2. The lake is full (because of 3)", 3)
     assert json.loads(insights.action or "") == ["Keep to 10 tons", "The lake is full"]
     assert parser.parse_importance("Rating: 7").action == "7"
+    assert parser.parse_importance("Rating (1 to 10): 8").action == "8" and parser.parse_importance(" 6").action == "6"
     assert parser.parse_importance("Rating: 12").problem is not None
 
 
 # --- memory ------------------------------------------------------------------------------------------
-def test_retrieval_weighs_importance_relevance_and_keeps_always_memories_first() -> None:
+def test_retrieval_weighs_importance_relevance_keeps_always_memories_first_and_drops_expired_ones() -> None:
     memories = [
-        MemoryItem(0, "2024-01-01", "The community agreed on a maximum limit of 6 tons per person.", "limit", None, True),
-        MemoryItem(1, "2024-01-01", "Kate likes the weather at the lake.", "insight", 2),
-        MemoryItem(2, "2024-01-01", "Before everyone fishes, there are 60 tons of fish in the lake.", "observation", 7),
-        MemoryItem(3, "2024-02-01", "The boat needs new paint.", "insight", 2),
+        MemoryItem(0, "2024-01-30", "The community agreed on a maximum limit of 6 tons of fish per person.", "limit",
+                   "2024-04-02", None, True),
+        MemoryItem(1, "2024-01-31", "Kate likes the weather at the lake.", "insight", "2024-04-03", 2),
+        MemoryItem(2, "2024-01-31", "The stock in the lake was 60 tons of fish.", "insight", "2024-04-03", 7),
+        MemoryItem(3, "2024-02-29", "The boat needs new paint.", "insight", "2024-05-02", 2),
+        MemoryItem(4, "2024-01-01", "Before everyone fishes, there are 100 tons of fish in the lake.", "stock",
+                   "2024-01-31", None, True),
     ]
-    shown = retrieve(memories, ["how many tons of fish to catch in the lake"], 2)
+    shown = retrieve(memories, ["lake"], 2, "2024-03-01")
     assert [item.order for item in shown] == [0, 2]  # oldest first; the always memory, then relevant and important
+    assert [item.order for item in retrieve(memories, ["lake"], 9, "2024-04-02")] == [1, 2, 3]  # the limit expired
+    assert [item.order for item in retrieve(memories, ["lake"], 9, "2024-01-01")][-1] == 4  # the stock, that day only
+    assert 4 not in [item.order for item in retrieve(memories, ["lake"], 9, "2024-01-31")]
+
+
+def test_govsims_calendar() -> None:
+    assert [month_day(1, step).isoformat() for step in ("harvest", "discussion", "reflection")] == [
+        "2024-01-01", "2024-01-30", "2024-01-31"]
+    assert month_day(2, "reflection").isoformat() == "2024-02-29" and month_day(13, "harvest").isoformat() == "2025-01-01"
 
 
 # --- runs on the stand-in ---------------------------------------------------------------------------
@@ -203,6 +236,172 @@ def test_an_unparseable_harvest_is_reasked_then_recorded_as_a_fallback(tmp_path:
     store.close()
 
 
+# --- memory as GovSim keeps it, read back from the store -------------------------------------------
+def harvest_prompts(store: Store, game: CommonsGame) -> list[tuple[int, int, str]]:
+    """(month, agent, the prompt's text) of every harvest call, rebuilt from the store."""
+    rows = store.rows("SELECT t, agent, context FROM calls WHERE run = 1 AND attempt = 0 AND context LIKE "
+                      "'{\"kind\":\"harvest\"%' ORDER BY t, agent")
+    prompts = []
+    for t, agent, context in rows:
+        (message,) = store.messages(game, 1, t, agent, 0)  # one user message, the rules first
+        assert message.role == "user" and message.content.startswith("You are ")
+        prompts.append((json.loads(context)["month"], agent, message.content))
+    return prompts
+
+
+def memory_lines(prompt: str) -> list[tuple[str, str]]:
+    block = prompt.split("(format: YYYY-MM-DD: memory):\n", 1)[1].split("\n\n", 1)[0]
+    return [(line[2:12], line[14:]) for line in block.splitlines()]
+
+
+def test_harvest_prompts_show_the_current_stock_threshold_and_limits_in_force_and_ten_memories(tmp_path: Path) -> None:
+    """A 12-month universalization run on the stand-in, its harvest prompts rebuilt from the
+    store: each month's stock and threshold sentence, that month's only; the agreed limits
+    still in force (GovSim keeps each 63 days: the current agreement and the one before it,
+    in April also January's), each once; the top 10 memories, or every memory in force when
+    there are fewer."""
+    game = CommonsGame(universalization=True)
+    (summary,) = run_experiment(game, tmp_path / "out", seed=3)
+    assert summary["outcome"] == "survived" and summary["months"] == 12
+    held = {agent.index: list(agent.memory) for agent in run_model(game, seed=summary["seed"]).agents}  # the same run
+    store = Store(tmp_path / "out")
+    prompts = harvest_prompts(store, game)
+    store.close()
+    assert sorted({month for month, _, _ in prompts}) == list(range(1, 13)) and len(prompts) == 60
+    agreed = {month: limit for month, limit in enumerate(summary["limits"], start=1) if limit is not None}
+    assert len(agreed) == 12
+    capped = 0
+    for month_, agent, prompt in prompts:
+        today, stock = month_day(month_, "harvest"), summary["stock"][month_ - 1]
+        shown = memory_lines(prompt)
+        texts = [text for _, text in shown]
+        stocks = [text for text in texts if text.startswith("Before everyone fishes")]
+        assert stocks == [f"Before everyone fishes, there are {stock} tons of fish in the lake."]
+        universal = [text for text in texts if text.startswith("Given the current situation")]
+        assert universal == [f"Given the current situation, if everyone fishes more than {stock // 10} tons, the lake "
+                             "population will shrink next month."]
+        limits = sorted((date, text) for date, text in shown if text.startswith("The community agreed"))
+        in_force = sorted((month_day(made, "discussion").isoformat(),
+                           f"The community agreed on a maximum limit of {limit} tons of fish per person.")
+                          for made, limit in agreed.items()
+                          if month_day(made, "discussion") < today < month_day(made, "discussion") + timedelta(days=63))
+        assert limits == in_force and len(set(limits)) == len(limits)
+        if month_ > 1:  # the current agreement is always there, none older than two months but in April
+            assert limits[-1][0] == month_day(month_ - 1, "discussion").isoformat()
+            assert len(limits) == (3 if month_ == 4 else min(2, month_ - 1))
+        available = sum(1 for item in held[agent] if item.date <= today.isoformat() < item.expires)
+        assert len(shown) == min(10, available)
+        capped += available > 10
+    assert capped > 0  # the cap of 10 was reached (April: 11 memories in force)
+
+
+class GrabbingKate:
+    """Kate asks for 100 tons in month 2, whatever is in the lake; the stand-in answers the rest."""
+
+    def answer(self, request: Request) -> str | None:
+        situation = request.situation
+        if isinstance(situation, CommonsSituation) and situation.kind == "harvest" and situation.name == "Kate" \
+                and situation.month == 2:
+            return "I will take everything I can. Answer: 100 tons."
+        return None
+
+
+class Grabbing(CommonsGame):
+    def standin_rules(self) -> list[Any]:
+        return [GrabbingKate(), *super().standin_rules()]
+
+
+def test_a_request_above_the_stock_is_recorded_handed_out_by_the_papers_rule_and_counted(tmp_path: Path) -> None:
+    game = Grabbing(months=3)
+    (summary,) = run_experiment(game, tmp_path / "out", seed=3)
+    store = Store(tmp_path / "out")
+    harvest_t = [t for (t,) in store.rows("SELECT DISTINCT t FROM calls WHERE run = 1 AND context LIKE "
+                                          "'{\"kind\":\"harvest\"%' ORDER BY t")]
+    calls = list(store.rows("SELECT agent, attempt, reply FROM calls WHERE run = 1 AND t = ?", (harvest_t[1],)))
+    moves = {agent: (action, payoff) for agent, action, payoff in store.rows(
+        "SELECT agent, action, payoff FROM moves WHERE run = 1 AND t = ?", (harvest_t[1],))}
+    fallbacks = list(store.rows("SELECT COUNT(*) FROM moves WHERE run = 1 AND fallback"))
+    store.close()
+    assert [(attempt, "100 tons" in reply) for agent, attempt, reply in calls if agent == 1] == [(0, True)]  # no re-ask
+    assert moves[1][0] == "100" and fallbacks == [(0,)]  # recorded as asked, not a fallback
+    stock = summary["stock"][1]
+    wanted = {agent: int(action) for agent, (action, _) in moves.items()}
+    caught = {agent: int(payoff) for agent, (_, payoff) in moves.items()}
+    assert sum(wanted.values()) > stock == sum(caught.values())  # every unit handed out, none beyond the stock
+    assert all(0 <= caught[agent] <= wanted[agent] for agent in caught) and caught[1] > stock // 10
+    assert summary["catches"][1]["Kate"] == caught[1]
+    # over-usage (Eq. 5) recomputed from the record: Kate's grab counts
+    harvests = [(amount, stock_ // 10) for stock_, month_catches in zip(summary["stock"], summary["catches"])
+                for amount in month_catches.values() if amount > 0]
+    assert summary["over_usage"] == pytest.approx(sum(amount > limit for amount, limit in harvests) / len(harvests),
+                                                  abs=1e-4)
+    assert summary["over_usage"] > 0
+
+
+def test_a_run_cut_by_max_rounds_is_truncated_and_left_out_of_the_survival_rate(tmp_path: Path) -> None:
+    fishing = str(ROOT / "scenarios" / "commons_fishing.py")
+    results = tmp_path / "results"
+    assert cli(fishing, "--runs", "1", "--no-live", "--out", str(results / "whole")).returncode == 0
+    cut = cli(fishing, "--runs", "1", "--no-live", "--set", "max_rounds=20", "--out", str(results / "cut"))
+    assert cut.returncode == 0, cut.stderr
+    (run,) = json.loads((results / "cut" / "summary.json").read_text())["runs"]
+    assert run["stop_reason"] == "max_rounds" and run["months"] < 12
+    assert run["outcome"] == "truncated" and run["survived"] is None and run["collapse_month"] is None
+    report = cli("report", str(results))
+    assert report.returncode == 0, report.stderr
+    header, *rows = (results / "report" / "commons_metrics.csv").read_text().splitlines()
+    (row,) = [dict(zip(header.split(","), line.split(","))) for line in rows]
+    assert (row["runs"], row["truncated"], float(row["survival_rate"])) == ("1", "1", 1.0)  # not 0.5
+    survival = (results / "report" / "commons_survival.csv").read_text().splitlines()
+    assert [(int(line.split(",")[1]), float(line.split(",")[2])) for line in survival[1:]] == [(0, 1.0)]  # censored
+    shown = cli("commons-transcript", str(results / "cut"), "--run", "1")
+    assert "outcome: truncated" in shown.stdout
+
+
+def test_the_newcomer_run_lasts_fifteen_months_and_the_locals_carry_their_persona_line(tmp_path: Path) -> None:
+    game = CommonsGame(newcomer=True, standin=CommonsStandInSettings(greedy_share=0.1))
+    (summary,) = run_experiment(game, tmp_path / "out", seed=3)
+    assert summary["outcome"] == "survived" and summary["months"] == 15 and summary["survival_months"] == 15
+    store = Store(tmp_path / "out")
+    prompts = harvest_prompts(store, game)
+    store.close()
+    local = "after reproduction.You are a local who learned to fish from your family."  # appended as GovSim does
+    outsider = "after reproduction.You are a newcomer with a goal to expand your fishing business."
+    assert {month for month, agent, _ in prompts if agent == 4} == set(range(4, 16))  # Luke joins in month 4
+    for month_, agent, prompt in prompts:
+        assert (local in prompt, outsider in prompt) == ((True, False) if agent < 4 else (False, True))
+        assert ("three other fishermen" in prompt) == (month_ < 4)
+
+
+def test_every_discussion_opens_with_john_and_the_collapse_months_is_held(tmp_path: Path) -> None:
+    (summary,) = run_experiment(CommonsGame(newcomer=True), tmp_path / "out", seed=3)
+    assert summary["outcome"] == "collapsed"
+    collapse = summary["collapse_month"]
+    store = Store(tmp_path / "out")
+    steps = [(context["month"], context["kind"], context.get("name")) for context in (
+        json.loads(text) for (text,) in store.rows("SELECT context FROM calls WHERE run = 1 AND attempt = 0 ORDER BY t"))]
+    store.close()
+    for month_ in range(1, collapse + 1):
+        spoken = [name for m, kind, name in steps if m == month_ and kind == "utterance"]
+        assert spoken and spoken[0] == "John"
+        assert any(m == month_ and kind == "reflection" for m, kind, _ in steps)  # the collapse month's too
+    assert max(m for m, _, _ in steps) == collapse
+
+
+def test_importance_is_rated_where_govsim_rates_it(tmp_path: Path) -> None:
+    """Conversations and insights are rated; the stock, the catch, the universalization
+    sentence and the agreed limit are always retrieved and never rated."""
+    game = CommonsGame(months=2, universalization=True)
+    run_experiment(game, tmp_path / "out", seed=3)
+    store = Store(tmp_path / "out")
+    rated = [json.loads(context) for (context,) in store.rows(
+        "SELECT context FROM calls WHERE run = 1 AND attempt = 0 AND context LIKE '{\"kind\":\"importance\"%'")]
+    store.close()
+    assert rated and {situation["memory_kind"] for situation in rated} == {"chat", "insight"}
+    assert not any(situation["memory"].startswith(("Before everyone", "Given the current", "The community agreed"))
+                   or " wanted to catch " in situation["memory"] for situation in rated)
+
+
 def run_conditions(tmp_path: Path) -> dict[str, dict[str, Any]]:
     results = {}
     for name, changes in {"default": {}, "universalization": {"universalization": True},
@@ -222,7 +421,7 @@ def test_the_conditions_differ_as_the_standin_says(tmp_path: Path) -> None:
     assert universal["survival_months"] == 12
     assert universal["gain"] > default["gain"] and universal["efficiency"] > default["efficiency"]
     assert silent["over_usage"] > default["over_usage"]  # Table 3: without communication, more over-usage
-    assert newcomer["equality"] < default["equality"] and newcomer["survival_months"] < 12
+    assert newcomer["equality"] < default["equality"] and newcomer["survival_months"] < 15
     store = Store(tmp_path / "newcomer")
     first = dict(store.rows("SELECT agent, payoff FROM moves WHERE run = 1 AND t = (SELECT MIN(t) FROM decisions "
                             "WHERE run = 1 AND agent = 4 AND context LIKE '{\"kind\":\"harvest\"%')"))
@@ -267,7 +466,7 @@ class KillMidDiscussion:
     def answer(self, request):
         text = request.messages[-1].content
         conversation = text.split("Conversation so far:")[-1]
-        if "Output format:" in text and "Date: 2024-03-01" in text and conversation.count("\\n-") >= 3 and not MARKER.exists():
+        if "Output format:" in text and "Date: 2024-03-30" in text and conversation.count("\\n-") >= 3 and not MARKER.exists():
             MARKER.write_text("killed")
             os.kill(os.getpid(), signal.SIGKILL)
         return None
@@ -325,7 +524,7 @@ def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
     assert "Agreed limit:" in text and "Harvest: John wanted" in text and "Reflection, John:" in text
     prompts = cli("transcript", str(out), "--run", "4")  # every call's prompt: the no-communication cell's
     assert prompts.returncode == 0, prompts.stderr
-    assert "[system]" in prompts.stdout and "Date: 2024-02-01" in prompts.stdout
+    assert "[user]" in prompts.stdout and "[system]" not in prompts.stdout and "Date: 2024-02-01" in prompts.stdout
     assert "opportunity to communicate" not in prompts.stdout and "Ladies and gentlemen" not in prompts.stdout
     talk = cli("transcript", str(out), "--run", "1")
     assert "opportunity to communicate" in talk.stdout and "Conversation conclusion by me:" in talk.stdout
@@ -335,7 +534,7 @@ def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
 def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
     silent = CommonsSituation(kind="harvest", month=2, agent=0, name="John", others=("Kate",), stock=60, silent=True,
                               date="2024-02-01", memories=(("2024-02-01", "Before everyone fishes, there are 60 tons"),))
-    greedy = CommonsSituation(kind="harvest", month=4, agent=1, name="Kate", others=("John",), stock=80, greedy=True)
+    greedy = CommonsSituation(kind="harvest", month=4, agent=1, name="Kate", others=("John",), stock=80, role="newcomer")
     default_game = CommonsGame()  # the grid's base parameters, as a generic reader would rebuild with
     system = default_game.rebuild_messages(silent.encode())[0].content
     assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")

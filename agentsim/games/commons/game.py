@@ -1,25 +1,34 @@
 """GovSim, the governance of the commons (Piatti et al., "Cooperate or Collapse", NeurIPS
-2024), as a scenario on the common scheduler.
+2024), as a scenario on the common scheduler, step by step as GovSim's code runs a month
+(simulation/scenarios/common/environment/concurrent_env.py and the persona_v3 agents; paths
+are GovSim's repository's).
 
 Five villagers share a resource of capacity 100 (fish in a lake; grass on a pasture and a
-river's capacity to absorb pollution are the same dynamics with other words). Each month:
+river's capacity to absorb pollution are the same dynamics in GovSim's other words). Each
+month, on GovSim's calendar (harvest on the 1st, discussion the day before the last,
+reflection on the last):
 
-1. harvest: every villager privately says how much it takes, between 0 and the stock; if the
-   demand exceeds the stock, each unit goes to a uniformly random villager whose demand is not
-   yet met (dice from the run's seed); a stock below 5 after harvest is a collapse, and the
-   run ends;
+1. harvest: every villager sees the stock (and, with universalization, the threshold
+   sentence), retrieves its top memories and privately says how much it takes; what it asks
+   for is recorded as asked, above the stock too; if the demand exceeds the stock, each unit
+   goes to a uniformly random villager whose demand is not yet met (dice from the run's seed).
+   Each villager then remembers its own catch;
 2. discussion (unless `communication` is off): the mayor opens with each villager's catch,
-   then one villager speaks at a time (the first drawn at random, then whomever the speaker
-   names), at most ten utterances; a framework model then reads the agreed per-person limit
-   from the conversation, which every villager keeps as a memory;
+   then the first villager (GovSim: John) speaks, then whomever the speaker names, at most
+   nine utterances (ten steps with the mayor's); a framework model then reads the agreed
+   per-person limit from the conversation, which every villager keeps as a memory for 63
+   days, beside the conversation itself;
 3. reflection at home: each villager writes insights from its retrieved memories;
-4. the stock doubles, up to capacity.
+4. a stock below 5 after the harvest is a collapse: the run ends here, after the month's
+   discussion and reflection, as GovSim's code ends it; else the stock doubles, up to
+   capacity.
 
-Every memory a villager writes (its harvest, the conversation, its insights) is rated for
-importance by the villager's own model as it is stored; retrieval weighs recency, importance
-and relevance (memory.py). Variants: `universalization` (the sustainability-threshold sentence
-in memory every month), `newcomer` (a greedy villager joins after three months of four),
-`communication=false` (the no-language ablation), and mixed-model groups (`--population`).
+The stock, the catch and the universalization sentence are kept for the month (they expire
+on its last day); the agreed limit, the conversation and the insights for 63 days. Only the
+conversation and the insights are rated for importance (by the villager's own model, as GovSim
+rates them); the rest is always retrieved. Variants: `universalization`, `newcomer` (four
+locals for three months, then an outsider; 15 months), `communication=false` (the
+no-language ablation), and mixed-model groups (`--population`).
 
 Each step is one scheduler round whose groups the state proposes: the harvest is one group of
 every present villager, an utterance is one speaker, the limit is the framework agent, a
@@ -34,6 +43,7 @@ import asyncio
 import json
 import random
 from dataclasses import replace
+from datetime import date
 from functools import cached_property
 from typing import Any
 
@@ -51,10 +61,7 @@ from .metrics import MonthRecord, run_metrics
 from .params import CommonsParams
 from .situations import CommonsSituation
 from .standin import CommonsStandIn, CommonsStandInSettings
-from .state import CommonsState, StepStats
-
-HARVEST_FOCUS = "how much to {take} this month: the {resource} {where}, the others' catches and any agreed limit"
-REFLECTION_FOCUS = "the {resource} {where}, what everyone {taken}, and what the community agreed"
+from .state import KEPT, CommonsState, StepStats
 
 
 class StepPairing(GroupPairing):
@@ -92,7 +99,7 @@ class CommonsGame(Scenario[CommonsParams]):
         names = [prompts.NAMES[index % len(prompts.NAMES)] + ("" if index < len(prompts.NAMES) else str(index))
                  for index in villagers]
         state = CommonsState(names=names, villagers=villagers, framework=params.agents, stock=params.initial_stock)
-        state.present = villagers[:-1] if params.newcomer else list(villagers)
+        state.present = villagers[:params.community]
         self._start_month(model, state)
         return state
 
@@ -101,11 +108,11 @@ class CommonsGame(Scenario[CommonsParams]):
 
     def max_rounds(self) -> int:
         """`max_rounds` when set; else a bound the run never reaches (it ends with its months
-        or a collapse), which gives the live view its progress: per month at most three
-        rating rounds, the harvest, the utterances, the limit, the reflection and one rating
+        or a collapse), which gives the live view its progress: per month the harvest, the
+        utterances, the limit, the conversation's rating, the reflection and one rating
         round per insight."""
         params = self.params
-        return params.max_rounds or params.months * (7 + params.max_utterances + params.max_insights)
+        return params.max_rounds or params.horizon * (4 + params.max_utterances + params.max_insights)
 
     def stop_reason(self, model: PopulationModel) -> str | None:
         return model.metrics.finished
@@ -127,9 +134,9 @@ class CommonsGame(Scenario[CommonsParams]):
 
     # --- encounters ------------------------------------------------------------------------
     def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
-        """A harvest's dice: the seed of its unit allocation and the first speaker's draw."""
+        """A harvest's dice: the seed of its unit allocation."""
         if model.metrics.phase == "harvest":
-            return model.random.getrandbits(64), model.random.random()
+            return model.random.getrandbits(64)
         return None
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[CommonsSituation, ...]:
@@ -177,36 +184,34 @@ class CommonsGame(Scenario[CommonsParams]):
             following = "reflection"
         else:
             following = "month_end"
+        if any(_unrated(_agent(model, index)) for index in state.present):  # rated as they are stored
+            state.phase, state.after_importance = "importance", following
+            return
         if following == "month_end":
             self._end_month(model, state)
-            return
-        if any(_unrated(_agent(model, index)) for index in state.present):
-            state.phase, state.after_importance = "importance", following
             return
         if following == "utterance" and phase != "utterance":
             caught = tuple((state.names[index], state.current.caught[index]) for index in state.present)
             state.conversation = [(prompts.MAYOR, prompts.mayor_report(self.words, caught))]
-            state.speaker, state.discussion_over = state.first_speaker, False
+            state.speaker, state.discussion_over = state.present[0], False  # GovSim's John opens
         state.phase = following
 
     # --- steps ---------------------------------------------------------------------------------
     def _resolve_harvest(self, model: PopulationModel, state: CommonsState, encounter: Encounter,
                          decisions: tuple[Decision, ...]) -> tuple[list[Move], int]:
-        allocation_seed, speaker_die = encounter.drawn
         wanted = {agent.index: int(decision.action or 0) for agent, decision in zip(encounter.agents, decisions)}
         fallbacks = frozenset(agent.index for agent, decision in zip(encounter.agents, decisions) if decision.fallback)
-        caught = allocate(wanted, state.stock, random.Random(allocation_seed))
+        caught = allocate(wanted, state.stock, random.Random(encounter.drawn))
         record = state.current
         record.wanted, record.caught, record.fallbacks = wanted, caught, fallbacks
         state.stock -= sum(caught.values())
         record.stock_after = state.stock
-        state.first_speaker = state.present[int(speaker_die * len(state.present))]
+        record.collapsed = state.stock < self.params.collapse_below  # the run ends with this month
+        discussion, month_end = state.day("discussion"), state.day("reflection")
         for agent in encounter.agents:
-            text = prompts.harvest_line(self.words, state.names[agent.index], wanted[agent.index], caught[agent.index])
-            self._remember(state, agent, text, "observation")
-        if state.stock < self.params.collapse_below:
-            record.collapsed = True
-            state.finished = "collapse"
+            text = self.words.catch.format(name=state.names[agent.index], wanted=wanted[agent.index],
+                                           caught=caught[agent.index])
+            self._remember(agent, state, text, "catch", discussion, until=month_end, always=True)
         moves = [Move(agent.index, decision.action, caught[agent.index]) for agent, decision in zip(encounter.agents, decisions)]
         return moves, state.stock
 
@@ -228,17 +233,20 @@ class CommonsGame(Scenario[CommonsParams]):
         limit = None if decision.action in (None, "none") else int(decision.action)
         state.current.limit = limit
         chat = "Conversation at the town hall: " + " | ".join(f"{speaker}: {said}" for speaker, said in state.conversation)
+        today = state.day("discussion")
         for index in state.present:
             villager = _agent(model, index)
-            self._remember(state, villager, chat, "chat")
+            self._remember(villager, state, chat, "chat", today, until=today + KEPT)
             if limit is not None:
-                self._remember(state, villager, prompts.limit_line(self.words, limit), "limit", always=True)
+                self._remember(villager, state, self.words.limit_line.format(limit=limit), "limit", today,
+                               until=today + KEPT, always=True)
         return [Move(agent.index, decision.action, 0)]
 
     def _resolve_reflection(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent,
                             decision: Decision) -> list[Move]:
+        today = state.day("reflection")
         for insight in json.loads(decision.action) if decision.action else []:
-            self._remember(state, agent, insight, "insight")
+            self._remember(agent, state, insight, "insight", today, until=today + KEPT)
         return [Move(agent.index, decision.action, 0)]
 
     def _resolve_importance(self, agent: PopulationAgent, decision: Decision) -> list[Move]:
@@ -247,32 +255,45 @@ class CommonsGame(Scenario[CommonsParams]):
         agent.memory[position] = agent.memory[position]._replace(importance=rating)
         return [Move(agent.index, decision.action, 0)]
 
-    def _remember(self, state: CommonsState, agent: PopulationAgent, text: str, kind: str, *, always: bool = False) -> None:
-        agent.memory.append(MemoryItem(state.memories_made, state.date(), text, kind, None, always))
+    @staticmethod
+    def _remember(agent: PopulationAgent, state: CommonsState, text: str, kind: str, day: date, *, until: date,
+                  always: bool = False) -> None:
+        """A memory made on `day` and retrieved until the day before `until`; `always` ones
+        (GovSim's always_include) are never rated."""
+        agent.memory.append(MemoryItem(state.memories_made, day.isoformat(), text, kind, until.isoformat(), None, always))
         state.memories_made += 1
 
     def _start_month(self, model: PopulationModel, state: CommonsState) -> None:
+        """What every present villager perceives at the start of the month (GovSim's
+        _observe_pool): the stock and, with universalization, the threshold sentence, both
+        until the month's last day."""
         params = self.params
         if params.newcomer and state.month == params.newcomer_month:
             state.present.append(state.villagers[-1])
             state.greedy.add(state.villagers[-1])
-        threshold = params.threshold(state.stock, len(state.present))
+        threshold = params.threshold(state.stock)
         state.history.append(MonthRecord(state.month, state.stock, threshold))
+        today, month_end = state.day("harvest"), state.day("reflection")
         for index in state.present:
             villager = _agent(model, index)
-            self._remember(state, villager, prompts.stock_line(self.words, state.stock), "observation")
+            self._remember(villager, state, self.words.stock.format(stock=state.stock), "stock", today, until=month_end,
+                           always=True)
             if params.universalization:
-                self._remember(state, villager, prompts.universalization_line(self.words, threshold), "universalization",
-                               always=True)
-        # What the villagers perceive at the lake is rated for importance before they harvest.
-        state.phase, state.after_importance = "importance", "harvest"
+                self._remember(villager, state, self.words.universalization.format(threshold=threshold),
+                               "universalization", today, until=month_end, always=True)
+        state.phase = "harvest"
 
     def _end_month(self, model: PopulationModel, state: CommonsState) -> None:
+        """A collapse ends the run once its month's discussion and reflection are held; else
+        the stock regrows and the next month starts."""
         params = self.params
+        state.conversation, state.speaker = [], None
+        if state.current.collapsed:
+            state.finished = "collapse"
+            return
         state.stock = min(params.capacity, int(state.stock * params.growth))
         state.current.stock_regrown = state.stock
-        state.conversation, state.speaker = [], None
-        if state.month >= params.months:
+        if state.month >= params.horizon:
             state.finished = "months"
             return
         state.month += 1
@@ -281,52 +302,58 @@ class CommonsGame(Scenario[CommonsParams]):
     # --- what each agent is asked ------------------------------------------------------------
     def situation(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent) -> CommonsSituation:
         params, words, phase = self.params, self.words, state.phase
-        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, date=state.date(),
-                                silent=not params.communication)
+        base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, silent=not params.communication)
         if phase == "limit":
             return replace(base, conversation=tuple(state.conversation))
-        base = replace(base, name=state.names[agent.index], greedy=agent.index in state.greedy,
+        role = ("newcomer" if agent.index in state.greedy else "local") if params.newcomer else ""
+        base = replace(base, name=state.names[agent.index], role=role,
                        others=tuple(state.names[index] for index in state.present if index != agent.index))
         memories = list(agent.memory)
         if phase == "harvest":
-            focus = HARVEST_FOCUS.format(take=words.take, resource=words.resource, where=words.where)
-            return replace(base, stock=state.stock, memories=_pairs(retrieve(memories, [focus], params.retrieve_top_k)))
+            today = state.day("harvest").isoformat()
+            top_k = params.harvest_top_k or words.harvest_top_k
+            return replace(base, date=today, stock=state.stock,
+                           memories=_pairs(retrieve(memories, [words.location], top_k, today)))
         if phase == "utterance":
-            focal = [prompts.mayor_report(words, ())] + [utterance for _, utterance in state.conversation[-4:]]
-            return replace(base, memories=_pairs(retrieve(memories, focal, params.retrieve_top_k)),
+            today = state.day("discussion").isoformat()
+            focal = [""] + [utterance for _, utterance in state.conversation[-4:]]  # GovSim: the (empty) context
+            return replace(base, date=today, memories=_pairs(retrieve(memories, focal, params.discussion_top_k, today)),
                            conversation=tuple(state.conversation),
                            participants=tuple(state.names[index] for index in state.present))
         if phase == "reflection":
-            focus = REFLECTION_FOCUS.format(resource=words.resource, where=words.where, taken=words.taken)
-            return replace(base, memories=_pairs(retrieve(memories, [focus], params.reflection_top_k)))
-        return replace(base, memory=next(item for item in memories if _needs_rating(item)).text)
+            today = state.day("reflection").isoformat()
+            return replace(base, date=today, memories=_pairs(retrieve(memories, [prompts.REFLECTION_FOCUS],
+                                                                      params.reflection_top_k, today)))
+        item = next(item for item in memories if _needs_rating(item))
+        return replace(base, memory=item.text, memory_kind=item.kind)
 
     def messages(self, situation: CommonsSituation) -> tuple[Message, ...]:
+        """One user message, the rules first, as GovSim sends every prompt; the framework
+        model's limit extraction has no rules."""
         params, words, kind = self.params, self.words, situation.kind
         if kind == "limit":
             return (Message("user", prompts.limit_prompt(words, situation.conversation)),)
-        system = Message("system", prompts.system_prompt(
-            words, name=situation.name, others=situation.others, capacity=params.capacity,
-            communication=not situation.silent, greedy=situation.greedy))
+        text = prompts.rules(words, name=situation.name, others=situation.others, capacity=params.capacity,
+                             communication=not situation.silent, role=situation.role) + "\n"
         if kind == "harvest":
-            text = (prompts.location_time(words.place, situation.date) + prompts.memory_block(situation.name, situation.memories)
-                    + "\n" + prompts.harvest_task(words, situation.stock))
+            text += (prompts.location_time(words.location, situation.date)
+                     + prompts.memory_block(situation.name, situation.memories) + "\n"
+                     + words.harvest_task.format(stock=situation.stock))
         elif kind == "utterance":
-            text = (prompts.location_time("restaurant", situation.date)
-                    + prompts.memory_block(situation.name, situation.memories) + "\n"
-                    + f"Scenario: {prompts.comma_list(situation.participants)} are engaged in a group chat.\n"
-                    + "Conversation so far:\n" + prompts.conversation_text(situation.conversation) + "\n\n"
-                    + prompts.UTTERANCE_TASK)
+            text += (prompts.location_time(prompts.RESTAURANT, situation.date)
+                     + prompts.memory_block(situation.name, situation.memories) + "\n"
+                     + prompts.utterance_task(situation.participants, situation.conversation))
         elif kind == "reflection":
-            text = prompts.memory_block(situation.name, situation.memories, numbered=True) + "\n" + prompts.REFLECTION_TASK
+            text += prompts.memory_block(situation.name, situation.memories, numbered=True) + "\n" + prompts.REFLECTION_TASK
         else:
-            text = prompts.IMPORTANCE_TASK.format(memory=situation.memory)
-        return system, Message("user", text)
+            task = prompts.IMPORTANCE_TASKS[situation.memory_kind or "insight"]
+            text += task.format(name=situation.name, memory=situation.memory) + prompts.RATING
+        return (Message("user", text),)
 
     def parse(self, text: str, situation: CommonsSituation) -> Parsed:
         kind = situation.kind
         if kind == "harvest":
-            return parser.parse_harvest(text, situation.stock)
+            return parser.parse_harvest(text)
         if kind == "utterance":
             return parser.parse_utterance(text, situation.name, situation.participants)
         if kind == "limit":
@@ -338,7 +365,7 @@ class CommonsGame(Scenario[CommonsParams]):
     def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:
         kind = situation.kind
         if kind == "harvest":
-            return prompts.harvest_reminder(self.words, situation.stock)
+            return prompts.harvest_reminder(self.words)
         if kind == "utterance":
             return prompts.utterance_reminder(tuple(name for name in situation.participants if name != situation.name))
         if kind == "limit":
@@ -348,10 +375,8 @@ class CommonsGame(Scenario[CommonsParams]):
         return prompts.IMPORTANCE_REMINDER
 
     def salvage(self, reply: str, situation: CommonsSituation) -> str | None:
-        """A number out of range, brought into it; an utterance whose format failed, ending the
-        discussion. Recorded as fallbacks, like everything below."""
-        if situation.kind == "harvest":
-            return parser.salvage_harvest(reply, situation.stock)
+        """An utterance whose format failed, ending the discussion: recorded as a fallback,
+        like everything below."""
         if situation.kind == "utterance":
             return parser.salvage_utterance(reply)
         return None
@@ -359,8 +384,9 @@ class CommonsGame(Scenario[CommonsParams]):
     def fallback(self, situation: CommonsSituation, unit: float) -> str | None:
         """What a step takes when no usable reply came: a harvest of 0 (GovSim's default, but
         recorded as a fallback, counted in `harvest_fallbacks` and left out of over-usage), no
-        utterance (the discussion ends), no agreed limit, no insights, the lowest importance."""
-        return {"harvest": "0", "utterance": None, "limit": "none", "reflection": "[]", "importance": "1"}[situation.kind]
+        utterance (the discussion ends), no agreed limit, no insights, GovSim's default
+        importance of 5."""
+        return {"harvest": "0", "utterance": None, "limit": "none", "reflection": "[]", "importance": "5"}[situation.kind]
 
     def encode(self, situation: CommonsSituation) -> str:
         return situation.encode()
@@ -378,9 +404,9 @@ class CommonsGame(Scenario[CommonsParams]):
         params = self.params
         labels = {agent.index: agent.policy.label for agent in model.agents}
         summary = run_metrics(
-            state.history, horizon=params.months, villagers=state.villagers,
+            state.history, horizon=params.horizon, villagers=state.villagers,
             initial_sustainable=params.sustainable_catch(params.initial_stock),
-            names=dict(enumerate(state.names)), models=labels)
+            names=dict(enumerate(state.names)), ended=state.finished is not None, models=labels)
         summary |= {"resource": params.resource, "months": len(state.history),
                     "condition": self.condition(), "framework_model": labels[state.framework]}
         return summary
@@ -396,14 +422,14 @@ class CommonsGame(Scenario[CommonsParams]):
         state: CommonsState = model.metrics
         limits = [record.limit for record in state.history if record.limit is not None]
         return {"lines": [
-            ("month", f"{state.month} of {self.params.months}, {state.phase}"),
-            ("stock", f"{state.stock} of {self.params.capacity} {self.words.unit_plural}"
-             + (" (collapsed)" if state.finished == "collapse" else "")),
-            ("agreed limit", f"{limits[-1]} {self.words.unit_plural} per person" if limits else "none yet"),
+            ("month", f"{state.month} of {self.params.horizon}, {state.phase}"),
+            ("stock", f"{state.stock} of {self.params.capacity} {self.words.stock_unit}"
+             + (" (collapsed)" if state.history and state.current.collapsed else "")),
+            ("agreed limit", f"{limits[-1]} {self.words.unit} per person" if limits else "none yet"),
         ]}
 
     def standin_rules(self) -> list[StandInRule]:
-        return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit_plural)]
+        return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit)]
 
 
 def allocate(wanted: dict[int, int], stock: int, rng: random.Random) -> dict[int, int]:

@@ -3,10 +3,9 @@
 For a run with horizon T months, villagers I and r_t^i the amount villager i actually got in
 month t (after allocation), h(t) the stock at the start of month t:
 
-- survival time M: the last month whose harvest the resource survived, i.e. the month in
-  which it collapsed (the stock after harvest fell below the critical level), or T if it
-  never did (Eq. 1: the longest period with h(t) > 0);
-- survival rate: the share of runs with M = T (no collapse);
+- survival time M: the month in which the resource collapsed (the stock after harvest fell
+  below the critical level), or T if it never did (Eq. 1: the longest period with h(t) > 0);
+- survival rate: the share of runs with M = T (no collapse) among the runs that ended;
 - total gain R_i = sum_t r_t^i (Eq. 2), reported per villager and as the villagers' mean;
 - equality E = 1 - sum_i sum_j |R_i - R_j| / (2 |I| sum_i R_i) (Eq. 3), 1 when nobody got anything;
 - efficiency U = 1 - max(0, T F(0) - sum_t sum_i r_t^i) / (T F(0)) (Eq. 4), where F(0) is
@@ -16,8 +15,14 @@ month t (after allocation), h(t) the stock at the start of month t:
 - over-usage O = #{(i, t): r_t^i > f(t)} / #{(i, t): r_t^i > 0} (Eq. 5), where f(t) is the
   threshold per person at the start of month t (floor(h(t) / 10) for five fishers).
 
-A harvest that was a recorded fallback (an unusable reply) counts for what it gave (the
-environment took it) but never as a choice: it is left out of over-usage.
+A harvest that was a recorded fallback (a reply with no number) counts for what it gave (the
+environment took it) but never as a choice: it is left out of over-usage. A request above the
+stock is a choice: it is handed out by the paper's rule and counts like any other.
+
+A run's `outcome` is "collapsed", "survived" (it reached the horizon) or "truncated": stopped
+before either (a cap on steps, a budget, Ctrl-C). A truncated run has no survival verdict
+(`survived` is None); its survival time is the months it harvested, censored: Kaplan-Meier
+counts it at risk until then, never as a collapse, and the survival rate leaves it out.
 """
 
 from __future__ import annotations
@@ -44,12 +49,24 @@ class MonthRecord:
     utterances: int = 0
     stock_regrown: int | None = None
 
+    @property
+    def harvested(self) -> bool:
+        return bool(self.caught)
+
 
 def survival_months(history: Sequence[MonthRecord], horizon: int) -> int:
+    """The collapse month, else the months harvested (the horizon for a run that ended)."""
     for record in history:
         if record.collapsed:
             return record.month
-    return min(horizon, len(history))
+    return min(horizon, sum(record.harvested for record in history))
+
+
+def outcome(history: Sequence[MonthRecord], *, ended: bool) -> str:
+    """collapsed, survived or truncated (stopped before a collapse or the horizon)."""
+    if any(record.collapsed for record in history):
+        return "collapsed"
+    return "survived" if ended else "truncated"
 
 
 def gains(history: Iterable[MonthRecord], villagers: Iterable[int]) -> dict[int, int]:
@@ -92,15 +109,18 @@ def over_usage(history: Iterable[MonthRecord], villagers: Iterable[int] | None =
 
 
 def run_metrics(history: Sequence[MonthRecord], *, horizon: int, villagers: Sequence[int],
-                initial_sustainable: int, names: Mapping[int, str],
+                initial_sustainable: int, names: Mapping[int, str], ended: bool = True,
                 models: Mapping[int, str] | None = None) -> dict[str, Any]:
-    """Everything summary.json keeps of a run's outcome, per run and per model."""
+    """Everything summary.json keeps of a run's outcome, per run and per model. `ended`: the
+    run reached its horizon or a collapse (False: it was stopped before)."""
     totals = gains(history, villagers)
     months = survival_months(history, horizon)
     usage = over_usage(history)
+    verdict = outcome(history, ended=ended)
     result: dict[str, Any] = {
+        "outcome": verdict,
         "survival_months": months,
-        "survived": months >= horizon and not any(record.collapsed for record in history),
+        "survived": None if verdict == "truncated" else verdict == "survived",
         "collapse_month": next((record.month for record in history if record.collapsed), None),
         "gain": round(sum(totals.values()) / len(totals), 4) if totals else 0.0,
         "gains": {names[index]: amount for index, amount in totals.items()},

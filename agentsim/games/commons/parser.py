@@ -12,6 +12,8 @@ from ...scenario import Parsed
 
 _ANSWER = re.compile(r"(?:\*\*answer\*\*\s*:|answer\s*:|so, the answer is\s*:)", re.IGNORECASE)
 _INTEGER = re.compile(r"-?\d+")
+_AMOUNT = re.compile(r"(-?)\s*(\d{1,3}(?:,\d{3})+(?!\d)|\d+)")  # "1,000" is one thousand
+_RATING = re.compile(r"rating(?:\s*\(1 to 10\))?\s*:", re.IGNORECASE)
 _CONCLUSION = re.compile(r"conversation conclusion by me\s*:", re.IGNORECASE)
 _NEXT = re.compile(r"next speaker\s*:", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*(.+?)\s*$")
@@ -20,29 +22,27 @@ _NOT_AVAILABLE = re.compile(r"\b(?:n/?a|none|no limit|no agreement)\b", re.IGNOR
 
 
 def _after_answer(text: str) -> str | None:
-    """The text after the last "Answer:" marker (GovSim's stop regex), or None."""
-    markers = list(_ANSWER.finditer(text))
-    return text[markers[-1].end():] if markers else None
+    """The text after the first "Answer:" marker, where GovSim's stop regex ends the
+    reasoning (act_prompts.py), or None."""
+    marker = _ANSWER.search(text)
+    return text[marker.end():] if marker else None
 
 
-def parse_harvest(text: str, stock: int) -> Parsed:
+def parse_harvest(text: str) -> Parsed:
+    """The first whole number after "Answer:", as GovSim reads it (a digits regex),
+    whatever the stock: an amount above it is what the agent asked for, and the environment
+    hands out what there is. A negative number is no amount (GovSim's regex would drop the
+    sign and read -5 as 5)."""
     answer = _after_answer(text)
     if answer is None:
         return Parsed(None, 'no "Answer:" in the reply')
-    number = _INTEGER.search(answer)
+    number = _AMOUNT.search(answer)
     if number is None:
         return Parsed(None, 'no number after "Answer:"')
-    amount = int(number.group())
-    if not 0 <= amount <= stock:
-        return Parsed(None, f"{amount} is outside the range 0-{stock}")
+    amount = int(number.group(2).replace(",", ""))
+    if number.group(1):
+        return Parsed(None, f"-{amount} is negative: the amount is a whole number from 0 up")
     return Parsed(str(amount))
-
-
-def salvage_harvest(text: str, stock: int) -> str | None:
-    """A number after "Answer:" outside the range, brought into it (recorded as a fallback)."""
-    answer = _after_answer(text)
-    number = _INTEGER.search(answer) if answer is not None else None
-    return None if number is None else str(min(max(int(number.group()), 0), stock))
 
 
 def utterance_action(say: str, end: bool, next_speaker: str | None) -> str:
@@ -123,7 +123,8 @@ def parse_reflection(text: str, max_insights: int) -> Parsed:
 
 
 def parse_importance(text: str) -> Parsed:
-    marker = re.search(r"rating\s*:", text, re.IGNORECASE)
+    """The number after "Rating (1 to 10):" or "Rating:" (else the reply's first number)."""
+    marker = _RATING.search(text)
     number = _INTEGER.search(text[marker.end():] if marker else text)
     if number is None or not 1 <= int(number.group()) <= 10:
         return Parsed(None, "no rating from 1 to 10")

@@ -83,7 +83,7 @@ def _resource_over_time(context: ReportContext, ordered: list[tuple[str, str, st
         axis.set_title(_label(group), fontsize=9)
         axis.set_xlabel("month")
         axis.set_ylim(0, 105)
-        axis.set_xlim(0.5, 12.5)
+        axis.set_xlim(0.5, max([12] + [len(run.get("stock") or []) for run in groups[group]]) + 0.5)  # newcomer: 15
     axes[0][0].set_ylabel("resource at the start of the month")
     context.add_figure("commons_resource", "Resource over time, per run (Fig. 3)", figure,
                        ["group", "experiment", "run", "month", "stock"], rows,
@@ -96,7 +96,7 @@ def _survival_curves(context: ReportContext, ordered: list[tuple[str, str, str]]
     axis = axes[0][0]
     rows = []
     for number, group in enumerate(ordered):
-        times = [run["survival_months"] for run in groups[group]]
+        times = [run["survival_months"] for run in groups[group]]  # a truncated run's: censored where it stopped
         events = [run.get("collapse_month") is not None for run in groups[group]]
         curve = kaplan_meier(times, events)
         horizon = max(times)
@@ -109,7 +109,8 @@ def _survival_curves(context: ReportContext, ordered: list[tuple[str, str, str]]
     axis.set_ylim(-0.02, 1.05)
     axis.legend(fontsize=7)
     context.add_figure("commons_survival", "Survival (Kaplan-Meier)", figure, ["group", "month", "survival", "runs"], rows,
-                       caption="Runs that reached the horizon, or stopped without a collapse, are censored.")
+                       caption="Runs that reached the horizon, or were stopped (truncated) without a collapse, are "
+                               "censored at their last month.")
 
 
 def _catches(context: ReportContext, ordered: list[tuple[str, str, str]],
@@ -140,28 +141,35 @@ def _catches(context: ReportContext, ordered: list[tuple[str, str, str]],
                        caption="With a newcomer, the last villager joins after three months.")
 
 
+def _truncated(run: dict[str, Any]) -> bool:
+    return run.get("outcome") == "truncated"
+
+
 def _metrics_table(context: ReportContext, ordered: list[tuple[str, str, str]],
                    groups: dict[tuple[str, str, str], list[dict[str, Any]]]) -> None:
     rows = []
     for group in ordered:
         runs = groups[group]
+        ended = [run for run in runs if not _truncated(run)]
         resource, model, condition = group
-        line: list[Any] = [resource, model, condition, len(runs)]
+        line: list[Any] = [resource, model, condition, len(ended), len(runs) - len(ended)]
         for key in ("survival_months", "gain", "efficiency", "equality", "over_usage"):
-            values = [float(run[key]) for run in runs if run.get(key) is not None]
+            values = [float(run[key]) for run in ended if run.get(key) is not None]
             scale = 100 if key in ("efficiency", "equality", "over_usage") else 1
             mean, sd = _mean_sd([value * scale for value in values])
             line += [round(mean, 2), round(sd, 2)]
-        line.append(round(sum(1 for run in runs if run.get("survived")) / len(runs), 4))
+        line.append(round(sum(1 for run in ended if run.get("survived")) / len(ended), 4) if ended else float("nan"))
         line.append(sum(run.get("harvest_fallbacks", 0) for run in runs))
         rows.append(line)
-    columns = ["resource", "model", "condition", "runs", "survival_months", "survival_months_sd", "gain", "gain_sd",
-               "efficiency_%", "efficiency_sd", "equality_%", "equality_sd", "over_usage_%", "over_usage_sd",
-               "survival_rate", "harvest_fallbacks"]
+    columns = ["resource", "model", "condition", "runs", "truncated", "survival_months", "survival_months_sd", "gain",
+               "gain_sd", "efficiency_%", "efficiency_sd", "equality_%", "equality_sd", "over_usage_%",
+               "over_usage_sd", "survival_rate", "harvest_fallbacks"]
     context.add_table("commons_metrics", "Metrics by model and condition (Tables 1-3)", columns, rows,
-                      caption="Mean and standard deviation over runs. Gain is a villager's total over the run; "
-                              "efficiency, equality and over-usage in percent. Fallback harvests are counted "
-                              "but never analysed as choices.")
+                      caption="Mean and standard deviation over the runs that ended (a collapse or the horizon); "
+                              "runs stopped before (a step cap) are counted as truncated and left out of every "
+                              "column but the fallbacks, as the survival curves censor them. Gain is a villager's "
+                              "total over the run; efficiency, equality and over-usage in percent. Fallback "
+                              "harvests are counted but never analysed as choices.")
 
 
 def _by_model_table(context: ReportContext, runs: list[dict[str, Any]]) -> None:

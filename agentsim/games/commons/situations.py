@@ -16,8 +16,10 @@ KINDS: tuple[Kind, ...] = ("harvest", "utterance", "limit", "reflection", "impor
 @dataclass(frozen=True, kw_only=True)
 class CommonsSituation:
     """`kind` says which prompt; the other fields are what that prompt shows. `others` are the
-    villagers present besides the agent (the system prompt lists them); `participants` are
-    everyone in the discussion; `memories` are the retrieved (date, text) pairs."""
+    villagers present besides the agent (the rules list them); `role` is the persona's goal in
+    the newcomer condition ("local" or "newcomer"); `participants` are everyone in the
+    discussion; `memories` are the retrieved (date, text) pairs; `memory` and `memory_kind`
+    (chat or insight) the memory an importance call rates."""
 
     kind: Kind
     month: int
@@ -25,14 +27,19 @@ class CommonsSituation:
     name: str = ""
     date: str = ""
     others: tuple[str, ...] = ()
-    greedy: bool = False
-    silent: bool = False  # the no-communication condition (its system prompt), so a context alone rebuilds
+    role: str = ""
+    silent: bool = False  # the no-communication condition (its rules), so a context alone rebuilds
     memories: tuple[tuple[str, str], ...] = ()
     stock: int = 0
     participants: tuple[str, ...] = ()
     conversation: tuple[tuple[str, str], ...] = ()
     memory: str = ""
+    memory_kind: str = ""
     options: tuple[str, ...] = ()  # free-text answers: no option list
+
+    @property
+    def greedy(self) -> bool:
+        return self.role == "newcomer"
 
     def encode(self) -> str:
         fields = {key: value for key, value in asdict(self).items() if value not in ((), "", False, 0) or key in

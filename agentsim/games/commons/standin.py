@@ -7,12 +7,13 @@ every phase runs, and is recorded, without a key. Its settings (`naive_catch`,
 `greedy_share`, `noise`, `invalid_rate`) are `CommonsStandInSettings`, the scenario's
 `standin`.
 
-Harvest ("how many ... would you catch this month?"), in this order:
+Harvest ("how many ... this month?"), in this order:
 
-1. the newcomer (its system prompt carries the greedy goal) asks for `greedy_share` of the
-   stock, whatever was agreed;
-2. with the universalization sentence in its memories ("if everyone fishes more than T"), T;
-3. with an agreed limit in its memories ("agreed on a maximum limit of L"), L;
+1. the newcomer (its rules carry the outsider's goal) asks for `greedy_share` of the stock,
+   whatever was agreed;
+2. with the universalization sentence in its memories ("if everyone fishes more than T", "if
+   each shepherd take more than T", ...), T;
+3. with an agreed limit in its memories ("agreed on a maximum limit of L"), the latest L;
 4. otherwise `naive_catch` (14 tons: more than a full lake's sustainable 10, so a group that
    never agrees on anything collapses the lake in its second month);
 
@@ -20,22 +21,21 @@ then, with probability `noise`, one more or one less; bounded by the stock. With
 `invalid_rate` the reply has no number (a re-ask is answered the same way, so a fallback can
 follow).
 
-Utterance: the mayor's report gives the month's total catch and the agent's memories of
-today the stock before it, so it computes next month's stock (the remainder doubled, up to
-capacity) and proposes each person's sustainable share of it ("I propose we each take at
-most L next month"); when today's harvest is not among the memories it retrieved, it
-proposes the last agreed limit again (or the capacity's share). Once a limit was proposed,
-it agrees with the first proposal. The newcomer
-refuses any limit. It names as next speaker the first participant after itself who has not
-spoken yet (with probability `noise`, another one of those), and concludes the conversation
-when everyone has spoken.
+Utterance: the mayor's report gives the month's total catch and the stock line among its
+memories (shown for the current month only) the stock before it, so it computes next month's
+stock (the remainder doubled, up to capacity) and proposes each person's sustainable share of
+it ("I propose we each take at most L next month"); when the stock line is not among the
+memories it retrieved, it proposes the last agreed limit again (or the capacity's share). Once
+a limit was proposed, it agrees with the first proposal. The newcomer refuses any limit. It
+names as next speaker the first participant after itself who has not spoken yet (with
+probability `noise`, another one of those), and concludes the conversation when everyone has
+spoken.
 
 Limit extraction: the first proposed limit if someone agreed with it, else N/A.
 Reflection: insights from its memories (the agreed limit, the stock it last saw, the
-universalization sentence), citing their numbers. Importance: 8 for an agreement or a
-limit, 6 for a conversation, 7 for the stock seen or a harvest (9 if it got less than it
-wanted), 4 otherwise,
-with probability `noise` one point more.
+universalization sentence), citing their numbers. Importance (asked of conversations and
+insights only, as GovSim asks): 6 for a conversation; for an insight 8 if it names an agreement
+or a limit, 7 if it names the stock, 4 otherwise; with probability `noise` one point more.
 
 So the conditions differ on the stand-in as the paper reports of capable models: with
 communication the group settles on a sustainable limit after the first month and survives;
@@ -55,9 +55,9 @@ from ...params import StandInSettings, require
 from ...seeding import unit_uniforms
 from .situations import CommonsSituation
 
-_UNIVERSAL = re.compile(r"if everyone \w+ more than (\d+)")
+_UNIVERSAL = re.compile(r"if (?:everyone|each [a-z ]+?) \w+ more than (\d+)")
 _LIMIT = re.compile(r"agreed on a maximum limit of (\d+)")
-_STOCK = re.compile(r"Before [^,]*, \D*?(\d+) ")
+_STOCK = re.compile(r"Before [^,]*, \D*?(\d+)\b")
 _PROPOSAL = re.compile(r"at most (\d+)")
 _AGREEMENT = re.compile(r"I agree with (\d+)")
 _NUMBER = re.compile(r"\b(\d+)\b")
@@ -100,7 +100,7 @@ class CommonsStandIn:
             return self.utterance(situation, dice)
         if kind == "reflection":
             return self.reflection(situation.memories)
-        return self.importance(situation.memory, dice)
+        return self.importance(situation, dice)
 
     def harvest(self, situation: CommonsSituation, dice: list[float]) -> str:
         settings, stock, unit = self.settings, situation.stock, self.unit
@@ -139,11 +139,11 @@ class CommonsStandIn:
         return f"Response: {said}\nConversation conclusion by me: no\nNext speaker: {following}\n"
 
     def proposal(self, situation: CommonsSituation) -> int:
-        """Each person's sustainable share of next month's stock, from today's stock (in its
-        memories) and the mayor's report of the catch; else the last agreed limit."""
+        """Each person's sustainable share of next month's stock, from this month's stock (in
+        its memories) and the mayor's report of the catch; else the last agreed limit."""
         people = max(len(situation.participants), 1)
-        stock = _last(_STOCK, _texts(memory for memory in situation.memories if memory[0] == situation.date))
-        if stock is None:  # this month's harvest is not among its memories: the last agreed limit
+        stock = _last(_STOCK, _texts(situation.memories))
+        if stock is None:  # this month's stock is not among its memories: the last agreed limit
             agreed = _last(_LIMIT, _texts(situation.memories + situation.conversation))
             return agreed if agreed is not None else self.capacity // (2 * people)
         report = situation.conversation[0][1] if situation.conversation else ""
@@ -174,15 +174,13 @@ class CommonsStandIn:
             insights.append("I should watch how much everyone takes (because of 1)")
         return "\n".join(f"{index + 1}. {insight}" for index, insight in enumerate(insights))
 
-    def importance(self, memory: str, dice: list[float]) -> str:
-        if "agreed" in memory or "limit" in memory:
-            rating = 8
-        elif memory.startswith("Conversation"):
+    def importance(self, situation: CommonsSituation, dice: list[float]) -> str:
+        memory = situation.memory
+        if situation.memory_kind == "chat":
             rating = 6
-        elif "wanted to" in memory:
-            amounts = [int(number) for number in _NUMBER.findall(memory)]
-            rating = 9 if len(amounts) >= 2 and amounts[-1] < amounts[-2] else 7
-        elif memory.startswith("Before "):
+        elif "agreed" in memory or "limit" in memory:
+            rating = 8
+        elif "stock" in memory:
             rating = 7
         else:
             rating = 4

@@ -7,13 +7,29 @@ from the step it was at, mid-discussion included (the scheduler keeps the open e
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any, Literal
 
 from ...records import EncounterRecord
 from .metrics import MonthRecord
 
 Phase = Literal["harvest", "utterance", "limit", "reflection", "importance"]
+
+# GovSim's clock (simulation/scenarios/common/environment/concurrent_env.py): month m's harvest
+# is on its first day, the discussion the day before its last, the reflection on its last; a
+# thought or a conversation is kept 63 days (conf/experiment/*.yaml, store.expiration_delta).
+KEPT = timedelta(days=63)
+
+
+def month_day(month: int, step: Literal["harvest", "discussion", "reflection"]) -> date:
+    """The day of month `month`'s step (month 1 is January 2024)."""
+    year, index = 2024 + (month - 1) // 12, (month - 1) % 12 + 1
+    if step == "harvest":
+        return date(year, index, 1)
+    last = date(year, index, calendar.monthrange(year, index)[1])
+    return last - timedelta(days=1) if step == "discussion" else last
 
 
 @dataclass
@@ -39,7 +55,6 @@ class CommonsState:
     greedy: set[int] = field(default_factory=set)
     conversation: list[tuple[str, str]] = field(default_factory=list)
     speaker: int | None = None
-    first_speaker: int | None = None
     discussion_over: bool = False
     history: list[MonthRecord] = field(default_factory=list)
     finished: str | None = None
@@ -57,7 +72,5 @@ class CommonsState:
     def current(self) -> MonthRecord:
         return self.history[-1]
 
-    def date(self, month: int | None = None) -> str:
-        """Month m's date as GovSim shows it (the simulation starts on 2024-01-01)."""
-        number = (month or self.month) - 1
-        return f"{2024 + number // 12}-{number % 12 + 1:02d}-01"
+    def day(self, step: Literal["harvest", "discussion", "reflection"]) -> date:
+        return month_day(self.month, step)

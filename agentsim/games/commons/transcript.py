@@ -25,7 +25,8 @@ def transcript(store: Store, run: int, resource: str = "fishing") -> Iterator[st
     summary = row["summary"] or {}
     words = WORDS[(summary.get("variant_params") or {}).get("resource", resource)]  # a grid's cell may change it
     yield (f"Run {run} (seed {row['seed']}, {row['backend']}): {summary.get('resource', resource)}, "
-           f"{summary.get('condition', 'default')}; status {row['status']}, stop: {row['stop_reason']}")
+           f"{summary.get('condition', 'default')}; status {row['status']}, stop: {row['stop_reason']}, "
+           f"outcome: {summary.get('outcome', 'unknown')}")
     stocks = summary.get("stock") or []
     calls: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
     for call in store.rows("SELECT t, agent, attempt, context, reply, parsed, action, payoff, error FROM decisions "
@@ -37,12 +38,12 @@ def transcript(store: Store, run: int, resource: str = "fishing") -> Iterator[st
         situation = json.loads(first[3]) if first[3] else {}
         if situation.get("month", month) != month:
             month = situation["month"]
-            stock = f" {words.before.format(stock=stocks[month - 1])}" if month - 1 < len(stocks) else ""
+            stock = f" {words.stock.format(stock=stocks[month - 1])}" if month - 1 < len(stocks) else ""
             yield f"\n== Month {month} ({situation.get('date', '')}).{stock}"
         kind = situation.get("kind", "")
         finals = [call for call in calls[t] if call[7] is not None]
         if kind == "harvest":
-            said = ", ".join(f"{_name(calls[t], call[1])} wanted {call[6]} and {words.taken} {int(call[7])}"
+            said = ", ".join(f"{_name(calls[t], call[1])} wanted {call[6]} and got {int(call[7])}"
                              + (" (fallback)" if call[8] else "") for call in finals)
             yield f"Harvest: {said}."
         elif kind == "utterance":
@@ -59,7 +60,7 @@ def transcript(store: Store, run: int, resource: str = "fishing") -> Iterator[st
                 yield f"  {situation.get('name')}: {text}" + ("" if end else f"  [next: {following}]")
         elif kind == "limit":
             limit = finals[0][6] if finals else None
-            yield f"Agreed limit: {'none' if limit in (None, 'none') else f'{limit} {words.unit_plural} per person'}."
+            yield f"Agreed limit: {'none' if limit in (None, 'none') else f'{limit} {words.unit} per person'}."
         elif kind == "reflection":
             for call in finals:
                 insights = json.loads(call[6]) if call[6] else []
