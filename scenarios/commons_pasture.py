@@ -1,4 +1,5 @@
-"""GovSim's pasture scenario: the fishing dynamics with shepherds and hectares of grass."""
+"""GovSim's pasture scenario ("sheep" in GovSim's code): the fishing dynamics with shepherds,
+flocks of sheep and hectares of grass, in GovSim's own pasture prompts."""
 
 from agentsim.games.commons import CommonsGame
 

@@ -1,5 +1,5 @@
-"""GovSim's pollution scenario: the fishing dynamics with factory owners and a river's
-capacity to absorb the pollution of the widgets they produce."""
+"""GovSim's pollution scenario: the fishing dynamics with factory owners producing pallets of
+widgets on a river measured in % unpolluted water, in GovSim's own pollution prompts."""
 
 from agentsim.games.commons import CommonsGame
 
