@@ -359,7 +359,7 @@ class CommonsGame(Scenario[CommonsParams]):
         if kind == "limit":
             return parser.parse_limit(text)
         if kind == "reflection":
-            return parser.parse_reflection(text, self.params.max_insights)
+            return parser.parse_reflection(text, min(self.params.max_insights, max(1, len(situation.memories))))
         return parser.parse_importance(text)
 
     def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:

@@ -35,7 +35,7 @@ class CommonsParams(Params):
     harvest_top_k: int | None = None  # memories retrieved at harvest; None: GovSim's, 10 (pollution: 14)
     discussion_top_k: int = 5  # per focal point: the context and each of the last four utterances
     reflection_top_k: int = 10
-    max_insights: int = 3  # insights a reflection keeps (each becomes a memory, rated for importance)
+    max_insights: int = 10  # insights a reflection keeps, at most one per memory shown (GovSim's reflect_prompts.py)
     # sampling: the paper decodes greedily
     temperature: float = 0.0
     top_p: float | None = None
