@@ -338,26 +338,6 @@ def test_a_request_above_the_stock_is_recorded_handed_out_by_the_papers_rule_and
     assert summary["over_usage"] > 0
 
 
-def test_a_run_cut_by_max_rounds_is_truncated_and_left_out_of_the_survival_rate(tmp_path: Path) -> None:
-    fishing = str(ROOT / "scenarios" / "commons_fishing.py")
-    results = tmp_path / "results"
-    assert cli(fishing, "--runs", "1", "--no-live", "--out", str(results / "whole")).returncode == 0
-    cut = cli(fishing, "--runs", "1", "--no-live", "--set", "max_rounds=20", "--out", str(results / "cut"))
-    assert cut.returncode == 0, cut.stderr
-    (run,) = json.loads((results / "cut" / "summary.json").read_text())["runs"]
-    assert run["stop_reason"] == "max_rounds" and run["months"] < 12
-    assert run["outcome"] == "truncated" and run["survived"] is None and run["collapse_month"] is None
-    report = cli("report", str(results))
-    assert report.returncode == 0, report.stderr
-    header, *rows = (results / "report" / "commons_metrics.csv").read_text().splitlines()
-    (row,) = [dict(zip(header.split(","), line.split(","))) for line in rows]
-    assert (row["runs"], row["truncated"], float(row["survival_rate"])) == ("1", "1", 1.0)  # not 0.5
-    survival = (results / "report" / "commons_survival.csv").read_text().splitlines()
-    assert [(int(line.split(",")[1]), float(line.split(",")[2])) for line in survival[1:]] == [(0, 1.0)]  # censored
-    shown = cli("commons-transcript", str(results / "cut"), "--run", "1")
-    assert "outcome: truncated" in shown.stdout
-
-
 def test_the_newcomer_run_lasts_fifteen_months_and_the_locals_carry_their_persona_line(tmp_path: Path) -> None:
     game = CommonsGame(newcomer=True, standin=CommonsStandInSettings(greedy_share=0.1))
     (summary,) = run_experiment(game, tmp_path / "out", seed=3)
@@ -504,18 +484,35 @@ def test_kill_9_mid_discussion_then_resume_records_what_an_uninterrupted_run_doe
     assert dump(tmp_path / "killed" / "agentsim.db") == dump(tmp_path / "whole" / "agentsim.db")
 
 
-def test_report_and_transcript_read_a_commons_directory(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+def test_report_and_transcript_read_commons_directories_and_a_truncated_run_is_left_out_of_the_survival_rate(
+        tmp_path: Path) -> None:
+    """The conditions' grid and a fishing run cut by `--set max_rounds=20` before month 12,
+    reported together: the cut run is truncated, censored, and not counted in the survival rate."""
+    results = tmp_path / "results"
+    out, cut_out = results / "grid", results / "cut"
     assert cli(str(ROOT / "scenarios" / "commons_conditions.py"), "--runs", "1", "--set", "months=5", "--no-live",
                "--out", str(out)).returncode == 0
-    report = cli("report", str(out))
+    cut = cli(str(ROOT / "scenarios" / "commons_fishing.py"), "--runs", "1", "--no-live", "--set", "max_rounds=20",
+              "--out", str(cut_out))
+    assert cut.returncode == 0, cut.stderr
+    (run,) = json.loads((cut_out / "summary.json").read_text())["runs"]
+    assert run["stop_reason"] == "max_rounds" and run["months"] < 12
+    assert run["outcome"] == "truncated" and run["survived"] is None and run["collapse_month"] is None
+    assert "outcome: truncated" in cli("commons-transcript", str(cut_out), "--run", "1").stdout
+
+    report = cli("report", str(results))
     assert report.returncode == 0, report.stderr
-    index = json.loads((out / "report" / "report.json").read_text())
+    index = json.loads((results / "report" / "report.json").read_text())
     assert "commons" in index["sections"]
     assert {"commons_resource", "commons_survival"} <= {figure["name"] for figure in index["figures"]}
-    table = (out / "report" / "commons_metrics.csv").read_text().splitlines()
-    assert len(table) == 5 and {"default", "universalization", "newcomer", "no-communication"} == {
-        line.split(",")[2] for line in table[1:]}
+    header, *lines = (results / "report" / "commons_metrics.csv").read_text().splitlines()
+    rows = {row["condition"]: row for row in (dict(zip(header.split(","), line.split(","))) for line in lines)}
+    assert set(rows) == {"default", "universalization", "newcomer", "no-communication"}
+    default = rows["default"]  # the grid's default run survived its 5 months; the cut run is not a failure
+    assert (default["runs"], default["truncated"], float(default["survival_rate"])) == ("1", "1", 1.0)
+    survival = [line.split(",") for line in (results / "report" / "commons_survival.csv").read_text().splitlines()]
+    assert [(int(month), float(share)) for group, month, share, _ in survival[1:] if group.endswith("default")] == [
+        (0, 1.0)]  # censored, never an event
 
     shown = cli("commons-transcript", str(out), "--run", "1")
     assert shown.returncode == 0, shown.stderr
