@@ -254,13 +254,16 @@ def memory_lines(prompt: str) -> list[tuple[str, str]]:
     return [(line[2:12], line[14:]) for line in block.splitlines()]
 
 
-def test_harvest_prompts_show_the_current_stock_threshold_and_limits_in_force_and_ten_memories(tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep_superseded_limits", [False, True])
+def test_harvest_prompts_show_the_current_stock_threshold_and_limits_in_force_and_ten_memories(
+        tmp_path: Path, keep_superseded_limits: bool) -> None:
     """A 12-month universalization run on the stand-in, its harvest prompts rebuilt from the
-    store: each month's stock and threshold sentence, that month's only; the agreed limits
-    still in force (GovSim keeps each 63 days: the current agreement and the one before it,
-    in April also January's), each once; the top 10 memories, or every memory in force when
-    there are fewer."""
-    game = CommonsGame(universalization=True)
+    store: each month's stock and threshold sentence, that month's only; the agreed limit in
+    force: by default the current agreement only (a new one ends the one before it), or, as
+    GovSim's code keeps them (`keep_superseded_limits`), every agreement of the last 63 days
+    (the current one and the one before it, in April also January's), each once; the top 10
+    memories, or every memory in force when there are fewer."""
+    game = CommonsGame(universalization=True, keep_superseded_limits=keep_superseded_limits)
     (summary,) = run_experiment(game, tmp_path / "out", seed=3)
     assert summary["outcome"] == "survived" and summary["months"] == 12
     held = {agent.index: list(agent.memory) for agent in run_model(game, seed=summary["seed"]).agents}  # the same run
@@ -285,14 +288,17 @@ def test_harvest_prompts_show_the_current_stock_threshold_and_limits_in_force_an
                            f"The community agreed on a maximum limit of {limit} tons of fish per person.")
                           for made, limit in agreed.items()
                           if month_day(made, "discussion") < today < month_day(made, "discussion") + timedelta(days=63))
+        if not keep_superseded_limits:
+            in_force = in_force[-1:]
         assert limits == in_force and len(set(limits)) == len(limits)
-        if month_ > 1:  # the current agreement is always there, none older than two months but in April
+        if month_ > 1:  # the current agreement is always there
             assert limits[-1][0] == month_day(month_ - 1, "discussion").isoformat()
-            assert len(limits) == (3 if month_ == 4 else min(2, month_ - 1))
+            expected = (3 if month_ == 4 else min(2, month_ - 1)) if keep_superseded_limits else 1
+            assert len(limits) == expected
         available = sum(1 for item in held[agent] if item.date <= today.isoformat() < item.expires)
         assert len(shown) == min(10, available)
         capped += available > 10
-    assert capped > 0  # the cap of 10 was reached (April: 11 memories in force)
+    assert capped > 0 or not keep_superseded_limits  # the cap of 10 was reached (April: 11 memories in force)
 
 
 class GrabbingKate:

@@ -237,6 +237,8 @@ class CommonsGame(Scenario[CommonsParams]):
         for index in state.present:
             villager = _agent(model, index)
             self._remember(villager, state, chat, "chat", today, until=today + KEPT)
+            if limit is not None and not self.params.keep_superseded_limits:
+                _end_earlier_limits(villager, today)
             if limit is not None:
                 self._remember(villager, state, self.words.limit_line.format(limit=limit), "limit", today,
                                until=today + KEPT, always=True)
@@ -454,6 +456,13 @@ def _agent(model: PopulationModel, index: int) -> PopulationAgent:
     """Agent `index` (agents are made in index order; Mesa's AgentSet keeps that order)."""
     agent: PopulationAgent = model.agents[index]
     return agent
+
+
+def _end_earlier_limits(agent: PopulationAgent, today: date) -> None:
+    """A new agreement supersedes the one before it: earlier limit memories expire today."""
+    for position, item in enumerate(agent.memory):
+        if item.kind == "limit" and item.expires > today.isoformat():
+            agent.memory[position] = item._replace(expires=today.isoformat())
 
 
 def _needs_rating(item: MemoryItem) -> bool:

@@ -28,6 +28,9 @@ class CommonsParams(Params):
     # conditions of the paper
     communication: bool = True  # False: the no-communication ablation (no discussion, no limit)
     universalization: bool = False  # the sustainability-threshold sentence in every memory, each month
+    # True: each agreed limit stays a memory for its 63 days, as GovSim's code keeps it (a harvest
+    # then shows the last two or three agreements); False: a new agreement ends the one before it.
+    keep_superseded_limits: bool = False
     newcomer: bool = False  # the last villager joins at `newcomer_month`, with the outsider's goal
     newcomer_month: int = 4  # GovSim's perturbation round 3, counted from 0: after three months of four villagers
     # the discussion and the agents' memory (GovSim's persona.py and converse.py)
