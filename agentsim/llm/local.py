@@ -6,8 +6,10 @@ every queued request (up to `max_batch`), left-pads them into one batch and deco
 by step in one forward pass per token, with a KV cache, in a worker thread so the event loop
 keeps running; requests arriving meanwhile form the next batch. Each row samples with its own
 parameters (temperature, top-k, top-p, repetition penalty, stop strings, max tokens) and its
-own torch generator seeded from the request's seed. The raw next-token distribution at every
-step gives the option probabilities (temperature and top-k applied as the sampler does).
+own torch generator seeded from the request's seed. This backend has no constrained decoding
+(a grammar is not applied), so its replies are free text and it reports no option
+probabilities: only a sampler held to a finite set of replies has an exact chance per option
+(llm/scoring.py; `local:PATH.gguf` runs such models through llama.cpp, which can).
 
 torch and transformers are imported here only, so the rest of agentsim never needs them.
 """
@@ -22,9 +24,6 @@ from typing import Any, cast
 from ..errors import BackendError, BackendSpecError
 from . import chat_format
 from .base import Completion, Request
-from .logprobs import from_token_list
-
-TOP_ALTERNATIVES = 20
 
 
 class LocalModel:
@@ -107,7 +106,6 @@ class LocalModel:
                       for request in requests]
         steps = max(request.sampling.max_tokens for request in requests)
         generated: list[list[int]] = [[] for _ in range(rows)]
-        alternatives: list[list[list[tuple[str, float]]]] = [[] for _ in range(rows)]
         finished = [False] * rows
         eos = tokenizer.eos_token_id
         pad = tokenizer.pad_token_id
@@ -128,10 +126,6 @@ class LocalModel:
                         chosen.append(pad)
                         continue
                     token = self._sample(logits[row], request, ids[row], generated[row], generators[row])
-                    if request.options:
-                        top = torch.log_softmax(logits[row], dim=-1).topk(TOP_ALTERNATIVES)
-                        alternatives[row].append([(tokenizer.decode([index]), value)
-                                                  for value, index in zip(top.values.tolist(), top.indices.tolist())])
                     generated[row].append(token)
                     chosen.append(token)
                     text = tokenizer.decode(generated[row], skip_special_tokens=True)
@@ -149,14 +143,9 @@ class LocalModel:
             for stop in request.sampling.stop:
                 if stop in text:
                     text = text[: text.index(stop)]
-            probabilities = None
-            if request.options:
-                pieces = [(tokenizer.decode([token]), alternatives[row][index]) for index, token in enumerate(tokens)]
-                probabilities = from_token_list(text, pieces, request.options, temperature=request.sampling.temperature,
-                                                top_k=request.sampling.top_k)
             completions.append(Completion(text=text, prompt_tokens=int(prompt_tokens[row]),
                                           completion_tokens=len(generated[row]), model=self.model_id,
-                                          option_probabilities=probabilities, raw={"batch": rows}))
+                                          raw={"batch": rows}))
         return completions
 
     def _sample(self, logits: Any, request: Request, prompt: Any, generated: list[int], generator: Any) -> int:
