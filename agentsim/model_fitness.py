@@ -14,7 +14,7 @@
 A model on a server is not probed here (the calls may cost, and tests count them); a run on it
 is stopped by the fallback breaker (`--max-fallback-share`) instead, and
 `python -m agentsim check-model --backend SPEC` checks any model before a run.
-`--no-model-check` skips the probe.
+`--no-model-check` skips the probe, and `--replay` needs none (it asks no model).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ async def require_readable(scenarios: Iterable[Scenario[Any]], backends: Mapping
                            options: BackendOptions, seed: int) -> None:
     """Ask every in-process model the scenarios' probes; refuse a model whose replies mostly
     cannot be read."""
-    if not options.model_check:
+    if not options.model_check or options.replay:  # a replay asks no model: its answers are recorded
         return
     checked: set[tuple[str, Any]] = set()
     for scenario in scenarios:

@@ -248,6 +248,8 @@ def _stopped(tmp_path: Path, stop: signal.Signals | None, *arguments: str) -> tu
         process.send_signal(stop)
     code = process.wait(240)
     reader.join(10)
+    assert process.stderr is not None
+    process.stderr.close()
     return code, lines
 
 

@@ -113,6 +113,9 @@ def strategies(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
     parser.add_argument("--name", default=None, help="the name whose probability is shown (default: the pool's last)")
+    parser.add_argument("--exact", action="store_true",
+                        help="require exact probabilities for every configuration (the backend's scored option "
+                             "distributions, or the stand-in's rule); refuse when any is only sampled")
     options = parser.parse_args(argv)
     from .recorded import find_experiments
     from .strategies import strategy_table
@@ -123,6 +126,11 @@ def strategies(argv: list[str]) -> int:
     focus = options.name or table.names[-1]
     if focus not in table.names:
         raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
+    sampled_only = sum(strategy.source == "sampled" for strategy in table.states.values())
+    if options.exact and sampled_only:
+        raise UserError(f"{sampled_only} of {len(table.states)} configurations have no exact probability: backend "
+                        f"'{table.backend}' stored no scored option distribution (docs/backends.md); run the probe on "
+                        f"local:smollm2 or local:PATH.gguf with --set constrained_decoding=true, or drop --exact")
     for row in table.rows(focus):
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
@@ -130,6 +138,9 @@ def strategies(argv: list[str]) -> int:
               f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
               f" fallbacks={row['fallbacks']}")
     print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
+    if sampled_only:
+        print(f"{sampled_only} of {len(table.states)} configurations are sampled only: backend '{table.backend}' stored "
+              f"no exact option distribution for them (docs/backends.md)")
     return 0
 
 
