@@ -64,6 +64,9 @@ class CheckReport:
     readable: dict[str, tuple[int, int]] = field(default_factory=dict)  # mode -> (readable, asked)
     position: tuple[int, int] = (0, 0)  # (first-listed chosen, readable choices)
     letter: tuple[int, int] = (0, 0)  # (the pool's first name chosen, readable choices)
+    # the same from the stored distributions, averaged over the orders (None: none stored)
+    position_exact: float | None = None
+    letter_exact: float | None = None
     preference_mode: str = ""
     calibration: list[dict[str, Any]] | None = None  # None: the backend reports no distribution
     comprehension: dict[str, tuple[int, int]] = field(default_factory=dict)  # group -> (right, asked)
@@ -72,7 +75,8 @@ class CheckReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "names": list(self.names), "readable": self.readable,
-                "position": self.position, "letter": self.letter, "preference_mode": self.preference_mode,
+                "position": self.position, "letter": self.letter, "position_exact": self.position_exact,
+                "letter_exact": self.letter_exact, "preference_mode": self.preference_mode,
                 "calibration": self.calibration, "comprehension": self.comprehension, "fit": self.fit,
                 "reasons": self.reasons}
 
@@ -93,7 +97,9 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
         mode = max(report.readable, key=lambda key: (report.readable[key][0], key == "with the grammar"))
         game = constrained if mode == "with the grammar" else plain
         report.preference_mode = mode
-        report.position, report.letter = await _preference(model, game, check, limit)
+        report.position, report.letter, exact = await _preference(model, game, check, limit)
+        if exact is not None:
+            report.position_exact, report.letter_exact = exact
         report.calibration = await calibrate(model, constrained, check, limit)
         report.comprehension = await _comprehension(model, plain, check, limit)
     finally:
@@ -114,10 +120,11 @@ async def _ask(model: LanguageModel, requests: list[Request], limit: asyncio.Sem
     return list(await asyncio.gather(*(one(request) for request in requests)))
 
 
-async def _preference(model: LanguageModel, game: NamingGame, check: ModelCheck,
-                      limit: asyncio.Semaphore) -> tuple[tuple[int, int], tuple[int, int]]:
+async def _preference(model: LanguageModel, game: NamingGame, check: ModelCheck, limit: asyncio.Semaphore
+                      ) -> tuple[tuple[int, int], tuple[int, int], tuple[float, float] | None]:
     """From an empty memory, each order of the names in turn: the choices of the first-listed
-    name, and of the pool's first name, among the readable replies."""
+    name, and of the pool's first name, among the readable replies; and the same chances from
+    the stored distributions, averaged over the orders, where the backend scores them."""
     names = game.names
     orders = [names[shift:] + names[:shift] for shift in range(len(names))]
     asked = [(NamingSituation(order, ()), derive_seed(check.seed, 1, index, seed))
@@ -126,8 +133,14 @@ async def _preference(model: LanguageModel, game: NamingGame, check: ModelCheck,
     chosen = [(situation, game.parse(reply.text, situation).action) for reply, (situation, _) in zip(replies, asked)
               if reply is not None]
     readable = [(situation, action) for situation, action in chosen if action is not None]
+    scored = {situation.options: reply.option_probabilities for reply, (situation, _) in zip(replies, asked)
+              if reply is not None and reply.option_probabilities is not None}
+    exact = None
+    if len(scored) == len(orders):
+        exact = (sum(scored[order][order[0]] for order in orders) / len(orders),
+                 sum(scored[order][names[0]] for order in orders) / len(orders))
     return ((sum(action == situation.options[0] for situation, action in readable), len(readable)),
-            (sum(action == names[0] for _, action in readable), len(readable)))
+            (sum(action == names[0] for _, action in readable), len(readable)), exact)
 
 
 async def calibrate(model: LanguageModel, game: NamingGame, check: ModelCheck,
@@ -189,9 +202,14 @@ def verdict(report: CheckReport, check: ModelCheck) -> tuple[bool, list[str]]:
         reasons.append(f"it needs the answer grammar (--set constrained_decoding=true): only {_share(plain):.0%} of its "
                        f"replies are readable without it")
     chosen, total = report.position
-    if total:
+    no_preference = 1 / len(report.names)
+    if report.position_exact is not None:
+        if abs(report.position_exact - no_preference) >= check.preference_margin:
+            reasons.append(f"it chooses by position: the first-listed name with probability {report.position_exact:.0%} "
+                           f"from an empty memory, so its biases and conventions follow the prompt's order")
+    elif total:
         low, high = proportion_interval(chosen, total)
-        if abs(chosen / total - 0.5) >= check.preference_margin and not low <= 0.5 <= high and len(report.names) == 2:
+        if abs(chosen / total - no_preference) >= check.preference_margin and not low <= no_preference <= high:
             reasons.append(f"it chooses by position: the first-listed name {chosen / total:.0%} of the time "
                            f"(95% interval {low:.0%}-{high:.0%}), so its biases and conventions follow the prompt's order")
     if report.calibration is not None and not all(entry["within"] for entry in report.calibration):
@@ -215,11 +233,14 @@ def report_lines(report: CheckReport, check: ModelCheck) -> list[str]:
     lines = [f"check-model {report.backend} (naming game, names {' '.join(report.names)})"]
     lines.append("readable replies: " + ", ".join(f"{right} of {total} {mode} ({right / total:.0%})"
                                                   for mode, (right, total) in report.readable.items()))
-    for label, (chosen, total) in (("first-listed name", report.position), (f"{report.names[0]}", report.letter)):
+    for label, (chosen, total), exact in (("first-listed name", report.position, report.position_exact),
+                                          (f"{report.names[0]}", report.letter, report.letter_exact)):
         if total:
             low, high = proportion_interval(chosen, total)
             lines.append(f"preference: {label} chosen {chosen / total:.0%} [{low:.0%}, {high:.0%}] of {total} readable "
-                         f"first choices ({report.preference_mode}; no preference: 50%)")
+                         f"first choices ({report.preference_mode})"
+                         + ("" if exact is None else f", exact probability {exact:.0%}")
+                         + f"; no preference: {1 / len(report.names):.0%}")
     if report.calibration is None:
         lines.append("calibration: not available: this backend reports no exact option distributions "
                      "(--sample-locally and exact strategy tables refuse on it; docs/backends.md)")
