@@ -5,7 +5,10 @@ is tested there (tests/test_smollm2.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from helpers import cli
+from servers import standin_server  # noqa: F401  (the fixture)
 
 from agentsim.analysis.model_check import CheckReport, ModelCheck, verdict
 
@@ -46,16 +49,23 @@ def test_each_failing_measurement_is_a_reason_against() -> None:
     assert verdict(_report(position=(30, 48)), CHECK)[0], "62% of 48 (interval includes 1/2): no finding"
 
 
-def test_check_model_on_the_stand_in_reports_every_measurement_and_a_verdict() -> None:
-    shown = cli("check-model", "--backend", "stand-in", "--seeds", "10", timeout=120)
+def test_check_model_over_http_reports_every_measurement_and_a_verdict(standin_server: Any) -> None:
+    """The whole command against a server (the stand-in's rule behind the OpenAI API): a
+    server reports no distributions, so calibration is not available."""
+    server = standin_server(capacity=8)
+    shown = cli("check-model", "--backend", f"openai:m@{server.url}/v1", "--seeds", "10", timeout=120)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0] == "check-model stand-in (naming game, names Q M)"
+    assert lines[0] == f"check-model openai:m@{server.url}/v1 (naming game, names Q M)"
     assert lines[1].startswith("readable replies: ") and "without the grammar" in lines[1] and "with the grammar" in lines[1]
     assert any(line.startswith("preference: first-listed name chosen ") for line in lines)
     assert any(line.startswith("calibration: not available: this backend reports no exact option distributions")
                for line in lines)
     assert any(line.startswith("comprehension (Table S7): ") for line in lines)
     assert lines[-1].startswith("verdict: ")
-    refused = cli("check-model", "--backend", "stand-in", "--names", "Q")
-    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_check_model_refuses_what_it_cannot_check() -> None:
+    for arguments in (("--backend", "stand-in"), ("--backend", "local:smollm2", "--names", "Q")):
+        refused = cli("check-model", *arguments)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr

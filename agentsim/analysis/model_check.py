@@ -34,7 +34,8 @@ from ..errors import BackendError, UserError
 from ..games.naming import NamingGame, NamingSituation, question_messages, questions_for, score
 from ..games.naming.fitness import naming_request, probe_requests, probe_situations
 from ..llm.base import Completion, LanguageModel, Request, Sampling
-from ..llm.specs import BackendOptions, build_backend
+from ..llm.specs import BackendOptions, build_backend, parse_spec
+from ..llm.standin import NAME as STAND_IN
 from ..seeding import derive_seed
 from .stats import proportion_interval
 
@@ -265,6 +266,7 @@ def report_lines(report: CheckReport, check: ModelCheck) -> list[str]:
 
 
 def check_model(check: ModelCheck) -> CheckReport:
-    if not check.backend:
-        raise UserError("check-model needs --backend SPEC, e.g. --backend local:smollm2")
+    if parse_spec(check.backend).provider == STAND_IN:
+        raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
+                        "settings say): give a model with --backend, e.g. --backend local:smollm2")
     return asyncio.run(run_check(check))
