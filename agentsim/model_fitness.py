@@ -40,8 +40,8 @@ def refuse_unscorable(scenarios: Iterable[Scenario[Any]], options: BackendOption
     for scenario in scenarios:
         probes = scenario.readable_probes(1, 0)
         if not probes:
-            raise UnfitModelError(f"--sample-locally draws answers among options, and {scenario.name}'s agents are "
-                                  f"not asked to choose among options; drop --sample-locally")
+            raise UnfitModelError(f"--sample-locally draws from exact option distributions, and {scenario.name}'s "
+                                  f"requests have none (no choice grammar holds their replies); drop --sample-locally")
         if not can_score(probes[0][0]):
             raise UnfitModelError(f"--sample-locally draws from exact option distributions, which exist only when "
                                   f"the answer grammar holds each reply to a finite set; "

@@ -104,8 +104,9 @@ def _agentsim(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[st
 
 @pytest.mark.parametrize(("arguments", "says"), [
     (("--set", "constrained_decoding=true", "--backend", "openai:smollm2@http://127.0.0.1:9/v1"),
-     "backend 'openai:smollm2@http://127.0.0.1:9/v1' cannot score them (docs/backends.md); use local:smollm2 or "
-     "local:PATH.gguf (llama.cpp in process) with the answer grammar, or drop --sample-locally"),
+     "backend 'openai:smollm2@http://127.0.0.1:9/v1' cannot score them (docs/backends.md); use local:smollm2, "
+     "local:PATH.gguf (llama.cpp) or local:HF_ID_OR_PATH (transformers) in process with the answer grammar, "
+     "or drop --sample-locally"),
     (("--set", "constrained_decoding=true"), "backend 'stand-in' cannot score them"),
     (("--backend", "local:smollm2"), "which exist only when the answer grammar holds each reply to a finite set; "
                                      "constrain its answers with the grammar: --set constrained_decoding=true"),

@@ -17,7 +17,7 @@ own reply is kept in `raw`): whether a prompt was already known depends on which
 identical prompts in flight finished first, and a run's outcome may depend on its seed and the
 model's answers only, never on timing.
 
-A backend that cannot score (every HTTP backend, transformers, the stand-in: docs/backends.md)
+A backend that cannot score (every HTTP backend, the stand-in: docs/backends.md)
 reports no distribution, and `sample_locally` is refused when it is built (`require_scoring`),
 as it is for a scenario without a choice grammar (agentsim/model_check.py).
 The completion says `sampled_locally`, and the experiment's store records it per call
@@ -39,7 +39,7 @@ from ..errors import BackendSpecError
 from .base import Completion, LanguageModel, Request
 from .cache import ResponseStore, cache_key
 
-SCORING_BACKENDS = "local:smollm2 or local:PATH.gguf (llama.cpp in process)"
+SCORING_BACKENDS = "local:smollm2, local:PATH.gguf (llama.cpp) or local:HF_ID_OR_PATH (transformers) in process"
 
 
 def require_scoring(backend: LanguageModel, spec: str) -> None:

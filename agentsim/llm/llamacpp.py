@@ -23,8 +23,6 @@ grammar the reply is free text and no distribution is reported.
 from __future__ import annotations
 
 import asyncio
-import collections
-import hashlib
 import importlib.util
 import os
 from pathlib import Path
@@ -33,12 +31,11 @@ from typing import Any
 from ..errors import BackendError, BackendSpecError
 from .base import Completion, Request
 from .grammars import to_gbnf
-from .scoring import OptionDistribution, TokenTable, can_score, option_distribution
+from .scoring import KeptDistributions, OptionDistribution, TokenTable, can_score, option_distribution
 
 SMOLLM2 = "smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 4096  # a naming prompt with H=5 and two re-asks is under 1,000
-KEPT_DISTRIBUTIONS = 8192  # prompts whose distribution is kept (a critical-mass run sees a few thousand)
 
 
 def smollm2_path() -> Path:
@@ -95,8 +92,7 @@ class LlamaCppModel:
             raise BackendSpecError(f"backend '{name}': llama.cpp cannot load '{file}' ({error})") from None
         self.grammars: dict[str, Any] = {}
         self.table: TokenTable | None = None
-        self.distributions: collections.OrderedDict[bytes, OptionDistribution] = collections.OrderedDict()
-        self.scored = 0  # distributions computed (not found among the kept ones)
+        self.distributions = KeptDistributions()
         self.lock = asyncio.Lock()
         self.closed = False
 
@@ -156,16 +152,13 @@ class LlamaCppModel:
     def _distribution(self, request: Request, prompt_tokens: int) -> OptionDistribution:
         """The request's option distribution, scored with the prompt the answer was drawn after
         (still the first `prompt_tokens` tokens of the context)."""
+        prompt = self.llama.input_ids[:prompt_tokens].copy()
+        return self.distributions.get_or_score(request, prompt.tobytes(), lambda: self._score(request, prompt))
+
+    def _score(self, request: Request, prompt: Any) -> OptionDistribution:
         assert request.grammar is not None
         numpy, llama = self.numpy, self.llama
-        prompt = llama.input_ids[:prompt_tokens].copy()
-        sampling = request.sampling
-        key = hashlib.blake2b(repr((request.grammar.choices, sampling.temperature, sampling.top_k, sampling.top_p,
-                                    sampling.max_tokens)).encode() + prompt.tobytes(), digest_size=16).digest()
-        known = self.distributions.get(key)
-        if known is not None:
-            self.distributions.move_to_end(key)
-            return known
+        prompt_tokens = len(prompt)
         logits_of = self.bindings.llama_get_logits_ith
         vocabulary = llama.n_vocab()
         evaluated: list[tuple[int, ...]] = []  # the path the context holds after the prompt
@@ -190,14 +183,10 @@ class LlamaCppModel:
                 evaluated[0] = path
             return numpy.ctypeslib.as_array(logits_of(llama.ctx, -1), shape=(vocabulary,))
 
-        distribution = option_distribution(dict(request.grammar.choices), self._table(), next_logits,
-                                           temperature=sampling.temperature, top_k=sampling.top_k,
-                                           top_p=sampling.top_p, max_tokens=sampling.max_tokens)
-        self.scored += 1
-        self.distributions[key] = distribution
-        if len(self.distributions) > KEPT_DISTRIBUTIONS:
-            self.distributions.popitem(last=False)
-        return distribution
+        sampling = request.sampling
+        return option_distribution(dict(request.grammar.choices), self._table(), next_logits,
+                                   temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
+                                   max_tokens=sampling.max_tokens)
 
     def _table(self) -> TokenTable:
         """The vocabulary as llama.cpp's grammar reads it (special tokens by their text), built once."""

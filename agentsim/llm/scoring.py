@@ -26,8 +26,10 @@ does not model them, so a request with one gets no distribution (`can_score`).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ import numpy as np
 from .base import Request
 
 PRUNE = 1e-5  # path probability below which a node is not expanded (its mass is `unscored`)
+KEPT = 8192  # distributions kept per model (a critical-mass run sees a few thousand prompts)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,15 +51,53 @@ class OptionDistribution:
     nodes: int = 0  # token paths evaluated, for tuning
 
 
+class KeptDistributions:
+    """Distributions already scored, by the prompt's tokens and what the sampler depends on, the
+    least recently used dropped past `size`: a prompt asked again costs no second scoring."""
+
+    def __init__(self, size: int = KEPT) -> None:
+        self.size = size
+        self.kept: collections.OrderedDict[bytes, OptionDistribution] = collections.OrderedDict()
+        self.scored = 0  # distributions computed, not found here
+
+    def get_or_score(self, request: Request, prompt: bytes, score: Callable[[], OptionDistribution]) -> OptionDistribution:
+        sampling, grammar = request.sampling, request.grammar
+        key = hashlib.blake2b(repr((grammar.choices if grammar else (), sampling.temperature, sampling.top_k,
+                                    sampling.top_p, sampling.max_tokens)).encode() + prompt, digest_size=16).digest()
+        known = self.kept.get(key)
+        if known is not None:
+            self.kept.move_to_end(key)
+            return known
+        distribution = self.kept[key] = score()
+        self.scored += 1
+        if len(self.kept) > self.size:
+            self.kept.popitem(last=False)
+        return distribution
+
+    def clear(self) -> None:
+        self.kept.clear()
+
+
 class TokenTable:
     """The vocabulary as the grammar sees it: each token's bytes, looked up by bytes."""
 
     def __init__(self, pieces: Sequence[bytes], end_tokens: Iterable[int]) -> None:
         self.end_tokens = tuple(sorted(set(end_tokens)))
+        self.pieces = [b"" if token in self.end_tokens else piece for token, piece in enumerate(pieces)]
         self.by_piece: dict[bytes, list[int]] = {}
         for token, piece in enumerate(pieces):
             if piece and token not in self.end_tokens:  # the grammar rejects empty pieces
                 self.by_piece.setdefault(piece, []).append(token)
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token writes (b"" for the end of generation and for empty pieces)."""
+        return self.pieces[token] if 0 <= token < len(self.pieces) else b""
+
+    def allowed(self, replies: Collection[bytes], written: bytes) -> tuple[list[tuple[int, bytes]], list[int]]:
+        """What a choice grammar lets the sampler write after `written`: the tokens that keep the
+        text a prefix of a reply (with their bytes), and the end of generation once it is one."""
+        remaining = [reply[len(written):] for reply in replies if reply.startswith(written) and reply != written]
+        return self.continuing(remaining), list(self.end_tokens) if written in replies else []
 
     def continuing(self, remaining: Iterable[bytes]) -> list[tuple[int, bytes]]:
         """The tokens whose bytes start one of the `remaining` texts, each with its bytes."""
@@ -78,9 +119,11 @@ def can_score(request: Request) -> bool:
 
 
 def sampler_probabilities(logits: np.ndarray, *, temperature: float, top_k: int | None,
-                          top_p: float | None) -> np.ndarray:
-    """llama.cpp's chain after the grammar over the allowed tokens' raw logits (in token order):
-    top-k, top-p on the softmax of what is left, temperature, softmax. Temperature 0 is greedy."""
+                          top_p: float | None, tempered_top_p: bool = False) -> np.ndarray:
+    """A sampler after the grammar, over the allowed tokens' raw logits (in token order): top-k,
+    top-p, temperature, softmax. llama.cpp cuts top-p on the untempered softmax of what top-k
+    left; `tempered_top_p` cuts it after the temperature instead, as agentsim's transformers
+    sampler does (llm/local.py). Temperature 0 is greedy."""
     values = np.asarray(logits, dtype=np.float64)
     result = np.zeros(len(values))
     if not len(values):
@@ -93,7 +136,7 @@ def sampler_probabilities(logits: np.ndarray, *, temperature: float, top_k: int 
         order = order[:top_k]
     kept = values[order]
     if top_p is not None and top_p < 1:
-        weights = np.exp(kept - kept[0])
+        weights = np.exp((kept - kept[0]) / (temperature if tempered_top_p else 1.0))
         cumulative = np.cumsum(weights / weights.sum())
         order = order[: int(np.searchsorted(cumulative, top_p)) + 1]
         kept = values[order]
@@ -105,7 +148,7 @@ def sampler_probabilities(logits: np.ndarray, *, temperature: float, top_k: int 
 def option_distribution(choices: Mapping[str, str], table: TokenTable,
                         next_logits: Callable[[tuple[int, ...]], Any], *, temperature: float,
                         top_k: int | None, top_p: float | None, max_tokens: int,
-                        prune: float = PRUNE) -> OptionDistribution:
+                        prune: float = PRUNE, tempered_top_p: bool = False) -> OptionDistribution:
     """The sampler's probability of each option's reply. `choices` maps each allowed reply to
     its option; `next_logits(path)` gives the raw next-token logits after the prompt and
     `path` (token ids), called depth first so that consecutive paths share all but their last
@@ -120,17 +163,15 @@ def option_distribution(choices: Mapping[str, str], table: TokenTable,
         if len(path) >= max_tokens:
             truncated += probability
             continue
-        remaining = [reply[len(written):] for reply in replies if reply.startswith(written) and reply != written]
-        candidates = table.continuing(remaining)
-        complete = written in replies
-        ends = list(table.end_tokens) if complete else []
+        candidates, ends = table.allowed(replies, written)
         tokens = [token for token, _ in candidates] + ends
         if not tokens:  # no token spells the rest of any reply: the grammar would be stuck
             truncated += probability
             continue
         logits = np.asarray(next_logits(path))
         nodes += 1
-        chances = sampler_probabilities(logits[tokens], temperature=temperature, top_k=top_k, top_p=top_p)
+        chances = sampler_probabilities(logits[tokens], temperature=temperature, top_k=top_k, top_p=top_p,
+                                        tempered_top_p=tempered_top_p)
         for (token, piece), chance in zip(candidates, chances):
             if chance <= 0:
                 continue
@@ -143,6 +184,6 @@ def option_distribution(choices: Mapping[str, str], table: TokenTable,
                 unscored += mass
             else:
                 stack.append((path + (token,), text, mass))
-        if complete:
+        if ends:
             totals[replies[written]] += probability * float(chances[len(candidates):].sum())
     return OptionDistribution(totals, unscored=unscored, truncated=truncated, nodes=nodes)
