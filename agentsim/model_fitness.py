@@ -54,14 +54,14 @@ async def require_readable(scenarios: Iterable[Scenario[Any]], backends: Mapping
     cannot be read."""
     if not options.model_check or options.replay:  # a replay asks no model: its answers are recorded
         return
-    checked: set[tuple[str, Any]] = set()
+    checked: set[tuple[Any, ...]] = set()  # a grid's variants that ask alike are checked once
     for scenario in scenarios:
         probes = scenario.readable_probes(PROBES, seed)
         if not probes:
             continue
         first = probes[0][0]
         for spec, backend in backends.items():
-            key = (spec, (first.grammar, first.sampling, first.messages[0].content[:200]))
+            key = (spec, first.grammar, first.sampling, first.messages)
             if parse_spec(spec).provider not in IN_PROCESS or key in checked:
                 continue
             checked.add(key)

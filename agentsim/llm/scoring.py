@@ -5,10 +5,11 @@ prefix of another: the naming game's `{'value': Q;`. The probability agentsim st
 option is the probability that the run's own sampler writes that option's reply. The sampler
 works token by token, and a reply can be spelled by many token paths (`{'` `value` or `{`
 `'value`...), so the probability is a sum over the tree of token paths that spell a prefix of a
-reply. At each node of the tree the sampler's distribution over the next token is llama.cpp's
-chain as llama-cpp-python builds it: the raw logits, masked to the tokens the grammar allows
-there (those whose text keeps the reply a prefix of an allowed one; the end of generation once
-a reply is complete), then top-k, top-p, temperature, normalised. A path ends where its text
+reply. At each node of the tree the sampler's distribution over the next token is the backend's
+own chain: the raw logits, masked to the tokens the grammar allows there (those whose text keeps
+the reply a prefix of an allowed one; the end of generation once a reply is complete), then
+top-k, top-p, temperature, normalised, as llama-cpp-python builds it (agentsim's transformers
+sampler cuts top-p after the temperature: `tempered_top_p`). A path ends where its text
 names one option only: every continuation from there spells that option's reply, since the
 grammar allows nothing else and `max_tokens` leaves room for the longest reply (one byte per
 token at worst). Paths that are still open after `max_tokens` tokens name no option; they are
@@ -186,4 +187,5 @@ def option_distribution(choices: Mapping[str, str], table: TokenTable,
                 stack.append((path + (token,), text, mass))
         if ends:
             totals[replies[written]] += probability * float(chances[len(candidates):].sum())
-    return OptionDistribution(totals, unscored=unscored, truncated=truncated, nodes=nodes)
+    return OptionDistribution({option: float(value) for option, value in totals.items()}, unscored=float(unscored),
+                              truncated=float(truncated), nodes=nodes)
