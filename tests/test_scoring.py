@@ -112,3 +112,16 @@ def test_a_choice_grammar_is_a_finite_set_of_replies() -> None:
     assert not can_score(Request(messages=(), sampling=Sampling(), grammar=Grammar(kind="regex", value="Q|M")))
     with pytest.raises(ParameterError, match="begin another"):
         Grammar.choice({"Q": "{'value': Q", "QQ": "{'value': QQ"})
+
+
+def test_the_naming_grammar_leaves_room_for_every_reply() -> None:
+    """Finding 3 of issue 25: with 6 tokens a constrained reply could stop at `{'value': `. The
+    game raises max_tokens to the longest reply's bytes (a token writes one byte at least)."""
+    from agentsim.games.naming import NamingGame
+
+    letters = NamingGame(names=("Q", "M"), constrained_decoding=True, max_tokens=6).for_experiment(0)
+    assert letters.sampling().max_tokens == len("{'value': Q;") == letters.grammar().longest_reply_tokens()
+    strings = NamingGame(pool_size=3, name_style="random", constrained_decoding=True).for_experiment(0)
+    assert strings.sampling().max_tokens == len("{'value': abcdef;")
+    assert NamingGame(names=("Q", "M"), max_tokens=6).for_experiment(0).sampling().max_tokens == 6, "free text: as set"
+    assert NamingGame(names=("Q", "M"), constrained_decoding=True, max_tokens=40).sampling().max_tokens == 40

@@ -225,26 +225,27 @@ def test_a_naming_game_runs_on_smollm2_over_http_with_no_distributions(tmp_path:
 
 
 def _stopped(tmp_path: Path, stop: signal.Signals | None, *arguments: str) -> tuple[int, list[str]]:
-    """Run the naming game on SmolLM2 from the command line; with `stop`, send that signal once
-    the first round is reported (the model is then inside llama.cpp almost all the time)."""
+    """Run the naming game on SmolLM2 from the command line; with `stop`, send that signal three
+    seconds into the run (the model is then inside llama.cpp almost all the time)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "agentsim", str(ROOT / "scenarios" / "naming_game.py"), "--backend", "local:smollm2",
          "--set", "agents=4", "--set", "max_rounds=50", "--no-live", "--out", str(tmp_path / "out"), *arguments],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
-    progressed = threading.Event()
+    started = threading.Event()
 
     def read() -> None:
         assert process.stderr is not None
         for line in process.stderr:
             lines.append(line.rstrip("\n"))
-            if "run_progress" in line:
-                progressed.set()
+            if "experiment_started" in line:
+                started.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     if stop is not None:
-        assert progressed.wait(240), "\n".join(lines[-20:])
+        assert started.wait(240), "\n".join(lines[-20:])
+        time.sleep(3)
         process.send_signal(stop)
     code = process.wait(240)
     reader.join(10)
