@@ -109,8 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
     llm.add_argument("--sample-locally", action="store_true",
-                     help="answer a prompt whose option distribution the model gave before by a seeded draw from it, "
-                          "without a call (answer-first formats with logprobs; see docs/backends.md)")
+                     help="answer a prompt whose exact option distribution the model gave before by a seeded draw "
+                          "from it, without a call (llama.cpp in process, with the answer grammar; docs/backends.md)")
+    llm.add_argument("--no-model-check", action="store_true",
+                     help="skip the start-up check that an in-process model's replies can be read at all")
     llm.add_argument("--max-calls", type=int, default=None,
                      help="send at most this many requests, retries and the start-up probe included (exit 4 when spent)")
     llm.add_argument("--max-cost", type=finite_float, default=None,
@@ -249,6 +251,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
         cache_path=options.cache,
         replay=options.replay,
         sample_locally=options.sample_locally,
+        model_check=not options.no_model_check,
         max_calls=options.max_calls,
         max_cost_usd=options.max_cost,
         health=HealthPolicy(probe=not options.no_probe, max_consecutive_failures=options.max_consecutive_failures,

@@ -48,6 +48,11 @@ class BackendAuthError(UserError):
     """A server refused the credentials: every further call would fail the same way."""
 
 
+class UnfitModelError(UserError):
+    """A model that cannot play the scenario as configured (its replies cannot be read, or a
+    shortcut it cannot support was asked for): stopped before any run starts."""
+
+
 class ReplayMissError(UserError):
     """`--replay` asks for exact reproduction from the cache, and a request is not in it."""
 

@@ -262,6 +262,7 @@ class LogView:
                 # (a game without a notion of success, the commons or the donor game, shows none: not 0)
                 **({"success_rate": round(view.metrics["success_rate"], 3)} if "success_rate" in view.metrics else {}),
                 "calls": view.usage.get("calls", 0), "invalid_replies": view.usage.get("invalid_replies", 0),
+                "fallbacks": view.usage.get("fallbacks", 0),  # beside every share: never inside one
             }
             if view.usage.get("cost_usd") or view.usage.get("cache_hits") or view.usage.get("retries"):
                 fields.update(cost_usd=view.usage.get("cost_usd"), cache_hits=view.usage.get("cache_hits"),

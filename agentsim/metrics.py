@@ -3,13 +3,19 @@
 - success rate over a moving window of interactions;
 - each name's production share, per population round (the paper's Fig. 1B);
 - agreement: the leading name's share among the non-committed agents, each counted by its
-  latest name (an agent that has not spoken yet agrees with nobody);
+  latest chosen name (an agent that has not chosen yet agrees with nobody);
 - consensus: agreement at least `threshold`, with the paper's criterion, at least `threshold`
   success over the last `window` interactions (3N by default). Success alone is not
   agreement: two cliques joined by one edge succeed almost always while half the population
   says A and half B;
 - flip, with a committed minority: the alternative's share among the productions of
   non-committed agents at least `threshold` over the same window.
+
+Shares, agreement, the leading name and the flip count choices only: a move that is the game's
+fallback (no reply gave it, `Move.fallback`) still plays its part in the game (its payoff, the
+success rate), but it is no one's choice, so it is counted beside (`fallbacks`, per round and
+in total) and never inside a share. Committed agents' plays are their rule's and count as
+plays where a figure says so.
 
 Metrics consume resolved encounters in sequence order (t), so a milestone's t and round are
 those of the one-at-a-time process; they are pickled whole into checkpoints, so they hold
@@ -67,7 +73,8 @@ class RoundStats:
 
     interactions: int = 0
     successes: int = 0
-    productions: dict[str | None, int] = field(default_factory=dict)
+    productions: dict[str | None, int] = field(default_factory=dict)  # chosen names (and committed plays)
+    fallbacks: int = 0  # moves that were fallbacks: in no production count
     uncommitted_productions: int = 0
     uncommitted_alternative: int = 0
 
@@ -76,8 +83,9 @@ class RoundStats:
             "interactions": self.interactions,
             "successes": self.successes,
             "success_rate": self.successes / self.interactions if self.interactions else None,
-            # No name (None) sorts last: a fallback of none puts it beside the names.
+            # No name (None) sorts last: a reply that named none sits beside the names.
             "productions": dict(sorted(self.productions.items(), key=lambda item: (item[0] is None, item[0] or ""))),
+            "fallbacks": self.fallbacks,
             "alternative_share": (self.uncommitted_alternative / self.uncommitted_productions
                                   if self.uncommitted_productions else None),
         }
@@ -121,6 +129,7 @@ class ConventionMetrics:
         self.consensus: Milestone | None = None
         self.flip: Milestone | None = None
         self.interactions = 0
+        self.fallbacks = 0  # fallback moves, in no share
 
     def update(self, record: EncounterRecord) -> None:
         self.interactions += 1
@@ -137,6 +146,10 @@ class ConventionMetrics:
             self.window_productions, self.window_counts, self.current, self.current_counts,
             self.uncommitted_counts, self.committed)
         for move in record.moves:
+            if move.fallback:
+                stats.fallbacks += 1
+                self.fallbacks += 1
+                continue
             name = move.action
             stats.productions[name] = stats.productions.get(name, 0) + 1
             productions.append(name)
@@ -155,7 +168,7 @@ class ConventionMetrics:
         if self.alternative is not None:
             uncommitted = alternative = 0
             for move in record.moves:
-                if move.agent not in self.committed:
+                if move.agent not in self.committed and not move.fallback:
                     uncommitted += 1
                     alternative += move.action == self.alternative
             self.uncommitted.push(uncommitted)

@@ -34,12 +34,19 @@ class Decision:
     calls: list[CallRecord] = field(default_factory=list)
     fallback: bool = False
 
+    @property
+    def fell_back(self) -> bool:
+        """The action is the game's fallback rule's, not read from any reply (an action the game
+        salvaged from an unusable reply is still the model's, by the game's reading)."""
+        return self.fallback and not any(call.action is not None for call in self.calls)
+
 
 @dataclass(slots=True)
 class Move:
     agent: int
     action: str | None
     payoff: float
+    fallback: bool = False  # the action is the game's fallback, not a choice: metrics count it apart
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ from .llm.limiter import LimitedModel
 from .llm.specs import BackendOptions, build_backend, parse_population
 from .llm.stack import layer
 from .model import BackendShare, PopulationModel
+from .model_fitness import refuse_unscorable, require_readable
 from .scenario import Scenario
 from .secrets import redact, strip_credentials
 from .store import DATABASE, SAME_DRAWS_SINCE, Recorder, Store
@@ -231,6 +232,7 @@ class Experiment:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
         self.shares = self._shares()
+        refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, self._warn)
                          for spec, _ in self.shares}
@@ -358,6 +360,8 @@ class Experiment:
             self._warn(f"the stand-in ignores {', '.join(f'{key}={value}' for key, value in ignored.items())}: "
                        "its rule does not read them, so on the stand-in they change nothing; a language model would see them")
         try:
+            await require_readable([self.scenario, *self.variant_scenarios], self.backends, self.config.llm,
+                                   self.config.seed)
             if self.config.executor == RAY:
                 from .distributed.driver import run_on_ray  # Ray is an extra: imported only when asked for
 

@@ -16,7 +16,8 @@ between generations) is a new scenario, not a new scheduler:
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
 A game whose agents ask a language model (`policies.LLMPolicy`) also implements the prompt
-hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `rebuild_messages`.
+hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `rebuild_messages`,
+and may offer `readable_probes` for the start-up check of a model's replies.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar, cast
 
 from .errors import ParameterError
-from .llm.base import Message
+from .llm.base import Message, Request
 from .params import Params, StandInSettings
 
 if TYPE_CHECKING:
@@ -169,6 +170,16 @@ class Scenario(Generic[P]):
     def reminder(self, situation: Any, parsed: Parsed) -> str:
         """The user turn that re-asks after an unusable reply."""
         raise NotImplementedError
+
+    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, Any]]:
+        """Requests as this scenario's LLM agents send them, each with its situation, for the
+        start-up check that a model's replies can be read at all (agentsim/model_fitness.py).
+        None (the default): no check."""
+        return []
+
+    def unreadable_advice(self) -> str:
+        """What to change when a model's replies cannot be read (the check's advice)."""
+        return ""
 
     def salvage(self, reply: str, situation: Any) -> str | None:
         """An action read from a reply the parser refused, once re-asks are spent (None: none)."""

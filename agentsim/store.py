@@ -11,7 +11,8 @@ Tables (every row of a run carries its `run` number):
                  `action` played and `payoff` (NULL on earlier attempts). Per call: `parsed`
                  (what the reply was read as), `context`, `reply`, tokens, latency, `error`
                  (a backend error kind, or why the reply was unusable), `probabilities`
-                 (JSON: each option's probability, where the backend reports them); on the
+                 (JSON: each option's exact probability under the sampler, where the backend
+                 scores them, llm/scoring.py); on the
                  decision's last row, `fallback` is 1 when no reply gave the action (the game's
                  fallback, or what it salvaged from an unusable reply): analyses count model
                  answers only and report the fallback rate; `sampled_locally` is 1 where the
@@ -60,8 +61,11 @@ APPLICATION_ID = 0x4147534D
 # continued: its remaining encounters would be drawn by another process; 4 added
 # decisions.sampled_locally (draws are unchanged); 5 records the stand-in's settings as
 # `standin` in `experiment` (before, they were the scenario's parameters named standin_KEY;
-# opening an earlier file moves them there; draws and answers are unchanged).
-STORE_VERSION = 5
+# opening an earlier file moves them there; draws and answers are unchanged); 6: `probabilities`
+# holds only exact option distributions (llm/scoring.py); what earlier versions stored there was
+# read from the first token's alternatives, not the model's chance of each reply, so opening an
+# earlier file moves it to a table of its own, `first_token_probabilities`, read by no analysis.
+STORE_VERSION = 6
 SAME_DRAWS_SINCE = 3
 
 _MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
@@ -210,6 +214,11 @@ class Store:
                 self.connection.execute(_MOVES_VIEW)
             if "sampled_locally" not in columns:  # written before --sample-locally
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
+            approximate = "SELECT run, t, agent, attempt, probabilities FROM decisions WHERE probabilities IS NOT NULL"
+            if self.written_version < 6 and self.connection.execute(approximate + " LIMIT 1").fetchone():
+                # not the model's chances of its replies: kept apart, read by no analysis
+                self.connection.execute(f"CREATE TABLE IF NOT EXISTS first_token_probabilities AS {approximate}")
+                self.connection.execute("UPDATE decisions SET probabilities = NULL WHERE probabilities IS NOT NULL")
             self._move_standin_settings()
             self.connection.execute("INSERT OR REPLACE INTO experiment VALUES ('store_version', ?)", (str(STORE_VERSION),))
 

@@ -34,7 +34,7 @@ SDK costs per call.
 
     python benchmarks/throughput.py [--agents 200] [--rounds 10] [--capacity 32] [--service-time 0.1]
                                     [--only openai|429|tgi|scheduler]
-    python benchmarks/throughput.py --server llama [--llama-server PATH] [--threads T] [--repeat 2]   # llama_throughput.py
+    python benchmarks/throughput.py --server llama [--llama-server PATH] [--threads T] [--repeat 5]   # llama_throughput.py
 
 Timings on a shared host swing from run to run; the run is timed once per setting (a run is
 thousands of calls). Prints figures; asserts nothing timed.
@@ -255,8 +255,9 @@ def main() -> None:
                              "(benchmarks/llama_throughput.py; N 48 and 2 rounds unless given: more encounters ready than slots)")
     parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
     parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
-    parser.add_argument("--repeat", type=int, default=2,
-                        help="llama: runs per setting, agentsim and the plain client in turn; the best of each is compared")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="llama: runs per setting, each agentsim then a plain client at its mean in flight; the "
+                             "median ratio and its spread are printed")
     options = parser.parse_args()
     if options.server == "llama":
         import llama_throughput

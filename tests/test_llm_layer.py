@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
 from agentsim.llm.cache import cache_key
 from agentsim.llm.faults import error_for_status, rate_limit_signals, retry_after
 from agentsim.llm.limiter import LimitedModel, Limits
-from agentsim.llm.logprobs import at_answer, from_token_list, option_probabilities
 from agentsim.llm.prices import cost_usd, register_price
 from agentsim.llm.retries import RetryingModel, RetryPolicy
 from agentsim.llm.specs import parse_population, parse_spec
@@ -55,26 +53,6 @@ def test_statuses_become_kinds_and_keys_never_appear() -> None:
     assert rate_limit_signals({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s",
                                "x-queue-time": "120"}) == {"remaining_requests": 0.0, "reset_requests_s": 360.0,
                                                            "queue_time_s": 0.12}
-
-
-def test_option_probabilities_apply_temperature_and_top_k_then_renormalise() -> None:
-    alternatives = [(" A", math.log(0.5)), (" B", math.log(0.3)), ("C", math.log(0.1)), ("zzz", math.log(0.1))]
-    plain = option_probabilities(alternatives, ["A", "B", "C"], temperature=1.0, top_k=None)
-    assert plain == pytest.approx({"A": 0.5 / 0.9, "B": 0.3 / 0.9, "C": 0.1 / 0.9})
-    sharp = option_probabilities(alternatives, ["A", "B", "C"], temperature=0.5, top_k=2)
-    assert sharp == pytest.approx({"A": 0.25 / 0.34, "B": 0.09 / 0.34, "C": 0.0})
-    assert option_probabilities(alternatives, ["A", "B"], temperature=0.0, top_k=None) == {"A": 1.0, "B": 0.0}
-    tokens = [("{'", []), ("value", []), ("':", []), (" B", [(" B", math.log(0.6)), (" A", math.log(0.4))]), (";", [])]
-    assert from_token_list("{'value': B;", tokens, ["A", "B"], temperature=1.0, top_k=None) == pytest.approx(
-        {"A": 0.4, "B": 0.6})
-    read: list[int] = []
-
-    def alternatives(index: int) -> list[tuple[str, float]]:
-        read.append(index)
-        return tokens[index][1]
-
-    found = at_answer("{'value': B;", [token for token, _ in tokens], alternatives, ["A", "B"], temperature=1.0, top_k=None)
-    assert found == pytest.approx({"A": 0.4, "B": 0.6}) and read == [3], "only the answer position's alternatives are read"
 
 
 def test_the_cache_key_covers_everything_that_determines_an_answer() -> None:

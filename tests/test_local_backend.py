@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 
 from helpers import Quiet  # noqa: E402
 
+from agentsim.errors import UnfitModelError  # noqa: E402
 from agentsim.games.naming import NamingGame, NamingSituation  # noqa: E402
 from agentsim.llm.base import Request, Sampling  # noqa: E402
 from agentsim.llm.local import LocalModel  # noqa: E402
@@ -45,11 +46,28 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+def test_a_model_whose_replies_cannot_be_read_is_refused_before_the_run(tmp_path: Path, tiny_model: Path) -> None:
+    """A random model names no option: its run would be fallbacks, so it stops at start-up with
+    the advice (agentsim/model_fitness.py), and no run is recorded."""
+    spec = f"local:{tiny_model}"
+    scenario = NamingGame(agents=6, max_rounds=2, stop_at="none")
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "out", backend=spec, seed=1,
+                                             llm=BackendOptions(cache_path=tmp_path / "cache.db")), Quiet())
+    experiment.open()
+    with pytest.raises(UnfitModelError, match=r"readable answer to [0-3] of 8 .* --set constrained_decoding=true; "
+                                              r"check the model with python -m agentsim check-model"):
+        asyncio.run(experiment.run())
+    connection = sqlite3.connect(tmp_path / "out" / "agentsim.db")
+    assert connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert connection.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == 0
+
+
 def test_a_naming_game_runs_on_a_tiny_local_model_in_batches(tmp_path: Path, tiny_model: Path) -> None:
     spec = f"local:{tiny_model}"
     scenario = NamingGame(agents=6, max_rounds=2, stop_at="none", max_in_flight=3, max_reasks=1)
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "out", backend=spec, seed=1,
-                                             llm=BackendOptions(cache_path=tmp_path / "cache.db")), Quiet())
+                                             llm=BackendOptions(cache_path=tmp_path / "cache.db", model_check=False)),
+                            Quiet())  # (a random model: the start-up check would refuse it, as above)
     experiment.open()
     local = layer(experiment.backends[spec], LocalModel)
     assert isinstance(local, LocalModel)
@@ -66,7 +84,7 @@ def test_a_naming_game_runs_on_a_tiny_local_model_in_batches(tmp_path: Path, tin
     assert summary["usage_by_backend"][spec]["completion_tokens"] > 0
 
 
-def test_same_seed_same_answer_and_option_probabilities_sum_to_one(tiny_model: Path) -> None:
+def test_same_seed_same_answer_and_no_option_probabilities(tiny_model: Path) -> None:
     model = LocalModel(name="local:tiny", path=str(tiny_model))
     game = NamingGame().for_experiment(0)
     situation = NamingSituation(game.names, ())
@@ -85,5 +103,31 @@ def test_same_seed_same_answer_and_option_probabilities_sum_to_one(tiny_model: P
     first, again, _, forced = asyncio.run(ask())
     assert first.text == again.text and first.completion_tokens == again.completion_tokens
     assert model.batches[0] == 3
-    if forced.option_probabilities is not None:
-        assert sum(forced.option_probabilities.values()) == pytest.approx(1.0)
+    # No constrained decoding here: free text has no exact chance per option, so none is reported.
+    assert first.option_probabilities is None and forced.option_probabilities is None
+
+
+def test_a_choice_grammar_holds_the_replies_and_scores_each_options_exact_chance(tiny_model: Path) -> None:
+    """transformers in process: the game's choice of replies is enforced token by token, and
+    the stored distribution is the sampler's chance of each reply: the answers of 200 seeds
+    agree with it (exact binomial test at 0.1%)."""
+    from scipy import stats
+
+    from agentsim.games.naming.fitness import naming_request
+
+    model = LocalModel(name="local:tiny", path=str(tiny_model))
+    game = NamingGame(names=("Q", "M"), constrained_decoding=True, temperature=1.0, top_k=None).for_experiment(0)
+    situation = NamingSituation(("Q", "M"), ())
+
+    async def ask() -> list[Any]:
+        answers = await asyncio.gather(*(model.complete(naming_request(game, situation, seed)) for seed in range(200)))
+        await model.aclose()
+        return list(answers)
+
+    answers = asyncio.run(ask())
+    assert {answer.text for answer in answers} <= {"{'value': Q;", "{'value': M;"}
+    distribution = answers[0].option_probabilities
+    assert distribution is not None and all(answer.option_probabilities == pytest.approx(distribution) for answer in answers)
+    assert sum(distribution.values()) == pytest.approx(1.0, abs=max(answers[0].unscored, 1e-9))
+    chose_q = sum(answer.text == "{'value': Q;" for answer in answers)
+    assert stats.binomtest(chose_q, len(answers), distribution["Q"]).pvalue > 0.001, (chose_q, distribution)

@@ -100,3 +100,24 @@ def test_round_tallies() -> None:
     (round_, stats), = metrics.pop_rounds(1)
     assert round_ == 0 and stats.as_dict()["success_rate"] == 0.5 and stats.productions == {"A": 3, "B": 1}
     assert metrics.success_history == [0.5]
+
+
+def test_fallbacks_stand_beside_every_share_never_inside() -> None:
+    """Issue 25: a run whose moves were mostly random fallbacks printed a flip share computed
+    from them. Shares, agreement, the leading name and the flip count choices only."""
+    metrics = ConventionMetrics(population=6, committed=frozenset({5}), alternative="Q", success_window=6,
+                                consensus_window=3, threshold=0.95)
+    chosen = [(0, "M", 5, "Q"), (1, "M", 5, "Q"), (2, "M", 5, "Q")]
+    for t, (first, name, second, committed) in enumerate(chosen):
+        metrics.update(EncounterRecord(t, 0, 0, [Move(first, name, -50), Move(second, committed, -50)], []))
+    for t in range(3, 12):  # the others' moves are now all fallbacks that happen to say Q
+        metrics.update(EncounterRecord(t, 1, 1, [Move(t % 3, "Q", 100, fallback=True), Move(5, "Q", 100)], []))
+    assert metrics.fallbacks == 9
+    assert metrics.flip is None, "no choice of the others said Q"
+    assert metrics.alternative_share() is None, "no choice of the others in the window: no share, not 100%"
+    assert metrics.agreement == 3 / 5 and metrics.agreed_name() == "M", "the latest choices, not the fallbacks"
+    assert metrics.window_shares() == {"M": 0.0, "Q": 1.0}, "the last six plays: the committed agent's, labelled so"
+    (_, first), (_, second) = metrics.pop_rounds(2)
+    assert first.as_dict()["productions"] == {"M": 3, "Q": 3} and first.fallbacks == 0
+    assert second.as_dict()["productions"] == {"Q": 9} and second.as_dict()["fallbacks"] == 9
+    assert second.as_dict()["alternative_share"] is None

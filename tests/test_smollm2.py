@@ -3,18 +3,22 @@ wheel) run by llama.cpp through llama-cpp-python, in process (`local:smollm2`) a
 (llama-cpp-python's own OpenAI-compatible server). Small populations, few rounds, one thread.
 
 The replies are the model's own, read by the game or counted invalid; the answer format is
-enforced by constrained decoding (the naming game's answer schema, SIGN's `@say` grammar);
-option probabilities come from the model's logits and sum to 1 over the options; the response
-cache and `--replay` reproduce a run without calling the model."""
+enforced by constrained decoding (the naming game's choice of replies, SIGN's `@say` grammar);
+in process, option probabilities are the sampler's exact chances of each reply, and they match
+the answers over many seeds (calibration); over HTTP there are none; the response cache and
+`--replay` reproduce a run without calling the model; a stopped run exits with its code."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Quiet
+from helpers import ROOT, Quiet
 
+from agentsim.analysis.model_check import ModelCheck, calibrate
+from agentsim.errors import BackendSpecError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.games.sign import SignGame
 from agentsim.llm.base import Request, Sampling
@@ -65,25 +71,57 @@ def _calls(out: Path) -> list[tuple[Any, ...]]:
     return rows
 
 
-def test_the_model_answers_by_its_seed_with_probabilities_over_the_options(smollm2: LlamaCppModel) -> None:
+def _request(game: NamingGame, situation: NamingSituation, seed: int, temperature: float = 0.7) -> Request:
+    return Request(messages=game.messages(situation), sampling=dataclasses.replace(game.sampling(), temperature=temperature),
+                   seed=seed, options=situation.options, grammar=game.grammar())
+
+
+def test_the_model_answers_by_its_seed_with_its_exact_option_distribution(smollm2: LlamaCppModel) -> None:
     game = NamingGame(names=("Q", "M"), constrained_decoding=True).for_experiment(0)
     situation = NamingSituation(("M", "Q"), (("Q", "M", -50),))
 
-    def request(seed: int, temperature: float = 0.7) -> Request:
-        return Request(messages=game.messages(situation), sampling=Sampling(temperature=temperature, top_k=10, max_tokens=6),
-                       seed=seed, options=situation.options, grammar=game.grammar())
-
     async def ask() -> list[Any]:
-        return [await smollm2.complete(request(seed)) for seed in (1, 1, 2)] + [await smollm2.complete(request(4, 0.0))]
+        return [await smollm2.complete(_request(game, situation, seed)) for seed in (1, 1, 2)] + \
+            [await smollm2.complete(_request(game, situation, 4, 0.0))]
 
     first, again, _, greedy = asyncio.run(ask())
     assert first.text == again.text and first.option_probabilities == again.option_probabilities, "the seed decides"
-    assert first.text.startswith("{'value': ") and game.parse(first.text, situation).action in ("Q", "M")
+    assert first.text in ("{'value': Q;", "{'value': M;") and game.parse(first.text, situation).action in ("Q", "M")
     assert first.model == "smollm2" and first.prompt_tokens > 100 and first.completion_tokens > 0
-    assert set(first.option_probabilities) == {"Q", "M"} and sum(first.option_probabilities.values()) == pytest.approx(1)
-    assert min(first.option_probabilities.values()) > 0, "both options are in the model's top tokens"
+    assert set(first.option_probabilities) == {"Q", "M"} and 0 <= first.unscored < 1e-3
+    assert 1 - first.unscored - 1e-9 <= sum(first.option_probabilities.values()) <= 1 + 1e-9
+    assert min(first.option_probabilities.values()) > 0.01, "both replies are within the sampler's reach"
     chosen = game.parse(greedy.text, situation).action
     assert greedy.option_probabilities == {chosen: 1.0, ("Q" if chosen == "M" else "M"): 0.0}, "greedy takes the argmax"
+
+
+def test_the_distribution_does_not_depend_on_the_reply_it_was_scored_after(smollm2: LlamaCppModel) -> None:
+    """Scored on the whole tree of replies, not read at the answer the model happened to give."""
+    game = NamingGame(names=("Q", "M"), constrained_decoding=True).for_experiment(0)
+    situation = NamingSituation(("Q", "M"), ())
+    scored: dict[str, Any] = {}
+    for seed in range(40):
+        smollm2.distributions.clear()  # score again after this reply
+        completion = asyncio.run(smollm2.complete(_request(game, situation, seed)))
+        scored.setdefault(completion.text, completion.option_probabilities)
+        if len(scored) == 2:
+            break
+    assert len(scored) == 2, "both replies came up"
+    after_q, after_m = scored["{'value': Q;"], scored["{'value': M;"]
+    assert after_q == pytest.approx(after_m, abs=1e-6)
+
+
+def test_stored_distributions_match_the_answers_at_three_states_over_60_seeds(smollm2: LlamaCppModel) -> None:
+    """Calibration: at each state the answered count of Q over 60 seeds against the stored
+    P(Q), by an exact binomial test at level 1%/3 per state: a calibrated backend fails this
+    with probability at most 1%. The seeds are fixed, so the outcome is too."""
+    game = NamingGame(names=("Q", "M"), constrained_decoding=True, temperature=0.7).for_experiment(0)
+    check = ModelCheck(backend="local:smollm2", calibration_states=3, calibration_seeds=60, concurrency=1)
+    results = asyncio.run(calibrate(smollm2, game, check))
+    assert results is not None and len(results) == 3 and {entry["memory"] for entry in results} != {"(empty)"}
+    for entry in results:
+        assert entry["within"], entry
+    assert any(0.05 < entry["stored"] < 0.95 for entry in results), "a state where both answers occur"
 
 
 def test_unconstrained_replies_are_the_models_own_and_read_or_counted_invalid(smollm2: LlamaCppModel) -> None:
@@ -96,6 +134,7 @@ def test_unconstrained_replies_are_the_models_own_and_read_or_counted_invalid(sm
         parsed = game.parse(reply.text, situation)
         assert parsed.action in ("Q", "M") or parsed.problem is not None
         assert "{'value': <" not in reply.text, "not the stand-in's or a template's text"
+        assert reply.option_probabilities is None, "free text has no exact chance per option"
 
 
 def test_a_naming_game_runs_on_smollm2_and_replays_from_the_cache(tmp_path: Path) -> None:
@@ -106,11 +145,10 @@ def test_a_naming_game_runs_on_smollm2_and_replays_from_the_cache(tmp_path: Path
     calls = _calls(tmp_path / "first")
     assert len(calls) >= 8
     for _, _, _, reply, parsed, error, probabilities in calls:
-        assert (parsed in ("Q", "M")) != (error is not None), f"a reply is read or counted invalid: {reply!r}"
-        if parsed is not None:
-            assert reply.startswith(f"{{'value': {parsed}"), "the grammar holds the answer-first format"
-            weights = json.loads(probabilities)
-            assert set(weights) == {"Q", "M"} and sum(weights.values()) == pytest.approx(1)
+        assert parsed in ("Q", "M") and error is None, f"the grammar guarantees an option: {reply!r}"
+        assert reply == f"{{'value': {parsed};", "the answer-first format, cut after the answer"
+        weights = json.loads(probabilities)
+        assert set(weights) == {"Q", "M"} and sum(weights.values()) == pytest.approx(1, abs=1e-3)
     replayed = _run(scenario, tmp_path / "again", tmp_path / "cache.db", replay=True)
     assert replayed["calls"] == run["calls"] and replayed["usage_by_backend"]["local:smollm2"]["cache_hits"] == run["calls"]
     assert _calls(tmp_path / "again") == calls, "the same replies, from the cache"
@@ -168,14 +206,71 @@ def llama_cpp_server() -> Iterator[str]:
         process.stderr.close()
 
 
-def test_a_naming_game_runs_on_smollm2_over_http(tmp_path: Path, llama_cpp_server: str) -> None:
-    """Through the OpenAI SDK over real HTTP: the grammar goes as GBNF, logprobs come back."""
+def test_a_naming_game_runs_on_smollm2_over_http_with_no_distributions(tmp_path: Path, llama_cpp_server: str) -> None:
+    """Through the OpenAI SDK over real HTTP: the grammar goes as GBNF and holds the replies;
+    the server cannot score a whole reply, so no distribution is stored and --sample-locally
+    is refused (tests/test_choices.py) rather than silently doing nothing."""
     scenario = NamingGame(agents=4, names=("Q", "M"), max_rounds=1, stop_at="none", max_reasks=1,
                           constrained_decoding=True, pairing="rounds")
-    run = _run(scenario, tmp_path / "http", tmp_path / "cache.db", backend=f"openai:smollm2@{llama_cpp_server}")
+    backend = f"openai:smollm2@{llama_cpp_server}"
+    run = _run(scenario, tmp_path / "http", tmp_path / "cache.db", backend=backend)
     assert run["status"] == "done" and run["interactions"] == 2
     calls = _calls(tmp_path / "http")
-    assert calls and all(reply.startswith("{'value': ") and parsed in ("Q", "M") for _, _, _, reply, parsed, _, _ in calls)
-    for *_, probabilities in calls:
-        weights = json.loads(probabilities)
-        assert set(weights) == {"Q", "M"} and sum(weights.values()) == pytest.approx(1)
+    assert calls and all(reply in ("{'value': Q;", "{'value': M;") and parsed in ("Q", "M")
+                         for _, _, _, reply, parsed, _, _ in calls)
+    assert all(probabilities is None for *_, probabilities in calls)
+    with pytest.raises(BackendSpecError, match=r"--sample-locally draws from exact option distributions, and backend "
+                                               r"'openai:smollm2@http://127.0.0.1:\d+/v1' cannot score them"):
+        _run(scenario, tmp_path / "local", tmp_path / "cache.db", backend=backend, sample_locally=True)
+
+
+def _stopped(tmp_path: Path, stop: signal.Signals | None, *arguments: str) -> tuple[int, list[str]]:
+    """Run the naming game on SmolLM2 from the command line; with `stop`, send that signal three
+    seconds into the run (the model is then inside llama.cpp almost all the time)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentsim", str(ROOT / "scenarios" / "naming_game.py"), "--backend", "local:smollm2",
+         "--set", "agents=4", "--set", "max_rounds=50", "--no-live", "--out", str(tmp_path / "out"), *arguments],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if "experiment_started" in line:
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if stop is not None:
+        assert started.wait(240), "\n".join(lines[-20:])
+        time.sleep(3)
+        process.send_signal(stop)
+    code = process.wait(240)
+    reader.join(10)
+    assert process.stderr is not None
+    process.stderr.close()
+    return code, lines
+
+
+@pytest.mark.parametrize(("stop", "code", "by"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_local_run_stopped_by_a_signal_exits_with_its_code_and_line(
+        tmp_path: Path, stop: signal.Signals, code: int, by: str) -> None:
+    """The model is freed only after its worker thread returns: no segfault (rc 139), the
+    documented code, one line, and the run recorded as interrupted."""
+    returned, lines = _stopped(tmp_path, stop, "--set", "constrained_decoding=true", "--no-model-check")
+    assert returned == code, "\n".join(lines[-20:])
+    assert lines[-1].startswith(f"agentsim: interrupted by {by}; everything recorded so far is in ")
+    store = Store(tmp_path / "out")
+    assert [row["status"] for row in store.runs()] == ["interrupted"]
+    store.close()
+
+
+def test_a_local_run_stopped_by_the_breaker_exits_3_with_its_line(tmp_path: Path) -> None:
+    """Unconstrained (the start-up check skipped), SmolLM2's replies fall back; the fallback
+    breaker stops the run while the model may be mid-answer."""
+    returned, lines = _stopped(tmp_path, None, "--no-model-check", "--set", "max_reasks=0", "--health-window", "2",
+                               "--max-fallback-share", "0.5")
+    assert returned == 3, "\n".join(lines[-20:])
+    assert lines[-1].startswith("agentsim: failed: backend 'local:smollm2' failed: 2 of the last 2 decisions fell back")

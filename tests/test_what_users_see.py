@@ -114,10 +114,11 @@ def _view(run: int, **changes: Any) -> RunView:
     values: dict[str, Any] = {
         "run": run, "seed": run, "status": "running", "rounds_done": 12, "max_rounds": 30, "interactions": 144,
         "stop_reason": None, "metrics": {"success_rate": 0.8, "success_history": [0.5] * 80,
-                 "shares": dict.fromkeys("ABCDEFGHIJ", 0.1), "shares_label": "plays",
-                 "shares_note": "last 72 plays, committed agents' included",
-                 "lines": [("agreement", "80% (latest names of the non-committed agents)"),
-                           ("committed", "6 of 24 (25%) play Q"), ("flip", "not yet (Q at 25% among the others)")]},
+                 "shares": dict.fromkeys("ABCDEFGHIJ", 0.1), "shares_label": "choices",
+                 "shares_note": "last 144 choices, committed agents' plays included",
+                 "lines": [("agreement", "80% (latest choices of the non-committed agents)"),
+                           ("committed", "6 of 24 (25%) play Q"),
+                           ("flip", "not yet (Q at 25% of the others' 102 latest choices)")]},
         "usage": {"calls": 288, "prompt_tokens": 90000, "completion_tokens": 1700, "in_flight": 3, "latency_p50_s": 0.42,
                "latency_p95_s": 1.3, "invalid_replies": 2, "reasks": 2, "fallbacks": 0, "cost_usd": 0.5,
                "cache_hits": 3, "retries": 1, "errors": {"timeout": 1}},
@@ -135,8 +136,8 @@ def test_the_live_view_fits_80_by_24_with_elapsed_time_and_eta() -> None:
     lines = console.export_text().rstrip("\n").splitlines()
     assert len(lines) <= 24 and max(len(line) for line in lines) <= 80, "\n".join(lines)
     screen = "\n".join(lines)
-    for fragment in ("elapsed 2m05s", "ETA ≤", "more runs", "committed agents' included",
-                     "non-committed agents", "condition=nl-sw", "plays"):
+    for fragment in ("elapsed 2m05s", "ETA ≤", "more runs", "committed agents' plays included",
+                     "non-committed agents", "condition=nl-sw", "choices"):
         assert fragment in screen, fragment
 
 
@@ -172,6 +173,25 @@ def test_the_stand_in_says_which_parameters_it_ignores(tmp_path: Path) -> None:
     plain = cli(str(ROOT / "scenarios" / "naming_game.py"), "--set", "max_rounds=2", "--no-live", "--out", str(tmp_path / "p"))
     assert "ignores" not in plain.stderr
     assert "standin_ignored" not in json.loads((tmp_path / "p" / "summary.json").read_text())
+
+
+def test_fallbacks_are_counted_beside_the_figures_in_the_log_and_the_summary(tmp_path: Path) -> None:
+    """Issue 25: the flip share and the final Q share were computed from fallbacks. With most
+    replies unusable, they are taken over the choices, and the fallbacks are counted beside."""
+    out = tmp_path / "out"
+    ran = cli(str(ROOT / "scenarios" / "critical_mass.py"), "--set", "max_rounds=3", "--set", "max_reasks=0",
+              "--set", "standin.invalid_rate=0.8", "--max-fallback-share", "1", "--no-live", "--out", str(out))
+    assert ran.returncode == 0, ran.stderr
+    (run,) = json.loads((out / "summary.json").read_text())["runs"]
+    assert run["fallbacks"] > 0 and run["fallback_moves"] == run["fallbacks"]
+    assert run["final_alternative_choices"] < run["interactions"] * 2 - run["fallbacks"] + 1
+    ended = next(line for line in ran.stderr.splitlines() if "event='run_ended'" in line)
+    assert f"fallbacks={run['fallbacks']}" in ended and f"others' {run['final_alternative_choices']} latest choices" in ended
+    store = Store(out)
+    rounds = [json.loads(stats) for (stats,) in store.rows("SELECT stats FROM rounds WHERE run = 1")]
+    store.close()
+    assert sum(entry["fallbacks"] for entry in rounds) == run["fallbacks"]
+    assert sum(sum(entry["productions"].values()) for entry in rounds) == 2 * run["interactions"] - run["fallbacks"]
 
 
 def test_a_template_without_a_required_field_stops_at_start(tmp_path: Path) -> None:

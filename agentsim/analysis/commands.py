@@ -7,6 +7,8 @@ command line dispatches to):
     critical-mass FILE      search the critical mass against both conventions of a pair
     unbiased-pool           draw random-string pools until one is unbiased
     comprehension DIR       ask Table S7's questions at a recorded run's states
+    check-model             is a model fit for the experiments (readable replies, preference,
+                            calibration, comprehension)
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
     commons-transcript DIR  a GovSim commons run month by month: harvests, discussion, limit, insights
     lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
@@ -111,6 +113,9 @@ def strategies(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
     parser.add_argument("--name", default=None, help="the name whose probability is shown (default: the pool's last)")
+    parser.add_argument("--exact", action="store_true",
+                        help="require exact probabilities for every configuration (the backend's scored option "
+                             "distributions, or the stand-in's rule); refuse when any is only sampled")
     options = parser.parse_args(argv)
     from .recorded import find_experiments
     from .strategies import strategy_table
@@ -121,6 +126,11 @@ def strategies(argv: list[str]) -> int:
     focus = options.name or table.names[-1]
     if focus not in table.names:
         raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
+    sampled_only = sum(strategy.source == "sampled" for strategy in table.states.values())
+    if options.exact and sampled_only:
+        raise UserError(f"{sampled_only} of {len(table.states)} configurations have no exact probability: backend "
+                        f"'{table.backend}' stored no scored option distribution (docs/backends.md); run the probe on "
+                        f"local:smollm2 or local:PATH.gguf with --set constrained_decoding=true, or drop --exact")
     for row in table.rows(focus):
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
@@ -128,6 +138,9 @@ def strategies(argv: list[str]) -> int:
               f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
               f" fallbacks={row['fallbacks']}")
     print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
+    if sampled_only:
+        print(f"{sampled_only} of {len(table.states)} configurations are sampled only: backend '{table.backend}' stored "
+              f"no exact option distribution for them (docs/backends.md)")
     return 0
 
 
@@ -243,6 +256,37 @@ def comprehension(argv: list[str]) -> int:
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    return 0
+
+
+@_command("check-model", "is a model fit for the naming-game experiments? readable replies, preference, calibration, comprehension")
+def check_model(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m agentsim check-model",
+                     description="Check a model before running the naming-game experiments on it: the share of readable "
+                                 "replies with and without the answer grammar, position and letter preference, "
+                                 "calibration of its stored option distributions, and the paper's comprehension "
+                                 "questions (Table S7), with a plain verdict. A few minutes on SmolLM2 on a laptop CPU.")
+    parser.add_argument("--backend", required=True, help="the model, as for a run: local:smollm2, openai:MODEL@URL, ...")
+    parser.add_argument("--names", default="Q,M", help="the name pool, comma-separated (default Q,M)")
+    parser.add_argument("--seeds", type=int, default=60, help="seeds per state for calibration (default 60)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
+    options = parser.parse_args(argv)
+    names = tuple(name.strip() for name in options.names.split(",") if name.strip())
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise UserError(f"--names needs two or more distinct names (got '{options.names}')")
+    if options.seeds < 10:
+        raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
+    from .model_check import ModelCheck, check_model, report_lines
+
+    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed)
+    report = check_model(check)
+    for line in report_lines(report, check):
+        print(line)
+    if options.out is not None:
+        import json
+
+        options.out.write_text(json.dumps(report.as_dict(), indent=2), encoding="utf-8")
     return 0
 
 

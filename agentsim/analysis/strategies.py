@@ -2,8 +2,10 @@
 Fig. S8), and how often each configuration occurs in real runs (Fig. S9, S10).
 
 A strategy is measured three ways, best first:
-- exactly, from option probabilities a backend reported for the call (logprobs), stored with
-  the decision (`decisions.probabilities`), averaged over the calls from that state;
+- exactly, from the option distribution a backend scored for the call (the sampler's chance of
+  each reply under the answer grammar, llm/scoring.py), stored with the decision
+  (`decisions.probabilities`), averaged over the calls from that state (their option orders
+  differ, as the sampled calls' do);
 - exactly, from the stand-in's rule (`NamingStandIn.probabilities`) when the stand-in ran;
 - by sampling: counts of each choice per configuration, with a Wilson interval.
 

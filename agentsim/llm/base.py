@@ -8,6 +8,7 @@ determines an answer, which is also what the response cache keys on.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -46,22 +47,44 @@ class Grammar:
     """A constraint on the reply's text, for schema-constrained decoding: a regular expression
     (`kind="regex"`) or a JSON schema given as JSON text (`kind="json"`). TGI sends it as its
     `grammar` parameter, OpenAI-compatible servers (vLLM) as `guided_regex` / `response_format`;
-    providers without constrained decoding ignore it (docs/backends.md)."""
+    providers without constrained decoding ignore it (docs/backends.md).
+
+    A choice grammar (`Grammar.choice`) allows a finite set of replies, one per option: `value`
+    is the regex that matches exactly them (for servers that take a regex) and `choices` lists
+    each reply with its option. With a finite set of replies, the chance of each option under
+    the sampler is computable exactly (llm/scoring.py)."""
 
     kind: str
     value: str
+    choices: tuple[tuple[str, str], ...] = ()  # (reply, option) for a choice grammar
 
     def __post_init__(self) -> None:
         if self.kind not in ("regex", "json"):
             raise ParameterError(f"grammar kind must be 'regex' or 'json' (got '{self.kind}')")
         if not self.value:
             raise ParameterError("grammar value must be a non-empty regex or JSON schema")
+        replies = [reply for reply, _ in self.choices]
+        if any(not reply for reply in replies) or len(set(replies)) != len(replies):
+            raise ParameterError("a choice grammar's replies must be distinct and non-empty")
+        if any(other != reply and other.startswith(reply) for reply in replies for other in replies):
+            raise ParameterError("no reply of a choice grammar may begin another (end each with a delimiter)")
+
+    @classmethod
+    def choice(cls, replies: Mapping[str, str]) -> Grammar:
+        """The grammar that allows exactly `replies` (option -> its reply text)."""
+        pairs = tuple((reply, option) for option, reply in replies.items())
+        return cls(kind="regex", value="(?:" + "|".join(re.escape(reply) for reply, _ in pairs) + ")", choices=pairs)
+
+    def longest_reply_tokens(self) -> int:
+        """Tokens enough to write any reply of a choice grammar (every token writes a byte at
+        least), so that no sampled path is cut before it names its option."""
+        return max((len(reply.encode()) for reply, _ in self.choices), default=0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
     """What determines an answer. `options` lists the valid answers when the game knows them,
-    so backends that expose token probabilities can report each option's probability.
+    so backends that can score a choice grammar report each option's probability.
 
     `situation` is the game's own view of what the prompt shows (a `NamingSituation`, ...).
     Providers never look at it and the cache does not key on it: it is the same information
@@ -89,7 +112,11 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: str = ""
+    # Each option's chance that the backend's own sampler writes its reply, scored exactly
+    # (llm/scoring.py); None where the backend cannot score. `unscored` bounds what the scoring
+    # left out: each option's probability lies in [p, p + unscored].
     option_probabilities: Mapping[str, float] | None = None
+    unscored: float = 0.0
     raw: Any = None
     cached: bool = False
     # Filled by the wrappers (llm/stack.py) for accounting and the limiter:

@@ -27,7 +27,7 @@ import platformdirs
 from ..errors import ReplayMissError
 from .base import Completion, LanguageModel, Request
 
-FORMAT_VERSION = 2  # 2: message texts hashed raw after the head
+FORMAT_VERSION = 3  # 2: message texts hashed raw after the head; 3: option probabilities exact or none
 # Encoders made once: `json.dumps` with any argument builds a new encoder per call, and a key
 # and a stored answer are encoded for every call. The bytes are what `json.dumps` gives.
 _KEY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -112,7 +112,7 @@ def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str
     return digest.hexdigest()
 
 
-_STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "raw")
+_STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "unscored", "raw")
 
 
 class CachedModel:
@@ -134,7 +134,7 @@ class CachedModel:
         stored = self.store.get(key)
         if stored is not None:
             self.hits += 1
-            fields: dict[str, Any] = {name: stored.get(name) for name in _STORED}
+            fields: dict[str, Any] = {name: stored[name] for name in _STORED if name in stored}
             return Completion(**fields, cached=True)
         if self.replay:
             raise ReplayMissError(f"--replay: the cache {self.store.path} holds no answer for a request to {self.name}; "

@@ -1,31 +1,31 @@
 """The choice-distribution cache: a wrapper that remembers, for an exact prompt, the model's
-distribution over the valid options at the answer position, and with `sample_locally`
-answers the prompt again by drawing from that distribution with the call's own seed instead
-of calling.
+distribution over the options, and with `sample_locally` answers the prompt again by drawing
+from that distribution with the call's own seed instead of calling.
 
-In an answer-first format (`{'value': NAME; ...}`) the decision is the one token at the answer
-position; what follows it is never read. Drawing that token from its distribution (with the
-temperature and top-k already applied, llm/logprobs.py) is the same random process as asking
-the model again, so the dynamics are unchanged while a population that revisits the same
-prompts (critical-mass runs with W=2, H=5 see a few thousand distinct prompts at most) stops
-paying for them. The locally written reply is the text the model wrote before the answer
-(stored with the distribution), then the drawn option: the game reads it like the model's.
+What it stores is only what a backend scored exactly: under a choice grammar (a finite set of
+replies, one per option) the probability that the backend's own sampler writes each option's
+reply (llm/scoring.py). Such a distribution is a function of the prompt alone, whichever reply
+the model gave when it was computed, so drawing an option from it with the call's seed is the
+same random process as asking the model again: the draws of different calls are independent
+(each call has its own seed) and each follows the model's distribution. The locally written
+reply is the option's reply under the grammar, the text the model writes for it. The scoring
+leaves out at most `unscored` (stored beside, below 1e-4 in practice); a draw renormalises over
+the options, so each option's chance is off by at most that.
 
-With `sample_locally`, a reply the model gave with a distribution is replaced by the seeded
-draw too (the model's own reply is kept in `raw`): whether a prompt was already known depends
-on which of two identical prompts in flight finished first, and a run's outcome may depend on
-its seed and the model's answers only, never on timing. That holds exactly where the model's
-distribution for a prompt does not depend on the seed (the answer comes first, or the text
-before it is fixed by a grammar).
+With `sample_locally`, a reply the model gave is replaced by the seeded draw too (the model's
+own reply is kept in `raw`): whether a prompt was already known depends on which of two
+identical prompts in flight finished first, and a run's outcome may depend on its seed and the
+model's answers only, never on timing.
 
-What is not reproduced: a model's unusable replies. A prompt is only stored from a reply the
-distribution was read from (an option was named at the answer position), and local draws
-always name an option. The completion says `sampled_locally`, and the experiment's store
-records it per call (`decisions.sampled_locally`).
+A backend that cannot score (every HTTP backend, the stand-in: docs/backends.md)
+reports no distribution, and `sample_locally` is refused when it is built (`require_scoring`),
+as it is for a scenario without a choice grammar (agentsim/model_check.py).
+The completion says `sampled_locally`, and the experiment's store records it per call
+(`decisions.sampled_locally`).
 
 The key is the response cache's (llm/cache.py) without the seed and the replicate index:
-provider, endpoint, model, messages, sampling, options, grammar. The table lives in the response cache's
-database, so a user's experiments share what they learnt.
+provider, endpoint, model, messages, sampling, options, grammar. The table lives in the
+response cache's database, so a user's experiments share what they learnt.
 """
 
 from __future__ import annotations
@@ -35,9 +35,20 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import BackendSpecError
 from .base import Completion, LanguageModel, Request
 from .cache import ResponseStore, cache_key
-from .logprobs import first_option
+
+SCORING_BACKENDS = "local:smollm2, local:PATH.gguf (llama.cpp) or local:HF_ID_OR_PATH (transformers) in process"
+
+
+def require_scoring(backend: LanguageModel, spec: str) -> None:
+    """Refuse `--sample-locally` on a backend that reports no exact option distributions:
+    nothing would be drawn, and a run would silently be the plain one."""
+    if not getattr(backend, "scores_options", False):
+        raise BackendSpecError(f"--sample-locally draws from exact option distributions, and backend '{spec}' cannot "
+                               f"score them (docs/backends.md); use {SCORING_BACKENDS} with the answer grammar, "
+                               f"or drop --sample-locally")
 
 
 def distribution_key(provider: str, endpoint: str, model: str, request: Request) -> str:
@@ -87,9 +98,9 @@ class ChoiceDistributionModel:
                 self.sampled += 1
                 return _drawn(known, request, sampled_locally=True)
         completion = await self.inner.complete(request)
-        learnt = _learnt(completion)
+        learnt = _learnt(completion, request)
         if learnt is None:
-            return completion  # nothing to learn: an unusable reply, or no probabilities
+            return completion  # nothing to learn: no distribution scored for this request
         known = self.store.get(key)
         if known is None:
             self.stored += 1
@@ -112,20 +123,23 @@ class ChoiceDistributionModel:
         await self.inner.aclose()
 
 
-def _learnt(completion: Completion) -> dict[str, object] | None:
-    """The distribution and the text before the answer, when the distribution was read at an
-    option the reply names; None when there is nothing to learn from the reply."""
+def _learnt(completion: Completion, request: Request) -> dict[str, object] | None:
+    """The scored distribution with each option's reply under the grammar; None when the
+    backend scored nothing (or the reply came from a draw)."""
     probabilities = completion.option_probabilities
-    if not probabilities or completion.sampled_locally:
+    grammar = request.grammar
+    if not probabilities or completion.sampled_locally or grammar is None or not grammar.choices:
         return None
-    start = first_option(completion.text, tuple(probabilities))
-    if start is None:
+    replies = {option: reply for reply, option in grammar.choices}
+    if set(probabilities) != set(replies):
         return None
-    return {"distribution": dict(probabilities), "prefix": completion.text[:start], "model": completion.model}
+    return {"distribution": dict(probabilities), "replies": replies, "unscored": completion.unscored,
+            "model": completion.model}
 
 
 def _drawn(known: Mapping[str, Any], request: Request, *, sampled_locally: bool) -> Completion:
     distribution: dict[str, float] = known["distribution"]
     option = draw(distribution, request.seed)
-    return Completion(text=f"{known['prefix']}{option}", model=str(known["model"]), option_probabilities=distribution,
-                      raw={"sampled_locally": sampled_locally}, sampled_locally=sampled_locally)
+    return Completion(text=known["replies"][option], model=str(known["model"]), option_probabilities=distribution,
+                      unscored=float(known.get("unscored", 0.0)), raw={"sampled_locally": sampled_locally},
+                      sampled_locally=sampled_locally)

@@ -1,10 +1,12 @@
 """A `Grammar` (regex or JSON schema) as llama.cpp's GBNF, for llama-cpp-python in process and
 for `llama-server`, which constrain decoding with GBNF grammars and take no regex.
 
-The translation is llama.cpp's own (`llama_cpp.llama_grammar`, the Python twin of the C++
-`json_schema_to_grammar`): a JSON schema through `json_schema_to_gbnf`, a regex as the pattern
-of a string schema with `raw_pattern` set, so the grammar matches the text itself rather than
-a quoted JSON string. It needs llama-cpp-python (the `local` extra).
+A choice grammar (a finite set of replies) becomes the alternation of its replies as literals,
+with nothing optional between their characters. Otherwise the translation is llama.cpp's own
+(`llama_cpp.llama_grammar`, the Python twin of the C++ `json_schema_to_grammar`): a JSON schema
+through `json_schema_to_gbnf`, a regex as the pattern of a string schema with `raw_pattern`
+set, so the grammar matches the text itself rather than a quoted JSON string. It needs
+llama-cpp-python (the `local` extra).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from .base import Grammar
 
 @functools.lru_cache(maxsize=64)
 def to_gbnf(grammar: Grammar) -> str:
+    if grammar.choices:
+        return "root ::= " + " | ".join(_literal(reply) for reply, _ in grammar.choices) + "\n"
     try:
         from llama_cpp.llama_grammar import SchemaConverter, json_schema_to_gbnf
     except ImportError:
@@ -26,6 +30,12 @@ def to_gbnf(grammar: Grammar) -> str:
     converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=True)
     converter.visit({"type": "string", "pattern": f"^{grammar.value}$"}, "")
     return converter.format_grammar()
+
+
+def _literal(text: str) -> str:
+    """`text` as a GBNF string literal: exactly these characters, no optional whitespace."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
 
 
 def gbnf_if_available(grammar: Grammar) -> str | None:

@@ -5,17 +5,19 @@ without a download from a model hub.
 
 One model answers one request at a time (llama-cpp-python has one context and no batching;
 for concurrent slots run `llama-server`, backends/llamacpp/), in a worker thread so the event
-loop keeps running. Every sampling parameter is passed explicitly, since llama-cpp-python's
-defaults (min_p 0.05, top_p 0.95, top_k 40) would otherwise change the process; the seed is
-the request's. A grammar is llama.cpp's GBNF (llm/grammars.py).
+loop keeps running. A request cancelled while its thread is inside llama.cpp keeps the model
+until that thread returns, and closing waits for it too: freeing the model under a running
+thread crashed the process on Ctrl-C. Every sampling parameter is passed explicitly, since
+llama-cpp-python's defaults (min_p 0.05, top_p 0.95, top_k 40) would otherwise change the
+process; the seed is the request's. A grammar is llama.cpp's GBNF (llm/grammars.py).
 
-Option probabilities come from the model's own logits: the model keeps the raw next-token
-logits of every step (`logits_all`: before the penalties, the grammar and the samplers); the
-most likely alternatives at the answer position go through the common path (llm/logprobs.py),
-renormalised over the options. With a grammar, the sampler only ever draws
-tokens the grammar allows, so tokens that start no option are dropped before top-k, as
-llama.cpp's sampler chain does (grammar, then top-k, then temperature). Every token that starts
-an option is listed, wherever it ranks, so each option gets its probability.
+Option probabilities: under a choice grammar (a finite set of replies, one per option), each
+option's probability is the chance that this sampler writes its reply, computed exactly by
+scoring the tree of token paths with the model, right after the answer, reusing the prompt in
+the KV cache (llm/scoring.py). llama-cpp-python's sampler chain applies the grammar first,
+then top-k, top-p, temperature, and the scoring follows that order. A prompt's distribution is
+kept (by its tokens) so that a prompt asked again costs no second scoring. Without a choice
+grammar the reply is free text and no distribution is reported.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ from typing import Any
 from ..errors import BackendError, BackendSpecError
 from .base import Completion, Request
 from .grammars import to_gbnf
-from .logprobs import from_token_list
+from .scoring import KeptDistributions, OptionDistribution, TokenTable, can_score, option_distribution
 
 SMOLLM2 = "smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-TOP_ALTERNATIVES = 40
 CONTEXT_TOKENS = 4096  # a naming prompt with H=5 and two re-asks is under 1,000
 
 
@@ -65,9 +66,11 @@ def default_threads() -> int:
 
 class LlamaCppModel:
     immediate = False
+    scores_options = True  # exact option distributions under a choice grammar (llm/scoring.py)
 
     def __init__(self, *, name: str, path: str, threads: int | None = None, context_tokens: int = CONTEXT_TOKENS) -> None:
         try:
+            import llama_cpp
             import numpy
             from llama_cpp import Llama, LlamaGrammar
         except ImportError:
@@ -79,24 +82,30 @@ class LlamaCppModel:
         self.endpoint = str(file.resolve())
         self.model_id = SMOLLM2 if path == SMOLLM2 else file.stem
         self.numpy = numpy
+        self.bindings = llama_cpp
         self.grammar_type = LlamaGrammar
         threads = threads or default_threads()
         try:
-            # logits_all: the logits every token was drawn from stay in `scores`, for option probabilities
             self.llama = Llama(model_path=str(file), n_ctx=context_tokens, n_threads=threads, n_threads_batch=threads,
-                               logits_all=True, verbose=False)
+                               verbose=False)
         except (ValueError, RuntimeError) as error:
             raise BackendSpecError(f"backend '{name}': llama.cpp cannot load '{file}' ({error})") from None
-        self.pieces = [self.llama.detokenize([token]).decode("utf-8", errors="replace")
-                       for token in range(self.llama.n_vocab())]
         self.grammars: dict[str, Any] = {}
-        self.starting: dict[tuple[str, ...], Any] = {}
+        self.table: TokenTable | None = None
+        self.distributions = KeptDistributions()
         self.lock = asyncio.Lock()
+        self.closed = False
 
     async def complete(self, request: Request) -> Completion:
-        async with self.lock:  # one context: one request at a time
+        async with self.lock:  # one context: one request at a time, held until its thread returns
+            if self.closed:
+                raise BackendError("llama.cpp: the model is closed", kind="error")
+            work = asyncio.ensure_future(asyncio.to_thread(self._complete, request))
             try:
-                return await asyncio.to_thread(self._complete, request)
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                await _settled(work)
+                raise
             except BackendError:
                 raise
             except Exception as error:  # llama.cpp failed: the call failed, recorded by kind
@@ -132,55 +141,77 @@ class LlamaCppModel:
         text = choice["message"]["content"] or ""
         usage = answer["usage"]
         prompt_tokens, completion_tokens = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
-        probabilities = None
-        if request.options and completion_tokens:
-            probabilities = self._option_probabilities(request, text, prompt_tokens, completion_tokens)
-        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          model=self.model_id, option_probabilities=probabilities,
-                          raw={"finish_reason": choice.get("finish_reason"), "seed": request.seed})
+        completion = Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                model=self.model_id, raw={"finish_reason": choice.get("finish_reason"), "seed": request.seed})
+        if request.options and can_score(request):
+            distribution = self._distribution(request, prompt_tokens)
+            if not distribution.truncated:  # else some replies name no option: no distribution over the options
+                completion.option_probabilities, completion.unscored = distribution.probabilities, distribution.unscored
+        return completion
 
-    def _option_probabilities(self, request: Request, text: str, prompt_tokens: int,
-                              completion_tokens: int) -> Any:
-        """From the raw logits each generated token was drawn from (row `prompt_tokens - 1 + k`
-        of the model's scores holds the logits token k was drawn from)."""
-        numpy = self.numpy
-        llama = self.llama
-        evaluated = llama.input_ids[prompt_tokens:llama.n_tokens].tolist()  # every drawn token but the last
-        pieces = [self.pieces[token] for token in evaluated]
-        written = "".join(pieces)
-        if not text.startswith(written):
-            return None
-        if len(text) > len(written):
-            pieces.append(text[len(written):])
-        starting = self._starting(request.options)
-        steps = []
-        for index in range(min(len(pieces), completion_tokens)):
-            logits = llama.scores[prompt_tokens - 1 + index].astype(numpy.float64)
-            peak = float(logits.max())
-            normaliser = peak + float(numpy.log(numpy.exp(logits - peak).sum()))
-            if request.grammar is not None:
-                listed = starting  # the grammar masks the rest before top-k
-            else:
-                listed = numpy.union1d(numpy.argpartition(logits, -TOP_ALTERNATIVES)[-TOP_ALTERNATIVES:], starting)
-            steps.append([(self.pieces[token], float(logits[token]) - normaliser) for token in listed])
+    def _distribution(self, request: Request, prompt_tokens: int) -> OptionDistribution:
+        """The request's option distribution, scored with the prompt the answer was drawn after
+        (still the first `prompt_tokens` tokens of the context)."""
+        prompt = self.llama.input_ids[:prompt_tokens].copy()
+        return self.distributions.get_or_score(request, prompt.tobytes(), lambda: self._score(request, prompt))
+
+    def _score(self, request: Request, prompt: Any) -> OptionDistribution:
+        assert request.grammar is not None
+        numpy, llama = self.numpy, self.llama
+        prompt_tokens = len(prompt)
+        logits_of = self.bindings.llama_get_logits_ith
+        vocabulary = llama.n_vocab()
+        evaluated: list[tuple[int, ...]] = []  # the path the context holds after the prompt
+
+        def next_logits(path: tuple[int, ...]) -> Any:
+            if not evaluated:  # the logits the first token was drawn from: evaluate the prompt's last token again
+                llama.n_tokens = prompt_tokens - 1
+                llama.eval([int(prompt[-1])])
+                evaluated.append(())
+            shared = 0
+            for held, wanted in zip(evaluated[0], path):
+                if held != wanted:
+                    break
+                shared += 1
+            if shared < len(path) or shared < len(evaluated[0]):
+                llama.n_tokens = prompt_tokens + shared
+                if shared < len(path):
+                    llama.eval(list(path[shared:]))
+                else:  # a path ending inside the held one: its logits were overwritten, evaluate its last token again
+                    llama.n_tokens -= 1
+                    llama.eval([path[-1]])
+                evaluated[0] = path
+            return numpy.ctypeslib.as_array(logits_of(llama.ctx, -1), shape=(vocabulary,))
+
         sampling = request.sampling
-        return from_token_list(text, list(zip(pieces, steps)), request.options, temperature=sampling.temperature,
-                               top_k=sampling.top_k)
+        return option_distribution(dict(request.grammar.choices), self._table(), next_logits,
+                                   temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
+                                   max_tokens=sampling.max_tokens)
 
-    def _starting(self, options: tuple[str, ...]) -> Any:
-        """The tokens that start one of `options` (" Q", "Q", "Q;" start Q), found once per option set:
-        each option's probability needs them all, wherever they rank."""
-        found = self.starting.get(options)
-        if found is None:
-            found = self.starting[options] = self.numpy.array(
-                [token for token, piece in enumerate(self.pieces) if _starts_option(piece, options)], dtype=int)
-        return found
+    def _table(self) -> TokenTable:
+        """The vocabulary as llama.cpp's grammar reads it (special tokens by their text), built once."""
+        if self.table is None:
+            llama, bindings = self.llama, self.bindings
+            vocab = bindings.llama_model_get_vocab(llama.model)
+            count = llama.n_vocab()
+            pieces = [llama.detokenize([token], special=True) for token in range(count)]
+            self.table = TokenTable(pieces, [token for token in range(count) if bindings.llama_vocab_is_eog(vocab, token)])
+        return self.table
 
     async def aclose(self) -> None:
-        async with self.lock:
-            self.llama.close()
+        async with self.lock:  # after the request in flight, whose thread may still be inside the model
+            if not self.closed:
+                self.closed = True
+                self.llama.close()
 
 
-def _starts_option(piece: str, options: tuple[str, ...]) -> bool:
-    stripped = piece.strip().strip("'\"{[(:")
-    return bool(stripped) and any(option.startswith(stripped) or stripped.startswith(option) for option in options)
+async def _settled(work: asyncio.Future[Any]) -> None:
+    """Wait until `work` (a worker thread's result) is done, however often this task is
+    cancelled meanwhile: the thread cannot be stopped, and the model must outlive it."""
+    while not work.done():
+        try:
+            await asyncio.wait([work])
+        except asyncio.CancelledError:
+            continue
+    if not work.cancelled():
+        work.exception()  # retrieved: the caller is cancelled and reports that instead

@@ -6,8 +6,17 @@ every queued request (up to `max_batch`), left-pads them into one batch and deco
 by step in one forward pass per token, with a KV cache, in a worker thread so the event loop
 keeps running; requests arriving meanwhile form the next batch. Each row samples with its own
 parameters (temperature, top-k, top-p, repetition penalty, stop strings, max tokens) and its
-own torch generator seeded from the request's seed. The raw next-token distribution at every
-step gives the option probabilities (temperature and top-k applied as the sampler does).
+own torch generator seeded from the request's seed.
+
+A choice grammar (a finite set of replies, `Grammar.choice`) is enforced: at every step only the
+tokens that keep the text a prefix of a reply are drawn (the end of generation once it is one),
+before the rest of the sampler (temperature, top-k, top-p on the tempered probabilities). Each
+option's exact probability under that sampler is then scored on every token path that spells
+its reply (llm/scoring.py): the prompt is evaluated once and each path continues a copy of its
+parent's KV cache. Tokens are read as the text they add after a fixed anchor token, which is
+exact for ASCII replies (the naming game's); a grammar with other characters, or any regex or
+JSON schema, is not applied here (use `local:PATH.gguf` through llama.cpp), and free text has no
+exact chance per option, so none is reported.
 
 torch and transformers are imported here only, so the rest of agentsim never needs them.
 """
@@ -15,6 +24,8 @@ torch and transformers are imported here only, so the rest of agentsim never nee
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 from pathlib import Path
 from typing import Any, cast
@@ -22,13 +33,12 @@ from typing import Any, cast
 from ..errors import BackendError, BackendSpecError
 from . import chat_format
 from .base import Completion, Request
-from .logprobs import from_token_list
-
-TOP_ALTERNATIVES = 20
+from .scoring import KeptDistributions, TokenTable, can_score, option_distribution
 
 
 class LocalModel:
     immediate = False
+    scores_options = True  # under an ASCII choice grammar (see the module's docstring)
 
     def __init__(self, *, name: str, path: str, max_batch: int = 32, device: str | None = None) -> None:
         try:
@@ -61,6 +71,8 @@ class LocalModel:
         self.pending: list[tuple[Request, asyncio.Future[Completion]]] = []
         self.worker: asyncio.Task[None] | None = None
         self.batches: list[int] = []  # sizes of the batches run, for tests and tuning
+        self.table: TokenTable | None = None
+        self.distributions = KeptDistributions()
 
     async def complete(self, request: Request) -> Completion:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
@@ -107,7 +119,9 @@ class LocalModel:
                       for request in requests]
         steps = max(request.sampling.max_tokens for request in requests)
         generated: list[list[int]] = [[] for _ in range(rows)]
-        alternatives: list[list[list[tuple[str, float]]]] = [[] for _ in range(rows)]
+        replies = [_replies(request) for request in requests]  # each row's choice grammar, or None
+        written = [b""] * rows
+        table = self._table() if any(replies) else None
         finished = [False] * rows
         eos = tokenizer.eos_token_id
         pad = tokenizer.pad_token_id
@@ -127,11 +141,12 @@ class LocalModel:
                     if finished[row]:
                         chosen.append(pad)
                         continue
-                    token = self._sample(logits[row], request, ids[row], generated[row], generators[row])
-                    if request.options:
-                        top = torch.log_softmax(logits[row], dim=-1).topk(TOP_ALTERNATIVES)
-                        alternatives[row].append([(tokenizer.decode([index]), value)
-                                                  for value, index in zip(top.values.tolist(), top.indices.tolist())])
+                    row_logits, held_to = logits[row], replies[row]
+                    if table is not None and held_to is not None:
+                        row_logits = _held(row_logits, table, held_to, written[row], torch)
+                    token = self._sample(row_logits, request, ids[row], generated[row], generators[row])
+                    if table is not None:
+                        written[row] += table.piece(token)
                     generated[row].append(token)
                     chosen.append(token)
                     text = tokenizer.decode(generated[row], skip_special_tokens=True)
@@ -149,15 +164,56 @@ class LocalModel:
             for stop in request.sampling.stop:
                 if stop in text:
                     text = text[: text.index(stop)]
-            probabilities = None
-            if request.options:
-                pieces = [(tokenizer.decode([token]), alternatives[row][index]) for index, token in enumerate(tokens)]
-                probabilities = from_token_list(text, pieces, request.options, temperature=request.sampling.temperature,
-                                                top_k=request.sampling.top_k)
-            completions.append(Completion(text=text, prompt_tokens=int(prompt_tokens[row]),
-                                          completion_tokens=len(generated[row]), model=self.model_id,
-                                          option_probabilities=probabilities, raw={"batch": rows}))
+            completion = Completion(text=text, prompt_tokens=int(prompt_tokens[row]),
+                                    completion_tokens=len(generated[row]), model=self.model_id, raw={"batch": rows})
+            if table is not None and replies[row] is not None and request.options and can_score(request):
+                prompt = ids[row][mask[row].bool()]
+                distribution = self.distributions.get_or_score(
+                    request, prompt.cpu().numpy().tobytes(), functools.partial(self._distribution, request, prompt, table))
+                if not distribution.truncated:
+                    completion.option_probabilities = distribution.probabilities
+                    completion.unscored = distribution.unscored
+            completions.append(completion)
         return completions
+
+    def _distribution(self, request: Request, prompt: Any, table: TokenTable) -> Any:
+        """The option distribution after `prompt` (its token ids, unpadded): the prompt once,
+        then each path from a copy of its parent's cache, one token at a time."""
+        torch = self.torch
+        caches: dict[tuple[int, ...], Any] = {}
+        field = self.cache_field
+
+        def next_logits(path: tuple[int, ...]) -> Any:
+            with torch.inference_mode():
+                if not path:
+                    output = self.model(input_ids=prompt.unsqueeze(0), use_cache=True)
+                else:
+                    parent = copy.deepcopy(caches[path[:-1]])
+                    output = self.model(input_ids=torch.tensor([[path[-1]]], device=self.device), use_cache=True,
+                                        **{field: parent})
+            caches[path] = getattr(output, field)
+            return output.logits[0, -1, :].float().cpu().numpy()
+
+        assert request.grammar is not None
+        sampling = request.sampling
+        return option_distribution(dict(request.grammar.choices), table, next_logits, temperature=sampling.temperature,
+                                   top_k=sampling.top_k, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+                                   tempered_top_p=True)
+
+    def _table(self) -> TokenTable:
+        """Each token's text as the bytes it adds after an anchor token (a lone token's decoding
+        may drop a leading space), built once."""
+        if self.table is None:
+            tokenizer = self.tokenizer
+            anchor = tokenizer.encode("a", add_special_tokens=False)[-1]
+            head = tokenizer.decode([anchor], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            pieces = []
+            for token in range(int(self.model.get_output_embeddings().weight.shape[0])):
+                text = tokenizer.decode([anchor, token], skip_special_tokens=False, clean_up_tokenization_spaces=False) \
+                    if token < len(tokenizer) else ""
+                pieces.append(text[len(head):].encode() if text.startswith(head) else b"")
+            self.table = TokenTable(pieces, [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
+        return self.table
 
     def _sample(self, logits: Any, request: Request, prompt: Any, generated: list[int], generator: Any) -> int:
         torch = self.torch
@@ -186,3 +242,21 @@ class LocalModel:
         if self.worker is not None and not self.worker.done():
             self.worker.cancel()
             await asyncio.gather(self.worker, return_exceptions=True)
+
+
+def _replies(request: Request) -> list[bytes] | None:
+    """The replies of the request's choice grammar, when this backend can hold a reply to them."""
+    grammar = request.grammar
+    if grammar is None or not grammar.choices or not all(reply.isascii() for reply, _ in grammar.choices):
+        return None
+    return [reply.encode() for reply, _ in grammar.choices]
+
+
+def _held(logits: Any, table: TokenTable, replies: list[bytes], written: bytes, torch: Any) -> Any:
+    """`logits` with every token the grammar forbids after `written` at minus infinity."""
+    candidates, ends = table.allowed(replies, written)
+    allowed = [token for token, _ in candidates] + ends
+    held = torch.full_like(logits, float("-inf"))
+    index = torch.tensor(allowed, dtype=torch.long, device=logits.device)
+    held[index] = logits[index]
+    return held

@@ -4,8 +4,10 @@ base URL, through the official SDK (`AsyncOpenAI`) and its public API only.
 Each call is `client.chat.completions.with_raw_response.create(...)`: the SDK builds and sends
 the request (URL, auth header, its default headers, timeout) and raises its own exceptions for
 every error answer, translated once in `faults.sdk_errors`; the raw response gives the
-rate-limit headers, and the answer is read from its JSON (the option probabilities need the
-log probabilities as sent). The SDK's own retries are off (`max_retries=0`): agentsim's retry
+rate-limit headers, and the answer is read from its JSON. No option probabilities: the chat
+API's top log probabilities are those of the positions the model generated, raw, before any
+grammar, so they are not the chance of a whole reply under the sampler (llm/scoring.py;
+docs/backends.md says what each server could give). The SDK's own retries are off (`max_retries=0`): agentsim's retry
 wrapper retries, and two layers would multiply attempts. Against a compatible server (a base
 URL is given), top_k and repetition_penalty go in the body beside the standard parameters
 (`extra_body`), the way vLLM expects, and every sampling parameter is sent explicitly, since
@@ -23,10 +25,8 @@ from ..errors import BackendError
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors
 from .grammars import gbnf_if_available
-from .logprobs import at_answer
 
 KEY_VARIABLE = "OPENAI_API_KEY"
-TOP_LOGPROBS = 5
 
 
 class OpenAIModel:
@@ -81,9 +81,6 @@ class OpenAIModel:
             arguments["stop"] = list(sampling.stop)
         if request.seed is not None:
             arguments["seed"] = request.seed
-        if request.options:
-            arguments["logprobs"] = True
-            arguments["top_logprobs"] = TOP_LOGPROBS
         grammar = request.grammar
         if grammar is not None:
             if grammar.kind == "json":
@@ -110,15 +107,11 @@ class OpenAIModel:
             usage = body.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError):
             raise BackendError("openai answered a body that is not a chat completion", kind="malformed") from None
-        probabilities = None
-        if request.options:
-            probabilities = _option_probabilities(text, choice.get("logprobs"), request)
         return Completion(
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             model=str(body.get("model") or self.model),
-            option_probabilities=probabilities,
             raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
                  "system_fingerprint": body.get("system_fingerprint")},
             signals=rate_limit_signals(headers) or None,
@@ -126,17 +119,4 @@ class OpenAIModel:
 
     async def aclose(self) -> None:
         await self.client.close()
-
-
-def _option_probabilities(text: str, logprobs: Any, request: Request) -> Any:
-    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
-        return None
-    entries = logprobs["content"]
-
-    def alternatives(index: int) -> list[tuple[str, float]]:
-        return [(alt.get("token", ""), float(alt.get("logprob", -1e9))) for alt in entries[index].get("top_logprobs") or []]
-
-    sampling = request.sampling
-    return at_answer(text, [entry.get("token", "") for entry in entries], alternatives, request.options,
-                     temperature=sampling.temperature, top_k=sampling.top_k)
 

@@ -67,6 +67,7 @@ class BackendOptions:
     max_calls: int | None = None
     max_cost_usd: float | None = None
     health: HealthPolicy = field(default_factory=HealthPolicy)
+    model_check: bool = True  # ask an in-process model the scenario's prompts before a run (agentsim/model_fitness.py)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
@@ -221,6 +222,10 @@ def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | 
     options = options or BackendOptions()
     spec = parse_spec(text)
     backend = _servers(spec, scenario, options)
+    if options.sample_locally:
+        from .choices import require_scoring
+
+        require_scoring(backend, spec.text)
     if backend.immediate:
         return backend
     if limiter is None:

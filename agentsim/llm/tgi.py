@@ -1,8 +1,10 @@
 """`tgi:URL`: Text Generation Inference's native `/generate`, over one pooled aiohttp session.
 
 Native rather than the messages API because only `/generate` honours everything the papers
-used: seed, top_k, top_p, repetition_penalty, stop, max_new_tokens, `details` with
-`top_n_tokens` (option probabilities), and `grammar` (regex or JSON schema). TGI's limits
+used: seed, top_k, top_p, repetition_penalty, stop, max_new_tokens, `details`, and `grammar`
+(regex or JSON schema). No option probabilities: TGI takes the prompt as text (so a token
+path cannot be forced) and gives the top tokens of the positions it generated, before its
+grammar, which is not the chance of a whole reply (llm/scoring.py; docs/backends.md). TGI's limits
 are TGI's own: temperature must be > 0 (0 becomes greedy decoding), top_p strictly below 1
 (1 is left out). The response headers feed the limiter: `x-queue-time` (rising queue time
 means the server is saturated) and the token counts `x-prompt-tokens` / `x-generated-tokens`.
@@ -21,10 +23,8 @@ from ..errors import BackendError
 from . import chat_format
 from .base import Completion, Request
 from .faults import error_for_status, rate_limit_signals
-from .logprobs import at_answer
 
 KEY_VARIABLE = "HF_TOKEN"
-TOP_N_TOKENS = 5
 
 
 class TGIModel:
@@ -76,8 +76,6 @@ class TGIModel:
             parameters["stop"] = list(sampling.stop)
         if request.seed is not None:
             parameters["seed"] = request.seed
-        if request.options:
-            parameters["top_n_tokens"] = TOP_N_TOKENS
         if request.grammar is not None:
             value: Any = json.loads(request.grammar.value) if request.grammar.kind == "json" else request.grammar.value
             parameters["grammar"] = {"type": request.grammar.kind, "value": value}
@@ -93,12 +91,8 @@ class TGIModel:
             completion_tokens = int(headers.get("x-generated-tokens") or details.get("generated_tokens") or 0)
         except (KeyError, TypeError, ValueError, AttributeError):
             raise BackendError("tgi answered a body that is not a generation", kind="malformed") from None
-        probabilities = None
-        if request.options:
-            probabilities = _option_probabilities(text, details, request)
         return Completion(
             text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, model=self.model or "tgi",
-            option_probabilities=probabilities,
             raw={"finish_reason": details.get("finish_reason"), "seed": details.get("seed")},
             signals=rate_limit_signals(headers) or None,
         )
@@ -123,19 +117,6 @@ class TGIModel:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-def _option_probabilities(text: str, details: dict[str, Any], request: Request) -> Any:
-    tokens, top = details.get("tokens") or [], details.get("top_tokens") or []
-    if not tokens or len(top) != len(tokens):
-        return None
-
-    def alternatives(index: int) -> list[tuple[str, float]]:
-        return [(alt.get("text", ""), float(alt.get("logprob") or -1e9)) for alt in top[index]]
-
-    sampling = request.sampling
-    return at_answer(text, [token.get("text", "") for token in tokens], alternatives, request.options,
-                     temperature=sampling.temperature, top_k=sampling.top_k)
 
 
 def _json(raw: bytes) -> Any:

@@ -20,7 +20,8 @@ build() {
     mkdir -p "$WORK"
     if [ ! -d "$WORK/src" ]; then
         # The sources vendored in llama-cpp-python's sdist: the llama.cpp that `local:` runs in process.
-        "$PYTHON" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$WORK/sdist"
+        # --no-binary for this package only: ':all:' made pip build every build dependency from source (stalls).
+        "$PYTHON" -m pip download --no-deps --no-binary llama-cpp-python "llama-cpp-python==$VERSION" -d "$WORK/sdist"
         mkdir -p "$WORK/src"
         tar -xzf "$WORK/sdist/llama_cpp_python-$VERSION.tar.gz" -C "$WORK/src" --strip-components=1
     fi
@@ -62,7 +63,7 @@ serve() {
     #   --ctx-size       the KV cache, shared: SLOTS x SLOT_CONTEXT tokens
     #   --threads        CPU threads for decoding (one per core; fewer when the machine is shared)
     #   --alias          the model name agentsim sends (openai:smollm2)
-    # Logprobs (top_logprobs), grammar (GBNF), json_schema / response_format, seed and top_k are per request.
+    # Grammar (GBNF), json_schema / response_format, seed and top_k are per request.
     exec "$SERVER" --model "$gguf" --alias "${ALIAS:-smollm2}" --host 127.0.0.1 --port "$PORT" \
         --parallel "$SLOTS" --ctx-size "$((SLOTS * SLOT_CONTEXT))" --threads "$THREADS" --threads-batch "$THREADS" \
         --cont-batching --no-webui --metrics ${EXTRA_FLAGS:-}

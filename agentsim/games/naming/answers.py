@@ -62,11 +62,12 @@ class AnswerReader:
         return _verdict(_named(self._exact, text))
 
 
-def answer_regex(options: tuple[str, ...] | list[str]) -> str:
-    """The prompts' answer-first format over `options` as a regular expression, for
-    constrained decoding: `{'value': NAME; 'reason': '...'}`."""
-    alternatives = "|".join(re.escape(option) for option in sorted(options, key=len, reverse=True))
-    return r"\{'value': (" + alternatives + r"); 'reason': '[^'\n]*'\}"
+def answer_replies(options: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """Each option's reply under constrained decoding: the prompts' answer-first format cut
+    after the answer, `{'value': NAME;`. The reason that the prompt asks for next is never read,
+    and a finite set of replies, none a prefix of another, is what makes each option's chance
+    exactly computable (agentsim/llm/scoring.py)."""
+    return {option: f"{{'value': {option};" for option in options}
 
 
 def parse_answer(text: str, options: tuple[str, ...] | list[str]) -> Parsed:

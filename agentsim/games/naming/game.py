@@ -12,6 +12,7 @@ make a new experiment; see examples/.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import string
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...llm.base import Grammar, Message
+from ...llm.base import Grammar, Message, Request, Sampling
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
@@ -29,7 +30,8 @@ from ...records import Decision, EncounterRecord, Move
 from ...scenario import Parsed
 from ...scheduler import Encounter
 from ..pairwise import PairwiseGame, PairwiseParams, name_codes
-from .answers import AnswerReader, answer_regex
+from .answers import AnswerReader, answer_replies
+from .fitness import probe_requests
 from .situation import Memory, NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 
@@ -158,17 +160,26 @@ class NamingGame(PairwiseGame[NamingParams]):
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
         returns a rule policy here)."""
-        params = self.params
-        return LLMPolicy(model.backend_for(index), params.sampling(), max_reasks=params.max_reasks,
+        return LLMPolicy(model.backend_for(index), self.sampling(), max_reasks=self.params.max_reasks,
                          grammar=self.grammar())
 
     def grammar(self) -> Grammar | None:
-        """The answer-first format `{'value': NAME; 'reason': '...'}` over the name pool, for
-        backends that constrain decoding (llama.cpp, TGI, vLLM), when `constrained_decoding` is set.
-        Small models never write the format unconstrained (SmolLM2: 0 of 20 replies)."""
+        """The answer-first format cut after the answer, `{'value': NAME;`, one reply per name
+        (answers.answer_replies), for backends that constrain decoding (llama.cpp, TGI, vLLM),
+        when `constrained_decoding` is set. Small models rarely write the format unconstrained
+        (docs/running-on-a-laptop.md)."""
         if not self.params.constrained_decoding:
             return None
-        return Grammar(kind="regex", value=answer_regex(self.names))
+        return Grammar.choice(answer_replies(self.names))
+
+    def sampling(self) -> Sampling:
+        """The parameters' sampling, with `max_tokens` raised under the grammar to what the
+        longest reply may take (a token per character at worst): a reply cut before its name
+        would name none."""
+        sampling, grammar = self.params.sampling(), self.grammar()
+        if grammar is None or sampling.max_tokens >= grammar.longest_reply_tokens():
+            return sampling
+        return dataclasses.replace(sampling, max_tokens=grammar.longest_reply_tokens())
 
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""
@@ -198,7 +209,8 @@ class NamingGame(PairwiseGame[NamingParams]):
             encounter.t,
             encounter.round,
             int(first_name is not None and first_name == second_name),
-            [Move(first.index, first_name, first_payoff), Move(second.index, second_name, second_payoff)],
+            [Move(first.index, first_name, first_payoff, first_decision.fell_back),
+             Move(second.index, second_name, second_payoff, second_decision.fell_back)],
             first_decision.calls + second_decision.calls,
         )
 
@@ -232,6 +244,14 @@ class NamingGame(PairwiseGame[NamingParams]):
     def prompt_fields(self) -> dict[str, object]:
         """Extra fields a custom template uses, fixed for the whole experiment."""
         return {}
+
+    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, Any]]:
+        return list(probe_requests(self, count, seed))
+
+    def unreadable_advice(self) -> str:
+        if self.params.constrained_decoding:
+            return "this model cannot be used for the naming game here even with the answer grammar"
+        return "constrain its answers with the grammar: --set constrained_decoding=true"
 
     def parse(self, text: str, situation: NamingSituation) -> Parsed:
         return self._answers.parse(text)
@@ -318,14 +338,18 @@ class NamingGame(PairwiseGame[NamingParams]):
                 flip=metrics.flip is not None,
                 flip_round=metrics.flip.round if metrics.flip else None,
                 final_alternative_share=None if share is None else round(share, 4),
+                # the choices that share is taken over (the last window's non-committed ones)
+                final_alternative_choices=metrics.uncommitted.total,
             )
+        # Fallback moves played their part in the game but are in none of the figures above.
+        summary["fallback_moves"] = metrics.fallbacks
         return summary
 
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
         committed = bool(metrics.committed)
-        lines = [("agreement", f"{metrics.agreement:.0%}" + (" (latest names of the non-committed agents)" if committed else ""))]
+        lines = [("agreement", f"{metrics.agreement:.0%}" + (" (latest choices of the non-committed agents)" if committed else ""))]
         if metrics.consensus:
             lines.append(("consensus", f"on {metrics.consensus.name} at round {metrics.consensus.round}"))
         if metrics.alternative is not None:
@@ -333,14 +357,18 @@ class NamingGame(PairwiseGame[NamingParams]):
             lines.append(("committed", f"{len(metrics.committed)} of {metrics.population} "
                                        f"({len(metrics.committed) / metrics.population:.0%}) play {metrics.alternative}"))
             lines.append(("flip", f"yes, at round {metrics.flip.round}" if metrics.flip else
-                          f"not yet ({metrics.alternative} at {share or 0:.0%} among the others)"))
+                          "not yet (no choice of the others yet)" if share is None else
+                          f"not yet ({metrics.alternative} at {share:.0%} of the others' "
+                          f"{metrics.uncommitted.total} latest choices)"))
+        fallbacks = f"; {metrics.fallbacks} fallbacks left out" if metrics.fallbacks else ""
         return {
             "success_rate": metrics.success_rate,
             "success_history": metrics.success_history[-60:],
             "shares": {name: shares.get(name, 0.0) for name in self.names},
-            "shares_label": "plays",
-            "shares_note": (f"last {metrics.window_size} plays, committed agents' included" if committed
-                            else f"share of the last {metrics.window_size} plays"),
+            "shares_label": "choices",
+            "shares_note": (f"last {len(metrics.window_productions)} choices, committed agents' plays included"
+                            f"{fallbacks}" if committed else
+                            f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
             "lines": lines,
         }
 

@@ -217,7 +217,8 @@ class SignGame(PairwiseGame[SignParams]):
                 agent.current = partner  # lose-shift
         payoff = self.params.success_payoff if success else self.params.failure_payoff
         return EncounterRecord(encounter.t, encounter.round, int(success),
-                               [Move(agents[0].index, said[0], payoff), Move(agents[1].index, said[1], payoff)],
+                               [Move(agents[0].index, said[0], payoff, decisions[0].fell_back),
+                                Move(agents[1].index, said[1], payoff, decisions[1].fell_back)],
                                decisions[0].calls + decisions[1].calls)
 
     def on_round_end(self, model: PopulationModel) -> None:

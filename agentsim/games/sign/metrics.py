@@ -2,7 +2,7 @@
 
 - Population agreement per round, as the paper defines it: the count of the most common
   name produced in the round over the population size N (an agent that said no name counts
-  against agreement).
+  against agreement; so does a fallback's name, which no reply said).
 - Rounds and tokens to reach agreement thresholds (50%, 60%, 70%, 90%): the first round whose
   agreement reaches the threshold, and the prompt plus completion tokens of every call up to
   the end of that round, every attempt counted (discarded first attempts and retries too).
@@ -56,14 +56,15 @@ class SignMetrics(ConventionMetrics):
         calls = record.calls
         tokens[0] += sum(call.prompt_tokens + call.completion_tokens for call in calls)
         for move in record.moves:
-            names[move.action] += 1
+            said = None if move.fallback else move.action  # a fallback's name is no one's: no name said
+            names[said] += 1
             own = [call for call in calls if call.agent == move.agent]
             self.routes[decision_route(own, move.action)] += 1
             self.retried += len(own) > 1
             self.decisions += 1
             early = self.early.setdefault(move.agent, [])
             if len(early) < EARLY:
-                early.append(move.action)
+                early.append(said)
 
     def close_rounds(self, before: int) -> None:
         """Compute agreement and cumulative tokens for every open round < before, in order."""

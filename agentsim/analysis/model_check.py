@@ -1,0 +1,272 @@
+"""`python -m agentsim check-model --backend SPEC`: is a model fit for the naming-game
+experiments? Four measurements on the model itself, through the backend a run would use, with
+the game's own prompts, sampling and grammar (games/naming/fitness.py):
+
+- readable replies: the share of first replies the game can read, without the answer grammar
+  and with it (a run without a grammar on a model that needs one is refused at start-up,
+  agentsim/model_fitness.py);
+- position and letter preference: from an empty memory, with each option order equally often,
+  the share of choices that take the first-listed name, and that take the pool's first name. A
+  model that reasons about the game has neither; a small model often has both, and then its
+  "bias" and "conventions" are the prompt's order and the letters' shapes;
+- calibration: at several memory states, the stored option distribution (exact scoring,
+  llm/scoring.py) against the options answered over many seeds, by an exact binomial test at
+  each state; the check fails when any state's p-value is below `alpha / states` (Bonferroni),
+  so a calibrated backend fails it with probability at most `alpha` (1%). A backend that
+  cannot score has no stored distribution: `--sample-locally` and exact strategy tables refuse
+  on it, and this says so;
+- comprehension: the paper's meta-prompting questions (Table S7) at several states, scored
+  against the true game state (games/naming/comprehension.py).
+
+The verdict is plain: fit, or not, with the reasons. The thresholds are stated in `ModelCheck`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats
+
+from ..errors import BackendError, UserError
+from ..games.naming import NamingGame, NamingSituation, question_messages, questions_for, score
+from ..games.naming.fitness import naming_request, probe_requests, probe_situations
+from ..llm.base import Completion, LanguageModel, Request, Sampling
+from ..llm.specs import BackendOptions, build_backend, parse_spec
+from ..llm.standin import NAME as STAND_IN
+from ..seeding import derive_seed
+from .stats import proportion_interval
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCheck:
+    backend: str
+    names: tuple[str, ...] = ("Q", "M")
+    readable_prompts: int = 24  # per mode, over 4 situations
+    preference_seeds: int = 24  # per option order, from an empty memory
+    calibration_states: int = 3
+    calibration_seeds: int = 60
+    comprehension_states: int = 4
+    alpha: float = 0.01  # the calibration test's family-wise false-alarm rate
+    seed: int = 0
+    concurrency: int = 8
+    # the verdict's thresholds
+    readable_share: float = 0.9  # of first replies readable, in the mode a run would use
+    comprehension_share: float = 0.7  # of Table S7's questions answered right (the paper's models: most)
+    preference_margin: float = 0.1  # a first-listed share this far from 1/2, its 95% interval excluding 1/2
+
+
+@dataclass
+class CheckReport:
+    backend: str
+    names: tuple[str, ...]
+    readable: dict[str, tuple[int, int]] = field(default_factory=dict)  # mode -> (readable, asked)
+    position: tuple[int, int] = (0, 0)  # (first-listed chosen, readable choices)
+    letter: tuple[int, int] = (0, 0)  # (the pool's first name chosen, readable choices)
+    # the same from the stored distributions, averaged over the orders (None: none stored)
+    position_exact: float | None = None
+    letter_exact: float | None = None
+    preference_mode: str = ""
+    calibration: list[dict[str, Any]] | None = None  # None: the backend reports no distribution
+    comprehension: dict[str, tuple[int, int]] = field(default_factory=dict)  # group -> (right, asked)
+    fit: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "names": list(self.names), "readable": self.readable,
+                "position": self.position, "letter": self.letter, "position_exact": self.position_exact,
+                "letter_exact": self.letter_exact, "preference_mode": self.preference_mode,
+                "calibration": self.calibration, "comprehension": self.comprehension, "fit": self.fit,
+                "reasons": self.reasons}
+
+
+async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> CheckReport:
+    """Measure the model and give the verdict (`backend`: one already built, else `check.backend`)."""
+    plain = NamingGame(names=check.names).for_experiment(check.seed)
+    constrained = plain.with_params(constrained_decoding=True)
+    model = backend or build_backend(check.backend, plain, BackendOptions(model_check=False))
+    limit = asyncio.Semaphore(check.concurrency)
+    try:
+        report = CheckReport(check.backend, check.names)
+        for mode, game in (("without the grammar", plain), ("with the grammar", constrained)):
+            probes = probe_requests(game, check.readable_prompts, check.seed, situations=4)
+            replies = await _ask(model, [request for request, _ in probes], limit)
+            report.readable[mode] = (sum(reply is not None and game.parse(reply.text, situation).problem is None
+                                         for reply, (_, situation) in zip(replies, probes)), len(probes))
+        mode = max(report.readable, key=lambda key: (report.readable[key][0], key == "with the grammar"))
+        game = constrained if mode == "with the grammar" else plain
+        report.preference_mode = mode
+        report.position, report.letter, exact = await _preference(model, game, check, limit)
+        if exact is not None:
+            report.position_exact, report.letter_exact = exact
+        report.calibration = await calibrate(model, constrained, check, limit)
+        report.comprehension = await _comprehension(model, plain, check, limit)
+    finally:
+        if backend is None:
+            await model.aclose()
+    report.fit, report.reasons = verdict(report, check)
+    return report
+
+
+async def _ask(model: LanguageModel, requests: list[Request], limit: asyncio.Semaphore) -> list[Completion | None]:
+    async def one(request: Request) -> Completion | None:
+        async with limit:
+            try:
+                return await model.complete(request)
+            except BackendError:
+                return None  # no reply: not a readable one
+
+    return list(await asyncio.gather(*(one(request) for request in requests)))
+
+
+async def _preference(model: LanguageModel, game: NamingGame, check: ModelCheck, limit: asyncio.Semaphore
+                      ) -> tuple[tuple[int, int], tuple[int, int], tuple[float, float] | None]:
+    """From an empty memory, each order of the names in turn: the choices of the first-listed
+    name, and of the pool's first name, among the readable replies; and the same chances from
+    the stored distributions, averaged over the orders, where the backend scores them."""
+    names = game.names
+    orders = [names[shift:] + names[:shift] for shift in range(len(names))]
+    asked = [(NamingSituation(order, ()), derive_seed(check.seed, 1, index, seed))
+             for index, order in enumerate(orders) for seed in range(check.preference_seeds)]
+    replies = await _ask(model, [naming_request(game, situation, seed) for situation, seed in asked], limit)
+    chosen = [(situation, game.parse(reply.text, situation).action) for reply, (situation, _) in zip(replies, asked)
+              if reply is not None]
+    readable = [(situation, action) for situation, action in chosen if action is not None]
+    scored = {situation.options: reply.option_probabilities for reply, (situation, _) in zip(replies, asked)
+              if reply is not None and reply.option_probabilities is not None}
+    exact = None
+    if len(scored) == len(orders):
+        exact = (sum(scored[order][order[0]] for order in orders) / len(orders),
+                 sum(scored[order][names[0]] for order in orders) / len(orders))
+    return ((sum(action == situation.options[0] for situation, action in readable), len(readable)),
+            (sum(action == names[0] for _, action in readable), len(readable)), exact)
+
+
+async def calibrate(model: LanguageModel, game: NamingGame, check: ModelCheck,
+                    limit: asyncio.Semaphore | None = None) -> list[dict[str, Any]] | None:
+    """At each of `check.calibration_states` states, the stored distribution against what was
+    answered over `check.calibration_seeds` seeds; None when the backend stores none."""
+    limit = limit or asyncio.Semaphore(check.concurrency)
+    results: list[dict[str, Any]] = []
+    focus = game.names[0]
+    for situation in probe_situations(game, check.calibration_states, derive_seed(check.seed, 2)):
+        requests = [naming_request(game, situation, derive_seed(check.seed, 2, len(results), seed))
+                    for seed in range(check.calibration_seeds)]
+        replies = [reply for reply in await _ask(model, requests, limit) if reply is not None]
+        if not replies or any(reply.option_probabilities is None for reply in replies):
+            return None
+        stored = float(replies[0].option_probabilities[focus])  # type: ignore[index]
+        answered = sum(game.parse(reply.text, situation).action == focus for reply in replies)
+        test = stats.binomtest(answered, len(replies), min(max(stored, 0.0), 1.0))
+        results.append({"memory": ";".join(f"{own},{partner}" for own, partner, _ in situation.memory) or "(empty)",
+                        "options": list(situation.options), "name": focus, "stored": stored,
+                        "unscored": replies[0].unscored, "answered": answered, "asked": len(replies),
+                        "p_value": float(test.pvalue),
+                        "within": bool(test.pvalue >= check.alpha / check.calibration_states)})
+    return results
+
+
+async def _comprehension(model: LanguageModel, game: NamingGame, check: ModelCheck,
+                         limit: asyncio.Semaphore) -> dict[str, tuple[int, int]]:
+    """Table S7's questions at a few states, answered greedily (as `agentsim comprehension`)."""
+    from ..games.naming import QUESTIONS
+
+    rng = random.Random(derive_seed(check.seed, 3))
+    params = game.params
+    asked = []
+    for situation in probe_situations(game, check.comprehension_states, derive_seed(check.seed, 3)):
+        for question in questions_for(situation.options, situation.memory, success_payoff=params.success_payoff,
+                                      failure_payoff=params.failure_payoff, payoff=game.payoff, rng=rng):
+            asked.append((situation, question))
+    sampling = Sampling(temperature=0.0, max_tokens=24)
+    requests = [Request(messages=question_messages(game.messages(situation), question), sampling=sampling,
+                        seed=derive_seed(check.seed, 3, index)) for index, (situation, question) in enumerate(asked)]
+    replies = await _ask(model, requests, limit)
+    tally: dict[str, tuple[int, int]] = {}
+    for (situation, question), reply in zip(asked, replies):
+        group = QUESTIONS[question.kind][1]
+        right, total = tally.get(group, (0, 0))
+        tally[group] = (right + (reply is not None and score(question, reply.text, situation.options)), total + 1)
+    return tally
+
+
+def verdict(report: CheckReport, check: ModelCheck) -> tuple[bool, list[str]]:
+    """Fit for the experiments, or not, and why."""
+    reasons = []
+    plain, constrained = report.readable["without the grammar"], report.readable["with the grammar"]
+    if _share(plain) < check.readable_share and _share(constrained) < check.readable_share:
+        reasons.append(f"its replies cannot be read: {_share(plain):.0%} without the grammar, {_share(constrained):.0%} "
+                       f"with it")
+    elif _share(plain) < check.readable_share:
+        reasons.append(f"it needs the answer grammar (--set constrained_decoding=true): only {_share(plain):.0%} of its "
+                       f"replies are readable without it")
+    chosen, total = report.position
+    no_preference = 1 / len(report.names)
+    if report.position_exact is not None:
+        if abs(report.position_exact - no_preference) >= check.preference_margin:
+            reasons.append(f"it chooses by position: the first-listed name with probability {report.position_exact:.0%} "
+                           f"from an empty memory, so its biases and conventions follow the prompt's order")
+    elif total:
+        low, high = proportion_interval(chosen, total)
+        if abs(chosen / total - no_preference) >= check.preference_margin and not low <= no_preference <= high:
+            reasons.append(f"it chooses by position: the first-listed name {chosen / total:.0%} of the time "
+                           f"(95% interval {low:.0%}-{high:.0%}), so its biases and conventions follow the prompt's order")
+    if report.calibration is not None and not all(entry["within"] for entry in report.calibration):
+        reasons.append("its stored option distributions do not match its answers (please report this: "
+                       "--sample-locally and exact tables would be wrong on it)")
+    right = sum(value[0] for value in report.comprehension.values())
+    asked = sum(value[1] for value in report.comprehension.values())
+    if asked and right / asked < check.comprehension_share:
+        reasons.append(f"it answers {right / asked:.0%} of the paper's comprehension questions right (Table S7; "
+                       f"fit: {check.comprehension_share:.0%}), so its choices do not follow from the game's rules")
+    needs_grammar_only = len(reasons) == 1 and reasons[0].startswith("it needs the answer grammar")
+    return (not reasons or needs_grammar_only), reasons
+
+
+def _share(counts: tuple[int, int]) -> float:
+    return counts[0] / counts[1] if counts[1] else 0.0
+
+
+def report_lines(report: CheckReport, check: ModelCheck) -> list[str]:
+    """What the command prints."""
+    lines = [f"check-model {report.backend} (naming game, names {' '.join(report.names)})"]
+    lines.append("readable replies: " + ", ".join(f"{right} of {total} {mode} ({right / total:.0%})"
+                                                  for mode, (right, total) in report.readable.items()))
+    for label, (chosen, total), exact in (("first-listed name", report.position, report.position_exact),
+                                          (f"{report.names[0]}", report.letter, report.letter_exact)):
+        if total:
+            low, high = proportion_interval(chosen, total)
+            lines.append(f"preference: {label} chosen {chosen / total:.0%} [{low:.0%}, {high:.0%}] of {total} readable "
+                         f"first choices ({report.preference_mode})"
+                         + ("" if exact is None else f", exact probability {exact:.0%}")
+                         + f"; no preference: {1 / len(report.names):.0%}")
+    if report.calibration is None:
+        lines.append("calibration: not available: this backend reports no exact option distributions "
+                     "(--sample-locally and exact strategy tables refuse on it; docs/backends.md)")
+    else:
+        states = "; ".join(f"{entry['memory']} stored P({entry['name']})={entry['stored']:.3f}, answered "
+                           f"{entry['answered']}/{entry['asked']} (p={entry['p_value']:.2g})"
+                           for entry in report.calibration)
+        within = all(entry["within"] for entry in report.calibration)
+        lines.append(f"calibration: {'within' if within else 'OUTSIDE'} the binomial tolerance (false-alarm rate "
+                     f"{check.alpha:.0%}): {states}")
+    if report.comprehension:
+        right = sum(value[0] for value in report.comprehension.values())
+        asked = sum(value[1] for value in report.comprehension.values())
+        groups = ", ".join(f"{group} {value[0]}/{value[1]}" for group, value in report.comprehension.items())
+        lines.append(f"comprehension (Table S7): {right} of {asked} right ({right / asked:.0%}; {groups})")
+    if report.fit:
+        lines.append("verdict: FIT for the naming-game experiments" + (f", {report.reasons[0][3:]}" if report.reasons else ""))
+    else:
+        lines.append("verdict: NOT FIT for the naming-game experiments: " + "; ".join(report.reasons)
+                     + ". Runs on it test the pipeline, not the paper's hypotheses.")
+    return lines
+
+
+def check_model(check: ModelCheck) -> CheckReport:
+    if parse_spec(check.backend).provider == STAND_IN:
+        raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
+                        "settings say): give a model with --backend, e.g. --backend local:smollm2")
+    return asyncio.run(run_check(check))
