@@ -12,8 +12,8 @@
   non-committed agents at least `threshold` over the same window.
 
 Metrics consume resolved encounters in sequence order (t), so a milestone's t and round are
-those of the one-at-a-time process; they are pickled whole into checkpoints, so they hold
-plain data only.
+those of the one-at-a-time process; they go whole into checkpoints (agentsim/checkpoints.py),
+so they hold plain data only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
+from . import checkpoints
 from .records import EncounterRecord
 
 
@@ -214,3 +215,6 @@ class _Missing(Enum):
 
 
 _NOTHING: Final = _Missing.MISSING
+
+
+checkpoints.register(MovingSum, RoundStats, Milestone, ConventionMetrics)

@@ -21,6 +21,8 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from ... import checkpoints
+
 RECENCY_WEIGHT, IMPORTANCE_WEIGHT, RELEVANCE_WEIGHT = 0.5, 3.0, 2.0
 RECENCY_DECAY = 0.99
 _WORD = re.compile(r"[a-z0-9]+")
@@ -84,3 +86,6 @@ def retrieve(memories: Sequence[MemoryItem], focal_points: Sequence[str], top_k:
         ranked = sorted(range(len(newest_first)), key=lambda position: (-scores[position], position))
         chosen.update(newest_first[position].order for position in ranked[:top_k])
     return tuple(sorted((item for item in memories if item.order in chosen), key=lambda item: item.order))
+
+
+checkpoints.register(MemoryItem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ... import checkpoints
 from ...records import EncounterRecord
 from .metrics import MonthRecord
 
@@ -61,3 +62,6 @@ class CommonsState:
         """Month m's date as GovSim shows it (the simulation starts on 2024-01-01)."""
         number = (month or self.month) - 1
         return f"{2024 + number // 12}-{number % 12 + 1:02d}-01"
+
+
+checkpoints.register(StepStats, CommonsState)
