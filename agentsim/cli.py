@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="the first replicate's seed; replicate k uses seed+k (default 0)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario parameter (repeatable)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=_directory_path, default=None,
                         help="output directory (default: results/SCENARIO/TIMESTAMP)")
     parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
     parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
@@ -172,6 +172,10 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
     if options.backend is not None and options.population is not None:
         raise UserError("--backend and --population both choose the agents' models; give one of them")
+    for flag, value in (("--backend", options.backend), ("--population", options.population)):
+        if value is not None and not value.strip():
+            raise UserError(f"{flag} is empty; name a backend such as stand-in, openai:MODEL or tgi:URL "
+                            f"(or drop {flag} for the scenario's default)")
     if (options.ray_address or options.cpus_per_run != 1.0) and options.executor != RAY:
         flag = "--ray-address" if options.ray_address else "--cpus-per-run"
         raise UserError(f"{flag} is for --executor ray; add --executor ray or drop it")
@@ -189,6 +193,10 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     population = options.population
     if population is None and options.backend is None:
         population = getattr(module, "POPULATION", None)
+        if population is not None and not isinstance(population, str):
+            raise ScenarioFileError(f"scenario file '{options.scenario}': POPULATION must be text like "
+                                    f"\"openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12\" (got "
+                                    f"{population!r}); fix the file or pass --population")
     config = ExperimentConfig(
         scenario=scenario,
         variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
@@ -267,6 +275,13 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> P
             raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
         return previous[-1]
     return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def _directory_path(text: str) -> Path:
+    """An argparse type: a directory path, never empty (an empty --out was the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a directory, e.g. --out results/mine")
+    return Path(text)
 
 
 def _reason(error: BaseException) -> str:

@@ -235,6 +235,10 @@ class Experiment:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
         self.shares = self._shares()
+        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+            raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
+                                   f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
+                                   f"such as --backend openai:MODEL")
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
             _require_prices([spec for spec, _ in self.shares])

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import BackendSpecError, ParameterError
-from ..secrets import credentials_for, register_secret
+from ..secrets import credentials_for, redact, register_secret
 from .accounting import Budget
 from .base import LanguageModel
 from .health import HealthPolicy
@@ -69,6 +70,8 @@ class BackendOptions:
     health: HealthPolicy = field(default_factory=HealthPolicy)
 
     def __post_init__(self) -> None:
+        if self.base_url is not None:
+            check_url(self.base_url, "--base-url")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
             raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
         if self.replay and not self.cache:
@@ -149,6 +152,20 @@ def require_key(variable: str, spec: BackendSpec) -> str:
     return key
 
 
+def check_url(url: str, where: str) -> None:
+    """A server URL that a client can connect to (http or https, a host, a port that is a
+    number), or a BackendSpecError naming it; several servers are joined by '|'."""
+    for part in url.split("|"):
+        try:
+            parsed = urlsplit(part.strip())
+            port = parsed.port
+        except ValueError as error:
+            raise BackendSpecError(f"{where}: '{redact(part)}' is not a URL ({error}); write http://HOST:PORT/...") from None
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or (port is not None and not 0 < port < 65536):
+            raise BackendSpecError(f"{where}: '{redact(part)}' is not an http(s) URL with a host; "
+                                   f"write http://HOST:PORT/...")
+
+
 def parse_spec(text: str) -> BackendSpec:
     text = text.strip()
     provider, _, target = text.partition(":")
@@ -165,6 +182,9 @@ def parse_spec(text: str) -> BackendSpec:
         base_url = rest
         if not target:
             raise BackendSpecError(f"backend '{text}' names no model before '@'; write {provider}:MODEL@URL")
+        check_url(base_url, f"backend '{redact(text)}'")
+    if provider == "tgi" and target.startswith(("http://", "https://")):
+        check_url(target, f"backend '{redact(text)}'")
     return BackendSpec(provider, target, text, base_url)
 
 
