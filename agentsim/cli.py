@@ -6,8 +6,10 @@ Exit codes (every one but 0 comes with one line on stderr saying why and what to
     1    an unexpected failure (a bug: the traceback is printed)
     2    a user error: a bad flag, parameter, scenario file, backend spec or key, an output
          directory that cannot be used, a damaged database; nothing recorded is changed
-    3    a backend failed: its start-up probe, its circuit breaker, or a request it refuses
-         (HTTP 4xx); the runs are recorded as `failed` and `--resume` continues once it is fixed
+    3    a backend failed: its start-up probe, a call that failed for good (its retries or its
+         --deadline spent), its circuit breaker, or a request it refuses (HTTP 4xx); or a run's
+         decisions are mostly fallbacks; the runs are recorded as `failed` and `--resume`
+         continues once it is fixed
     4    the budget (--max-calls, --max-cost) is spent: the runs are recorded as `stopped` with
          their open encounters; `--resume` with a higher budget continues exactly
     130  interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: runs recorded as `interrupted`,
@@ -121,13 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--max-consecutive-failures", type=int, default=HealthPolicy.max_consecutive_failures,
                         metavar="N", help="stop after N failed requests in a row, retries included (default %(default)s)")
     health.add_argument("--max-failure-share", type=finite_float, default=HealthPolicy.max_failure_share, metavar="F",
-                        help="stop when more than this share of the last --health-window calls failed after their "
-                             "retries (default %(default)s; 1: never)")
+                        help="stop when more than this share of the last --health-window requests failed, retries "
+                             "included (default %(default)s; 1: never)")
     health.add_argument("--max-fallback-share", type=finite_float, default=HealthPolicy.max_fallback_share, metavar="F",
                         help="stop when more than this share of the last --health-window decisions fell back "
                              "(default %(default)s; 1: never)")
     health.add_argument("--health-window", type=int, default=HealthPolicy.window, metavar="N",
-                        help="calls and decisions the shares are taken over (default %(default)s)")
+                        help="requests and decisions the shares are taken over (default %(default)s; from 10 on, "
+                             "a share far over its limit stops the run before the window fills)")
     return parser
 
 

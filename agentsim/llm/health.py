@@ -1,29 +1,36 @@
 """Run health: a backend that cannot serve the run stops it, loudly, instead of turning every
 decision into a recorded fallback.
 
-Three checks, each ending the experiment with `BackendFailedError` (status `failed`, one line
-naming the backend and the fix, exit code 3; open encounters are kept, so `--resume` continues
-once the server is fixed):
+Each check ends the experiment with `BackendFailedError` (status `failed`, one line naming the
+backend and the fix, exit code 3; open encounters are kept, so `--resume` continues once the
+server is fixed):
 
-- **a start-up probe**: the first request a backend would send (the first cache miss) is
-  preceded by one tiny request (`max_tokens` 1) with a short deadline. Nothing listening, a
-  server that answers every request with 5xx or never answers: the run stops within the
-  probe's deadline instead of retrying for minutes. A 429 or an overloaded answer proves the
-  server is there. A rerun answered from the cache sends nothing, probe included.
+- **a start-up probe** (`StartupProbe`, outside the limiter, so it keeps --rpm): the first
+  request a backend would send (the first cache miss) is preceded by one tiny request
+  (`max_tokens` 1) with a short deadline. Nothing listening, a server that answers every
+  request with 5xx or never answers: the run stops within the probe's deadline instead of
+  retrying for minutes. A 429 or an overloaded answer proves the server is there. A rerun
+  answered from the cache sends nothing, probe included.
+- **a call that fails for good** (`call_failed`): its retries or its deadline spent, the
+  backend has failed for longer than retries cover. Its decision is not taken (the policy
+  raises), so its encounter is not recorded and a resume asks it again.
 - **a circuit breaker** on requests (attempts, retries included): `max_consecutive_failures`
-  failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`
-  calls failing for good (after their retries).
+  failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`.
 - **a fallback breaker** on decisions: more than `max_fallback_share` of the last `window`
   decisions falling back (a server that answers, but with replies the game cannot read: a
   wrong chat template, an echo, a base model).
 
+Shares are judged before their window fills when the evidence is overwhelming (`Shares.over`),
+and the runner judges each run's fallback share at its end (`fallback_line`), so a short run
+fails as surely as a long one.
+
 A request the server will never accept (HTTP 4xx other than 408 and 429) stops the run at once
-(faults.error_for_status). Warnings (the first error of each kind, a rising fallback share) go
-to `on_warning`: the runner sends them to the log and the live view.
+(faults.error_for_status). Warnings (the first error of each kind, a rising fallback share,
+token counts the server does not report) go to `on_warning`: the runner sends them to the log
+and the live view.
 
 `BackendGuard` is the layer of the stack that sees every request just before it is sent: it
-checks the breaker and reserves the request in the budget (accounting.Budget). `StartupProbe`
-sits outside the limiter and sends the probe through it, so the probe keeps --rpm too.
+checks the breaker and reserves the request in the budget (accounting.Budget).
 """
 
 from __future__ import annotations
