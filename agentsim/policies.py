@@ -114,7 +114,6 @@ class LLMPolicy:
         unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(game.fallback(situation, unit), calls, fallback=True)
 
-
     def _failed(self, error: BackendError) -> BackendFailedError:
         if self.health is not None:
             return self.health.call_failed(error)

@@ -228,9 +228,8 @@ class Store:
 
     def verify_checkpoints(self) -> None:
         """Every checkpoint reads back as this agentsim's plain data, before a resume changes
-        anything. A checkpoint of another format (an
-        older agentsim's pickle: never unpickled) or of classes that changed since is refused
-        with what to do; a damaged one as damaged."""
+        anything. One of another format (an older agentsim's pickle: never unpickled) or of
+        classes that changed since is refused with what to do; a damaged one as damaged."""
         if not self.connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone():
             return  # a file whose tables were never made records nothing to check
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
