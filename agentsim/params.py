@@ -113,8 +113,9 @@ def _fits(value: Any, annotation: Any) -> bool:
         return any(_fits(value, option) for option in args)
     if origin is Literal:
         return any(value == choice and type(value) is type(choice) for choice in args)
-    if origin is tuple:
-        return isinstance(value, tuple) and (not args or all(_fits(item, args[0]) for item in value))
+    if origin is tuple:  # (which members a tuple of Literals may hold, its class says in its own words)
+        item = args[0] if args and get_origin(args[0]) is not Literal else Any
+        return isinstance(value, tuple) and all(_fits(member, item) for member in value)
     if annotation is type(None):
         return value is None
     if annotation is bool:
@@ -135,7 +136,7 @@ def _describe(annotation: Any) -> str:
     if origin is Literal:
         return "one of " + ", ".join(repr(choice) for choice in args)
     if origin is tuple:
-        return f"a list of {_describe(args[0]) if args else 'values'}"
+        return f"a list of {_describe(args[0]) if args and get_origin(args[0]) is not Literal else 'values'}"
     return {type(None): "None", bool: "true or false", int: "a whole number", float: "a number",
             str: "text"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
 

@@ -96,13 +96,15 @@ def test_over_http_the_game_matches_the_in_process_stand_in(tmp_path: Path, stan
     assert recorded(tmp_path / "http") == recorded(tmp_path / "local")
 
 
-FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable"]
+FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drip", "drop", "malformed",
+          "unparseable"]
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_fault_kind_leaves_the_run_complete(tmp_path: Path, standin_server: Any, provider: str, fault: str) -> None:
-    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=0.6, seed=7)
+    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=0.6, drip_interval_s=0.05,
+                            seed=7)
     summary = run(tmp_path / "out", specs(server.url)[provider], scenario=game(max_rounds=2), timeout_s=0.25)
     assert_complete(tmp_path / "out", summary)
     assert server.stats.faults.get(fault, 0) > 0, "the fault was injected"
