@@ -95,13 +95,13 @@ def encode(value: Any) -> Any:
     if kind is float:
         return value if math.isfinite(value) else {"$": "f", "v": repr(value)}
     if kind is list:
-        return [encode(item) for item in value]
+        return _items(value)
     if kind is dict:
         if all(type(key) is str and key != "$" for key in value):
             return {key: encode(item) for key, item in value.items()}
         return {"$": "d", "v": [[encode(key), encode(item)] for key, item in value.items()]}
     if kind is tuple:
-        return {"$": "t", "v": [encode(item) for item in value]}
+        return {"$": "t", "v": _items(value)}
     if kind is set or kind is frozenset:
         items = [encode(item) for item in value]
         items.sort(key=_ENCODE_JSON)  # a set's order is not data: the same set, the same bytes
@@ -109,7 +109,7 @@ def encode(value: Any) -> Any:
     if kind is collections.Counter:
         return {"$": "c", "v": [[encode(key), encode(count)] for key, count in value.items()]}
     if kind is collections.deque:
-        return {"$": "q", "v": [encode(item) for item in value], "n": value.maxlen}
+        return {"$": "q", "v": _items(value), "n": value.maxlen}
     if kind is bytes:
         return {"$": "b", "v": base64.b64encode(value).decode("ascii")}
     name = _NAMES.get(kind)
@@ -121,6 +121,17 @@ def encode(value: Any) -> Any:
     if isinstance(value, tuple):  # a NamedTuple
         return {"$": "n", "c": name, "v": [encode(item) for item in value]}
     return {"$": "o", "c": name, "v": {key: encode(item) for key, item in _attributes(value).items()}}
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})  # JSON says them as they are
+
+
+def _items(values: Any) -> list[Any]:
+    """A sequence's items encoded; a run of plain values (a generator's state, a memory
+    entry) as it is, without a call per item."""
+    if all(type(item) in _PLAIN for item in values):
+        return list(values)
+    return [encode(item) for item in values]
 
 
 def _attributes(value: Any) -> dict[str, Any]:
