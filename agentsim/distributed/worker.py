@@ -143,6 +143,8 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
                 from ..scenario_files import load_scenario
 
                 load_scenario(scenario_file)  # registers the file's classes before the plan names them
+            # The driver pickled the plan in this session and Ray holds it in memory: it is no
+            # stored byte (a checkpoint this run resumes from is plain data, agentsim/checkpoints.py).
             plan: RunPlan = pickle.loads(plan_bytes)
             if control is not None and await control.is_stopped.remote():
                 return  # the sweep stopped before this run's turn: it does not begin
