@@ -6,8 +6,10 @@ Exit codes (every one but 0 comes with one line on stderr saying why and what to
     1    an unexpected failure (a bug: the traceback is printed)
     2    a user error: a bad flag, parameter, scenario file, backend spec or key, an output
          directory that cannot be used, a damaged database; nothing recorded is changed
-    3    a backend failed: its start-up probe, its circuit breaker, or a request it refuses
-         (HTTP 4xx); the runs are recorded as `failed` and `--resume` continues once it is fixed
+    3    a backend failed: its start-up probe, a call that failed for good (its retries or its
+         --deadline spent), its circuit breaker, or a request it refuses (HTTP 4xx); or a run's
+         decisions are mostly fallbacks; the runs are recorded as `failed` and `--resume`
+         continues once it is fixed
     4    the budget (--max-calls, --max-cost) is spent: the runs are recorded as `stopped` with
          their open encounters; `--resume` with a higher budget continues exactly
     130  interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: runs recorded as `interrupted`,
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="the first replicate's seed; replicate k uses seed+k (default 0)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario parameter (repeatable)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=_directory_path, default=None,
                         help="output directory (default: results/SCENARIO/TIMESTAMP)")
     parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
     parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
@@ -123,13 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--max-consecutive-failures", type=int, default=HealthPolicy.max_consecutive_failures,
                         metavar="N", help="stop after N failed requests in a row, retries included (default %(default)s)")
     health.add_argument("--max-failure-share", type=finite_float, default=HealthPolicy.max_failure_share, metavar="F",
-                        help="stop when more than this share of the last --health-window calls failed after their "
-                             "retries (default %(default)s; 1: never)")
+                        help="stop when more than this share of the last --health-window requests failed, retries "
+                             "included (default %(default)s; 1: never)")
     health.add_argument("--max-fallback-share", type=finite_float, default=HealthPolicy.max_fallback_share, metavar="F",
                         help="stop when more than this share of the last --health-window decisions fell back "
                              "(default %(default)s; 1: never)")
     health.add_argument("--health-window", type=int, default=HealthPolicy.window, metavar="N",
-                        help="calls and decisions the shares are taken over (default %(default)s)")
+                        help="requests and decisions the shares are taken over (default %(default)s; from 10 on, "
+                             "a share far over its limit stops the run before the window fills)")
     return parser
 
 
@@ -174,6 +177,10 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
     if options.backend is not None and options.population is not None:
         raise UserError("--backend and --population both choose the agents' models; give one of them")
+    for flag, value in (("--backend", options.backend), ("--population", options.population)):
+        if value is not None and not value.strip():
+            raise UserError(f"{flag} is empty; name a backend such as stand-in, openai:MODEL or tgi:URL "
+                            f"(or drop {flag} for the scenario's default)")
     if (options.ray_address or options.cpus_per_run != 1.0) and options.executor != RAY:
         flag = "--ray-address" if options.ray_address else "--cpus-per-run"
         raise UserError(f"{flag} is for --executor ray; add --executor ray or drop it")
@@ -191,6 +198,10 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     population = options.population
     if population is None and options.backend is None:
         population = getattr(module, "POPULATION", None)
+        if population is not None and not isinstance(population, str):
+            raise ScenarioFileError(f"scenario file '{options.scenario}': POPULATION must be text like "
+                                    f"\"openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12\" (got "
+                                    f"{population!r}); fix the file or pass --population")
     config = ExperimentConfig(
         scenario=scenario,
         variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
@@ -270,6 +281,13 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> P
             raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
         return previous[-1]
     return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def _directory_path(text: str) -> Path:
+    """An argparse type: a directory path, never empty (an empty --out was the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a directory, e.g. --out results/mine")
+    return Path(text)
 
 
 def _reason(error: BaseException) -> str:

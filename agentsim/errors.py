@@ -10,8 +10,9 @@
     │   ├── OutputDirError        an output directory that cannot be used as asked
     │   └── DamagedStoreError     a database or checkpoint that cannot be read back (nothing is changed)
     ├── RunStopped                the experiment stopped as a whole, its state kept for --resume
-    │   ├── BackendFailedError    a backend failed its start-up probe, tripped the circuit breaker or
-    │   │                         answered a request it will never accept (4xx): exit 3
+    │   ├── BackendFailedError    a backend failed its start-up probe, failed a call for good, tripped
+    │   │                         a breaker, answered a request it will never accept (4xx), or a
+    │   │                         run's decisions are mostly fallbacks: exit 3
     │   └── BudgetExhausted       --max-calls / --max-cost would be passed by the next request: exit 4
     └── BackendError              a language-model call failed (raised by backends, handled by retries)
 
@@ -77,7 +78,8 @@ class RunStopped(AgentsimError):
 
 
 class BackendFailedError(RunStopped):
-    """A backend that cannot serve the run: failed probe, tripped breaker, a fatal 4xx."""
+    """A backend that cannot serve the run: failed probe, a call failed for good, tripped
+    breaker, a fatal 4xx, or a run whose decisions are mostly fallbacks."""
 
     status = "failed"
     reason = "backend_failed"

@@ -18,8 +18,8 @@ in total) and never inside a share. Committed agents' plays are their rule's and
 plays where a figure says so.
 
 Metrics consume resolved encounters in sequence order (t), so a milestone's t and round are
-those of the one-at-a-time process; they are pickled whole into checkpoints, so they hold
-plain data only.
+those of the one-at-a-time process; they go whole into checkpoints (agentsim/checkpoints.py),
+so they hold plain data only.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
+from . import checkpoints
 from .records import EncounterRecord
 
 
@@ -227,3 +228,6 @@ class _Missing(Enum):
 
 
 _NOTHING: Final = _Missing.MISSING
+
+
+checkpoints.register(MovingSum, RoundStats, Milestone, ConventionMetrics)

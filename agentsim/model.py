@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import pickle
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mesa
 
+from . import checkpoints
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
@@ -115,7 +114,8 @@ class PopulationModel(mesa.Model):
     def checkpoint(self) -> bytes:
         """Everything needed to continue this run exactly: generators, agents, counters,
         metrics, accounting, and the open part of the sequence (what was drawn for each
-        encounter, and the record of those applied but not recorded yet)."""
+        encounter, and the record of those applied but not recorded yet), as plain data
+        (agentsim/checkpoints.py: JSON, objects of registered classes only)."""
         state = {
             "random": self.random.getstate(),
             "rng": self.rng.bit_generator.state,
@@ -129,11 +129,11 @@ class PopulationModel(mesa.Model):
             "pending": self.scheduler.pending_state(),
             "extra": self.scenario.model_state(self),
         }
-        return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return checkpoints.dumps(state)
 
     def restore(self, blob: bytes) -> list[Pending]:
         """Load a checkpoint; returns the encounters to relaunch with `Scheduler.resume`."""
-        state = pickle.loads(zlib.decompress(blob))
+        state = checkpoints.loads(blob)
         self.scenario.restore_model_state(self, state["extra"])
         self.random.setstate(state["random"])
         self.rng.bit_generator.state = state["rng"]

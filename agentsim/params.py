@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import types
 import typing
 from argparse import ArgumentTypeError
@@ -27,6 +28,15 @@ class Params:
     kind: ClassVar[str] = "parameter"
 
     def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for field in dataclasses.fields(self):  # a scenario file's VARIANTS give values of any type
+            value = getattr(self, field.name)
+            if isinstance(value, list) and get_origin(hints.get(field.name)) is tuple:
+                value = tuple(value)
+                object.__setattr__(self, field.name, value)
+            expected = hints.get(field.name)
+            if expected is not None and not _fits(value, expected):
+                raise ParameterError(f"{self.key_prefix}{field.name} must be {_describe(expected)} (got {value!r})")
         for field in dataclasses.fields(self):  # NaN and infinity pass every comparison's test the wrong way
             value = getattr(self, field.name)
             for item in value if isinstance(value, tuple) else (value,):
@@ -86,6 +96,51 @@ class StandInSettings(Params):
             require(0 <= value <= 1, f"{self.key_prefix}{name} must be in [0, 1] (got {value})")
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = get_type_hints(cls)
+    return hints
+
+
+def _fits(value: Any, annotation: Any) -> bool:
+    """Whether `value` is of the declared type (the types `convert` reads; others pass)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, option) for option in args)
+    if origin is Literal:
+        return any(value == choice and type(value) is type(choice) for choice in args)
+    if origin is tuple:  # (which members a tuple of Literals may hold, its class says in its own words)
+        item = args[0] if args and get_origin(args[0]) is not Literal else Any
+        return isinstance(value, tuple) and all(_fits(member, item) for member in value)
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    return True
+
+
+def _describe(annotation: Any) -> str:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(option) for option in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in args)
+    if origin is tuple:
+        return f"a list of {_describe(args[0]) if args and get_origin(args[0]) is not Literal else 'values'}"
+    return {type(None): "None", bool: "true or false", int: "a whole number", float: "a number",
+            str: "text"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
 def require(condition: bool, message: str) -> None:
     """Validation shorthand: raise ParameterError(message) unless condition holds."""
     if not condition:
@@ -126,11 +181,15 @@ def convert(text: str, annotation: Any, key: str) -> Any:
         raise ParameterError(f"{key} must be true or false (got '{text}')")
     if annotation is int:
         try:
+            if "_" in text:  # Python's int() reads 1_0 as 10; a user means something else
+                raise ValueError(text)
             return int(text)
         except ValueError:
             raise ParameterError(f"{key} must be a whole number (got '{text}')") from None
     if annotation is float:
         try:
+            if "_" in text:
+                raise ValueError(text)
             number = float(text)
         except ValueError:
             raise ParameterError(f"{key} must be a number (got '{text}')") from None
@@ -154,6 +213,8 @@ def finite_float(text: str) -> float:
     """An argparse type: a number that is neither NaN nor infinite (they pass every range
     check the wrong way: `--checkpoint-seconds nan` silently turned checkpoints off)."""
     try:
+        if "_" in text:  # float() reads 1_0 as 10
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise ArgumentTypeError(f"'{text}' is not a number") from None

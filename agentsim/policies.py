@@ -2,7 +2,10 @@
 
 One protocol: `decide(agent, situation) -> Decision`. The LLM policy owns the invalid-reply
 policy of the paper's setting: re-ask up to `max_reasks` times with a reminder, then a recorded
-fallback; nothing is dropped silently and every attempt is a CallRecord.
+fallback; nothing is dropped silently and every attempt is a CallRecord. A fallback stands for
+a model that answered badly; a backend that failed (a call that spent its retries or its
+deadline) is no answer at all: the decision is not taken and the run stops
+(`BackendFailedError`) before its encounter is recorded.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import BackendError
+from .errors import BackendError, BackendFailedError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
 from .records import CallRecord, Decision
+from .secrets import redact
 from .seeding import unit_uniforms
 
 if TYPE_CHECKING:
@@ -61,14 +65,14 @@ class LLMPolicy:
             try:
                 completion = await self.backend.complete(request)
             except BackendError as error:
+                # The backend failed, not the model: no decision is taken, so the encounter is
+                # not recorded; the run stops before it and --resume asks it again.
                 usage.in_flight -= 1
                 usage.errors[error.kind] = usage.errors.get(error.kind, 0) + 1
                 for kind in error.failed_attempts:  # retried before giving up
                     usage.errors[kind] = usage.errors.get(kind, 0) + 1
                     usage.retries += 1
-                calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", "", None,
-                                        latency_us=int((perf_counter() - started) * 1e6), error=error.kind))
-                break
+                raise self._failed(error) from None
             except BaseException:  # the run stops (budget, breaker, interrupt): nothing is in flight
                 usage.in_flight -= 1
                 raise
@@ -83,6 +87,7 @@ class LLMPolicy:
                                     latency_us, parsed.problem, completion.option_probabilities,
                                     sampled_locally=completion.sampled_locally))
             if parsed.problem is None:
+                usage.decisions += 1
                 if self.health is not None:
                     self.health.decided(False)
                 return Decision(parsed.action, calls)
@@ -94,6 +99,7 @@ class LLMPolicy:
                     Message("user", game.reminder(situation, parsed)),
                     seed=agent.next_call_seed(),
                 )
+        usage.decisions += 1
         usage.fallbacks += 1
         calls[-1].fallback = True  # the row that carries the move says it is a fallback
         if self.health is not None:
@@ -107,6 +113,11 @@ class LLMPolicy:
                 return Decision(salvaged, calls, fallback=True)
         unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(game.fallback(situation, unit), calls, fallback=True)
+
+    def _failed(self, error: BackendError) -> BackendFailedError:
+        if self.health is not None:
+            return self.health.call_failed(error)
+        return BackendFailedError(f"backend '{redact(self.label)}' failed: {redact(str(error))}")
 
 
 class CommittedPolicy:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from . import checkpoints
+
 
 @dataclass(slots=True)
 class CallRecord:
@@ -58,3 +60,6 @@ class EncounterRecord:
     outcome: int
     moves: list[Move]
     calls: list[CallRecord]
+
+
+checkpoints.register(CallRecord, Decision, Move, EncounterRecord)

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
+from .checkpoints import CHECKPOINT_FORMAT
 from .errors import (
+    BackendFailedError,
     BackendSpecError,
     DamagedStoreError,
     OutputDirError,
@@ -27,9 +29,11 @@ from .errors import (
 )
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
+from .llm.health import fallback_line
 from .llm.limiter import LimitedModel
-from .llm.specs import BackendOptions, build_backend, parse_population
-from .llm.stack import layer
+from .llm.prices import PRICES_HELP, priced
+from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
+from .llm.stack import REMOTE, layer
 from .model import BackendShare, PopulationModel
 from .model_fitness import refuse_unscorable, require_readable
 from .scenario import Scenario
@@ -214,11 +218,11 @@ class Experiment:
         """Check everything the user could get wrong, before any run starts (and, unless the
         output directory is new, before anything in it changes)."""
         config = self.config = _without_credentials(self.config)
-        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
-            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
         if not 1 <= config.runs <= MAX_RUNS:
             raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
                                  f"separate experiments with --seed")
+        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
+            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
         if not (math.isfinite(config.checkpoint_seconds) and 0 <= config.checkpoint_seconds <= 86_400):
             raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
                                  f"(got {config.checkpoint_seconds})")
@@ -233,7 +237,13 @@ class Experiment:
                                      f"--set agents={MAX_AGENTS} or fewer")
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
+        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+            raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
+                                   f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
+                                   f"such as --backend openai:MODEL")
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
+        if self.budget.max_cost_usd is not None:
+            _require_prices([spec for spec, _ in self.shares])
         self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, self._warn)
                          for spec, _ in self.shares}
         if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
@@ -285,6 +295,8 @@ class Experiment:
                     store.close()
                     raise OutputDirError(
                         f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
+            if recorded and config.resume:
+                self._check_templates(recorded.get("prompt_templates") or {}, store)
             self.store = store
             if config.resume and recorded.get("runs", 0) > config.runs:
                 # A resume continues every run the experiment planned, not only the file's RUNS.
@@ -304,7 +316,10 @@ class Experiment:
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": code_version(),
-            "prompt_templates": self._templates(),
+            "checkpoint_format": CHECKPOINT_FORMAT,
+            # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
+            "prompt_templates": self._templates() | (self.store.experiment().get("prompt_templates") or {}
+                                                     if config.resume else {}),
             "scenario_class": self.scenario.describe()["class"],
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
@@ -344,6 +359,16 @@ class Experiment:
             if template is not None:
                 templates[template.name] = template.text
         return templates
+
+    def _check_templates(self, recorded: dict[str, str], store: Store) -> None:
+        """A resume sends the prompts its runs were sent with: a template whose text changed
+        since (its file edited) would make the rest of each run another experiment."""
+        for name, text in self._templates().items():
+            if name in recorded and recorded[name] != text:
+                store.close()
+                raise OutputDirError(f"the prompt template '{name}' differs from the one the runs in {self.config.out} "
+                                     f"were sent with (its file was edited since); restore it to continue them, or start "
+                                     f"afresh with --out NEW_DIR")
 
     def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
         """The scenario, seed and variant index (None without variants) of a replicate."""
@@ -452,6 +477,9 @@ class Experiment:
             await model.scheduler.drain()
             self._collect_rounds(model, recorder, everything=True)
             sink.commit(recorder, model.checkpoint(), model.time)
+            verdict = self._fallback_verdict(model)
+            if verdict is not None:
+                raise BackendFailedError(verdict)
             summary = self._summary(model)
             self.summaries[run] = summary
             self._show(model, "done")
@@ -475,6 +503,17 @@ class Experiment:
             self._show(model, status, stop_reason=reason)
             sink.finish(run, status, stop_reason=reason, summary=summary)
             raise
+
+    def _fallback_verdict(self, model: PopulationModel) -> str | None:
+        """Why a run that went to its end is not a result: the decisions of a model backend
+        are mostly fallbacks (over --max-fallback-share, at any length: the breaker's window
+        may never have filled)."""
+        limit = self.config.llm.health.max_fallback_share
+        judged = {backend.name for backend in self.backends.values() if getattr(backend, "health", None) is not None}
+        for label, usage in model.usage.by_backend.items():
+            if label in judged and usage.decisions and usage.fallbacks / usage.decisions > limit:
+                return fallback_line(redact(label), usage.fallbacks, usage.decisions, limit, recent=False)
+        return None
 
     def _collect_rounds(self, model: PopulationModel, recorder: Recorder, *, everything: bool = False) -> None:
         metrics = model.metrics
@@ -614,6 +653,17 @@ def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
         llm = dataclasses.replace(llm, base_url=strip_credentials(llm.base_url))
     return dataclasses.replace(config, backend=strip_credentials(config.backend),
                                population=strip_credentials(config.population), llm=llm)
+
+
+def _require_prices(specs: list[str]) -> None:
+    """--max-cost is hard only if every model it pays for has a price: an unknown one would
+    cost nothing in the budget's eyes."""
+    for text in specs:
+        spec = parse_spec(text)
+        if spec.provider in REMOTE and not priced(spec.target):
+            raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
+                                   f"'{redact(text)}') has none in agentsim's table: give it with {PRICES_HELP}, "
+                                   f"or drop --max-cost")
 
 
 def _sum_usage(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

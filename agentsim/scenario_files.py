@@ -36,13 +36,17 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any], Any]:
     if spec is None or spec.loader is None:
         raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # checkpoints may pickle objects of classes the file defines
+    sys.modules[name] = module  # its classes are found by name (analyses, a Ray worker's plan)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as error:
         raise ScenarioFileError(f"scenario file '{path}' has a syntax error at line {error.lineno}: {error.msg}; fix the file") from None
     except UserError as error:
         raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    except (SystemExit, KeyboardInterrupt) as error:  # sys.exit() or a raised interrupt in the file: it ran nothing
+        said = f": {error}" if str(error) and str(error) != "0" else ""
+        raise ScenarioFileError(f"scenario file '{path}' stopped while loading ({type(error).__name__}{said}); a "
+                                f"scenario file defines a scenario and must not exit: fix the file") from None
     except Exception as error:  # the file's own code failed: report it as the user's to fix
         raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
     candidate = getattr(module, "scenario", None)

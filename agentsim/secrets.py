@@ -3,7 +3,9 @@ message. Keys come from the environment and never enter a message; what can carr
 accident is a URL with credentials (`http://user:KEY@host`). `strip_credentials` takes them
 out of any text that holds URLs (a backend spec, a population, a base URL) before it is
 shown or recorded, and keeps them, by host, for the backend that connects there
-(`credentials_for`); `redact` removes every secret seen so far from a text."""
+(`credentials_for`); `redact` removes every secret seen so far from a text. A Ray sweep's
+workers get the credentials they need as a task argument held in memory (`kept_credentials`
+on the driver, `keep_credentials` on the worker), never in the plan, the store or a log."""
 
 from __future__ import annotations
 
@@ -36,6 +38,19 @@ def strip_credentials(text: str) -> str:
         return match["scheme"] + match["host"]
 
     return _URL_USERINFO.sub(strip, text)
+
+
+def kept_credentials() -> dict[str, tuple[str, str]]:
+    """The credentials taken out of URLs so far, by host (for a Ray sweep's workers)."""
+    return dict(_BY_HOST)
+
+
+def keep_credentials(credentials: dict[str, tuple[str, str]]) -> None:
+    """Take over credentials another process took out of URLs (a Ray worker, from its driver)."""
+    for host, (user, password) in credentials.items():
+        for secret in (user, password, f"{user}:{password}"):
+            register_secret(secret)
+        _BY_HOST[host.lower()] = (user, password)
 
 
 def credentials_for(url: str | None) -> tuple[str, str] | None:

@@ -35,15 +35,14 @@ checkpoint without losing or duplicating a row.
 from __future__ import annotations
 
 import json
-import pickle
 import sqlite3
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .checkpoints import CheckpointError, loads
 from .errors import DamagedStoreError, OutputDirError
 from .records import EncounterRecord
 
@@ -159,6 +158,7 @@ class Store:
         try:
             if existing:
                 existing = self._check_own()
+                self._check_json()
                 if check_checkpoints:
                     self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
@@ -236,16 +236,48 @@ class Store:
                                      for key, value in (("params", params), ("standin", settings))])
 
     def verify_checkpoints(self) -> None:
-        """Every checkpoint reads back (before a resume changes anything)."""
+        """Every checkpoint reads back as this agentsim's plain data, before a resume changes
+        anything. One of another format (an older agentsim's pickle: never unpickled) or of
+        classes that changed since is refused with what to do; a damaged one as damaged."""
         if not self.connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone():
             return  # a file whose tables were never made records nothing to check
         for run, blob in self.connection.execute("SELECT run, state FROM checkpoints"):
             try:
-                pickle.loads(zlib.decompress(blob))
-            except Exception as error:
-                raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({type(error).__name__}); "
-                                        f"nothing was changed: restore the database from a copy, or record into a "
-                                        f"new --out DIR") from None
+                loads(blob)
+            except CheckpointError as error:
+                if not error.incompatible:
+                    raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({error}); nothing "
+                                            f"was changed: restore the database from a copy, or record into a new "
+                                            f"--out DIR") from None
+                written = self._recorded_text("code_version") or "an older agentsim"
+                raise OutputDirError(f"{self.path}: the checkpoint of run {run} cannot be continued by this agentsim "
+                                     f"({error}; written by {written}); finish the runs with the agentsim that started "
+                                     f"them, or start afresh with --out NEW_DIR") from None
+
+    def _check_json(self) -> None:
+        """The experiment's values and the runs' summaries read back (a resume and the analyses
+        read them), before anything changes."""
+        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        checks = [("experiment", "SELECT key, value FROM experiment"), ("runs", "SELECT run, summary FROM runs")]
+        for table, sql in checks:
+            if table not in tables:
+                continue
+            for key, value in self.connection.execute(sql):
+                if value is None and table == "runs":
+                    continue
+                try:
+                    json.loads(value)
+                except (TypeError, ValueError):
+                    what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
+                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not JSON); nothing was changed: restore "
+                                            f"the database from a copy, or record into a new --out DIR") from None
+
+    def _recorded_text(self, key: str) -> str | None:
+        try:
+            row = self.connection.execute("SELECT value FROM experiment WHERE key = ?", (key,)).fetchone()
+            return str(json.loads(row[0])) if row else None
+        except (sqlite3.Error, ValueError):
+            return None
 
     @classmethod
     def exists(cls, directory: Path | str) -> bool:

@@ -29,6 +29,19 @@ class Topology:
     attachment: int = 2
     path: str = ""
 
+    def __post_init__(self) -> None:
+        """What holds whatever the family: a value the chosen family does not read is still
+        no silent typo (topology_degree=-2, a graph_file with another topology)."""
+        require(self.degree >= 1, f"topology_degree must be at least 1 (got {self.degree})")
+        require(0 <= self.probability <= 1, f"topology_probability must be in [0, 1] (got {self.probability})")
+        require(self.attachment >= 1, f"topology_attachment must be at least 1 (got {self.attachment})")
+        require(not self.path or self.kind == "file",
+                f"graph_file is read with topology=file only (the topology is {self.kind}); add --set topology=file, "
+                f"or drop graph_file")
+        if self.kind == "file":
+            require(bool(self.path), "topology 'file' needs graph_file=PATH (an edge list or .graphml)")
+            require(Path(self.path).is_file(), f"graph file '{self.path}' not found; give an existing edge list or GraphML file")
+
     def check(self, size: int) -> None:
         """Raise ParameterError naming the fix if this graph cannot have `size` nodes."""
         require(size >= 2, f"a population needs at least 2 agents (got {size})")
@@ -45,9 +58,6 @@ class Topology:
         if self.kind == "lattice":
             require(lattice_shape(size)[0] >= 2,
                     f"a lattice needs agents = rows × columns with both at least 2; {size} is prime, try {size + 1}")
-        if self.kind == "file":
-            require(bool(self.path), "topology 'file' needs graph_file=PATH (an edge list or .graphml)")
-            require(Path(self.path).is_file(), f"graph file '{self.path}' not found; give an existing edge list or GraphML file")
 
     def build(self, size: int, seed: int) -> nx.Graph:
         """The graph on nodes 0..size-1."""

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import checkpoints
+
 if TYPE_CHECKING:
     from .llm.base import Completion
 
@@ -54,6 +56,7 @@ class BackendUsage:
     completion_tokens: int = 0
     invalid_replies: int = 0
     reasks: int = 0
+    decisions: int = 0  # language-model decisions taken (a reply's, or a fallback)
     fallbacks: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -87,6 +90,7 @@ class BackendUsage:
             "completion_tokens": self.completion_tokens,
             "invalid_replies": self.invalid_replies,
             "reasks": self.reasks,
+            "decisions": self.decisions,
             "fallbacks": self.fallbacks,
             "errors": dict(self.errors),
             "cost_usd": round(self.cost_usd, 6),
@@ -118,6 +122,7 @@ class RunUsage:
             total.completion_tokens += usage.completion_tokens
             total.invalid_replies += usage.invalid_replies
             total.reasks += usage.reasks
+            total.decisions += usage.decisions
             total.fallbacks += usage.fallbacks
             total.in_flight += usage.in_flight
             total.cost_usd += usage.cost_usd
@@ -141,3 +146,6 @@ class RunUsage:
         self.started = time.monotonic()
         for usage in self.by_backend.values():
             usage.in_flight = 0
+
+
+checkpoints.register(LatencyHistogram, BackendUsage, RunUsage)

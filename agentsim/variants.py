@@ -28,9 +28,15 @@ def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str,
     """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
     `--set condition=schema` keeps only that part of a grid, `--set agents=4` shrinks every
     variant. Nothing left to vary: no variants."""
+    if variants is None:
+        variants = ()
+    if not isinstance(variants, (list, tuple)) or not all(
+            isinstance(variant, dict) and all(isinstance(key, str) for key in variant) for variant in variants):
+        raise ParameterError(f"VARIANTS must be a list of dicts of parameter changes, e.g. [{{'agents': 12}}, "
+                             f"{{'agents': 24}}] (got {_short(variants)}); fix the scenario file")
     pinned: list[dict[str, Any]] = []
-    for variant in variants or ():
-        kept = {key: value for key, value in dict(variant).items() if key not in overrides}
+    for variant in variants:
+        kept = {key: value for key, value in variant.items() if key not in overrides}
         if kept not in pinned:
             pinned.append(kept)
     return tuple(pinned) if any(pinned) else ()
@@ -39,3 +45,8 @@ def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str,
 def variant_cell(replicate: int, variants: int, seed: int) -> tuple[int, int]:
     """(variant index, seed) of replicate `replicate` among `variants` variants."""
     return replicate % variants, seed + replicate // variants
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -14,13 +14,15 @@ injects faults at given rates:
     overloaded       TGI's 429 {"error_type": "overloaded"}
     500, 503         server errors
     timeout          holds the request past the client's timeout
+    drip             a 200 whose body comes one byte every --drip-interval seconds
     drop             closes the connection without an answer
     malformed        a 200 whose body is cut-off JSON
     unparseable      a 200 whose reply names no option (the game re-asks)
 
-It counts requests, faults and the most requests it had open at once (what a client's
-in-flight cap is checked against): GET /stats, POST /stats/reset; POST /faults changes the
-fault rates. Start it from the command line:
+Its answers' token counts are the rule's (`--usage reported`), or below zero (`negative`), or
+left out (`absent`): what a client's budget must not trust. It counts requests, faults, the
+auth headers it was sent and the most requests it had open at once (what a client's in-flight
+cap is checked against): GET /stats, POST /stats/reset; POST /faults changes the fault rates. Start it from the command line:
 
     python backends/standin_server.py --port 8080 --capacity 32 --service-time 0.1 --fault 429=0.2
 
@@ -47,7 +49,9 @@ from agentsim.llm import chat_format
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.standin import StandInModel
 
-FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable")
+FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drip", "drop", "malformed",
+               "unparseable")
+USAGE_KINDS = ("reported", "negative", "absent")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 _JITTER = random.SystemRandom()  # real random latency: no seed makes two runs' orders alike
 
@@ -58,8 +62,11 @@ class ServerConfig:
     service_time_s: float = 0.0
     latency_jitter_s: float = 0.0  # plus a delay uniform in [0, this), from an unseeded generator
     faults: dict[str, float] = field(default_factory=dict)
+    healthy_first: int = 0  # requests answered without a fault before the faults begin (past a client's probe)
     retry_after_s: float = 1.0
     timeout_hold_s: float = 30.0
+    drip_interval_s: float = 0.5  # a drip fault's pause between bytes
+    usage: str = "reported"  # the token counts answers carry: reported, negative or absent
     max_waiting: int | None = None  # more waiting than this: TGI's overloaded 429
     api_key: str | None = None
     seed: int = 0
@@ -77,6 +84,8 @@ class ServerConfig:
             raise ValueError("fault rates must be >= 0 and add up to at most 1")
         if self.capacity < 1:
             raise ValueError("capacity must be at least 1")
+        if self.usage not in USAGE_KINDS:
+            raise ValueError(f"usage must be one of {', '.join(USAGE_KINDS)} (got {self.usage!r})")
 
 
 @dataclass
@@ -89,10 +98,12 @@ class Stats:
     faults: dict[str, int] = field(default_factory=dict)
     by_route: dict[str, int] = field(default_factory=dict)
     arrivals: list[float] = field(default_factory=list)
+    auth_headers: dict[str, int] = field(default_factory=dict)  # requests that carried each auth header
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "answered": self.answered, "active": self.active,
-                "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route)}
+                "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route),
+                "auth_headers": dict(self.auth_headers)}
 
 
 class StandInServer:
@@ -140,7 +151,11 @@ class StandInServer:
         """Count, authenticate, maybe inject a fault, wait for a slot, answer."""
         stats = self.stats
         stats.requests += 1
+        stats.arrivals.append(time.monotonic())
         stats.by_route[route] = stats.by_route.get(route, 0) + 1
+        for header in ("Authorization", "x-api-key"):
+            if header in request.headers:
+                stats.auth_headers[header.lower()] = stats.auth_headers.get(header.lower(), 0) + 1
         stats.active += 1
         stats.max_active = max(stats.max_active, stats.active)
         try:
@@ -167,6 +182,8 @@ class StandInServer:
                 if delay:
                     await asyncio.sleep(delay)
                 response = answer(fault == "unparseable", queued)
+                if fault == "drip":
+                    response = await self._drip(request, response)
             finally:
                 self.slots.release()
             stats.answered += 1
@@ -176,7 +193,7 @@ class StandInServer:
 
     def _fault(self) -> str | None:
         faults = self.config.faults
-        if not faults:
+        if not faults or self.stats.requests <= self.config.healthy_first:
             return None
         die, total = self.rng.random(), 0.0
         for kind in FAULT_KINDS:
@@ -210,6 +227,26 @@ class StandInServer:
             return web.Response(status=200, text='{"id": "cut", "choices": [{"message": {"content": "Q',
                                 content_type="application/json")
         return None  # unparseable: answered below, with a reply naming no option
+
+    async def _drip(self, request: web.Request, response: web.Response) -> web.StreamResponse:
+        """Send a whole answer a byte at a time: a client's timeout must cover the body too."""
+        body = bytes(response.body or b"")  # type: ignore[arg-type]
+        dripped = web.StreamResponse(status=response.status, headers={"Content-Type": response.content_type})
+        dripped.content_length = len(body)
+        await dripped.prepare(request)
+        for index in range(len(body)):
+            await dripped.write(body[index:index + 1])
+            await asyncio.sleep(self.config.drip_interval_s)
+        await dripped.write_eof()
+        return dripped
+
+    def _usage(self, prompt_tokens: int, completion_tokens: int) -> tuple[int, int] | None:
+        """The token counts an answer reports (None: none at all)."""
+        if self.config.usage == "absent":
+            return None
+        if self.config.usage == "negative":
+            return -1_000_000, -1_000_000
+        return prompt_tokens, completion_tokens
 
     def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
         if seed is None:  # a provider with no seed (Anthropic): the prompt decides the dice
@@ -272,14 +309,16 @@ class StandInServer:
                 logprobs = {"content": [{"token": token, "logprob": alternatives[0][1],
                                          "top_logprobs": [{"token": alt, "logprob": value} for alt, value in alternatives]}
                                         for token, alternatives in self._token_view(text, messages, sampling.temperature, count)]}
-            return web.json_response({
+            document: dict[str, Any] = {
                 "id": f"chatcmpl-{self.stats.requests}", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model", self.config.model_id),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
                              "logprobs": logprobs}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens},
-            }, headers={"x-ratelimit-remaining-requests": "10000"})
+            }
+            usage = self._usage(prompt_tokens, completion_tokens)
+            if usage is not None:
+                document["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+            return web.json_response(document, headers={"x-ratelimit-remaining-requests": "10000"})
 
         return await self._serve(request, "openai", authorised, answer, error)
 
@@ -301,11 +340,14 @@ class StandInServer:
             sampling = Sampling(temperature=body.get("temperature", 1.0), top_k=body.get("top_k"),
                                 max_tokens=body["max_tokens"])
             text, prompt_tokens, completion_tokens = self._reply(messages, sampling, None, unparseable)
-            return web.json_response({
+            document: dict[str, Any] = {
                 "id": f"msg_{self.stats.requests}", "type": "message", "role": "assistant", "model": body["model"],
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
-            })
+            }
+            usage = self._usage(prompt_tokens, completion_tokens)
+            if usage is not None:
+                document["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1]}
+            return web.json_response(document)
 
         return await self._serve(request, "anthropic", authorised, answer, error)
 
@@ -339,10 +381,12 @@ class StandInServer:
                                              for _, alternatives in view]
                 result["details"] = details
             service = self.config.service_time_s
-            return web.json_response(result, headers={
-                "x-queue-time": str(int(queued * 1000)), "x-inference-time": str(int(service * 1000)),
-                "x-prompt-tokens": str(prompt_tokens), "x-generated-tokens": str(completion_tokens),
-                "x-compute-type": "stand-in"})
+            headers = {"x-queue-time": str(int(queued * 1000)), "x-inference-time": str(int(service * 1000)),
+                       "x-compute-type": "stand-in"}
+            usage = self._usage(prompt_tokens, completion_tokens)
+            if usage is not None:
+                headers.update({"x-prompt-tokens": str(usage[0]), "x-generated-tokens": str(usage[1])})
+            return web.json_response(result, headers=headers)
 
         return await self._serve(request, "tgi", authorised, answer, error)
 
@@ -396,8 +440,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="plus a random delay up to this many seconds per request, unseeded (default 0)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND=RATE",
                         help=f"inject a fault at a rate (repeatable): {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--healthy-first", type=int, default=0, metavar="N",
+                        help="answer the first N requests without a fault (past a client's start-up probe)")
     parser.add_argument("--retry-after", type=float, default=1.0, help="seconds a 429_retry_after asks to wait")
     parser.add_argument("--timeout-hold", type=float, default=30.0, help="seconds a timeout fault holds the request")
+    parser.add_argument("--drip-interval", type=float, default=0.5, help="seconds between the bytes of a drip fault")
+    parser.add_argument("--usage", choices=USAGE_KINDS, default="reported",
+                        help="the token counts answers carry: the rule's, below zero, or none (default reported)")
     parser.add_argument("--max-waiting", type=int, default=None, help="queue length past which TGI-style overload answers 429")
     parser.add_argument("--api-key", default=None, help="require this key (Bearer or x-api-key)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
@@ -408,8 +457,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = ServerConfig(capacity=options.capacity, service_time_s=options.service_time,
                               latency_jitter_s=options.latency_jitter,
-                              faults=parse_faults(options.fault), retry_after_s=options.retry_after,
-                              timeout_hold_s=options.timeout_hold, max_waiting=options.max_waiting,
+                              faults=parse_faults(options.fault), healthy_first=options.healthy_first,
+                              retry_after_s=options.retry_after,
+                              timeout_hold_s=options.timeout_hold, drip_interval_s=options.drip_interval,
+                              usage=options.usage, max_waiting=options.max_waiting,
                               api_key=options.api_key, seed=options.seed, bias_name=options.standin_bias_name,
                               bias=options.standin_bias, noise=options.standin_noise)
     except ValueError as error:

@@ -52,6 +52,17 @@ def test_unbiased_pool_search_keeps_a_pool_within_the_threshold() -> None:
     assert all(len(name) == 6 and set(name) <= allowed for name in result.pool)
 
 
+def test_an_unbiased_pool_is_never_kept_from_fallbacks() -> None:
+    """A model whose every reply is unreadable gives random fallbacks, uniform by
+    construction: they are not choices, so no pool is kept on them. (A token budget that
+    holds the whole reply: cut short, "Q or M" would read as Q.)"""
+    scenario = NamingGame(max_tokens=40, standin=NamingStandInSettings(invalid_rate=1.0))
+    result = find_unbiased_pool(PoolSearch(samples=200, threshold=0.005, max_tries=2, seed=0), scenario)
+    assert result.pool is None
+    for entry in result.tries:
+        assert sum(entry["counts"]) == 0 and entry["fallbacks"] >= 200 and entry["js_distance"] is None
+
+
 def test_individual_bias_is_read_back_from_a_recorded_probe(tmp_path: Path) -> None:
     probe = FirstChoiceProbe(agents=20, names=("Q", "M"), max_rounds=50, stop_at="none",
                              standin=NamingStandInSettings(bias_name="M", bias=0.2))

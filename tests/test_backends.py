@@ -16,7 +16,7 @@ import pytest
 from helpers import Quiet
 from servers import standin_server  # noqa: F401  (the fixture)
 
-from agentsim.errors import BudgetExhausted, ReplayMissError
+from agentsim.errors import BackendError, BudgetExhausted, ReplayMissError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
@@ -96,13 +96,15 @@ def test_over_http_the_game_matches_the_in_process_stand_in(tmp_path: Path, stan
     assert recorded(tmp_path / "http") == recorded(tmp_path / "local")
 
 
-FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drop", "malformed", "unparseable"]
+FAULTS = ["429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drip", "drop", "malformed",
+          "unparseable"]
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_fault_kind_leaves_the_run_complete(tmp_path: Path, standin_server: Any, provider: str, fault: str) -> None:
-    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=0.6, seed=7)
+    server = standin_server(capacity=8, faults={fault: 0.3}, retry_after_s=0.05, timeout_hold_s=0.6, drip_interval_s=0.05,
+                            seed=7)
     summary = run(tmp_path / "out", specs(server.url)[provider], scenario=game(max_rounds=2), timeout_s=0.25)
     assert_complete(tmp_path / "out", summary)
     assert server.stats.faults.get(fault, 0) > 0, "the fault was injected"
@@ -256,3 +258,47 @@ def test_max_cost_stops_the_run_from_the_price_table(tmp_path: Path, standin_ser
     assert run_summary["stop_reason"] == "max_cost" and run_summary["status"] == "stopped"
     assert 0.5 < run_summary["cost_usd"] <= 2.0, "no request that could pass the budget was sent"
     assert summary["usage_by_backend"][f"openai:priced-model@{server.url}/v1"]["cost_usd"] == run_summary["cost_usd"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
+def test_timeout_covers_a_body_dripped_a_byte_at_a_time(standin_server: Any, provider: str) -> None:
+    """The whole answer must arrive within --timeout: the SDKs' own timeouts bound each read,
+    so a body dripped a byte every 50 ms (a few hundred bytes: over ten seconds) never ended
+    by them."""
+    from agentsim.llm.anthropic_backend import AnthropicModel
+    from agentsim.llm.tgi import TGIModel
+
+    server = standin_server(capacity=4, faults={"drip": 1.0}, drip_interval_s=0.05)
+    backend = {"openai": lambda: OpenAIModel(name="openai:x", model="x", api_key="k", base_url=server.url + "/v1",
+                                             timeout_s=0.5),
+               "anthropic": lambda: AnthropicModel(name="anthropic:x", model="x", api_key="k", base_url=server.url,
+                                                   timeout_s=0.5),
+               "tgi": lambda: TGIModel(name="tgi:x", url=server.url, timeout_s=0.5)}[provider]()
+
+    async def ask() -> BaseException | None:
+        try:
+            await backend.complete(_request(_situation(), 1))
+        except BackendError as error:
+            return error
+        finally:
+            await backend.aclose()
+        return None
+
+    error = asyncio.run(ask())
+    assert isinstance(error, BackendError) and error.kind == "timeout", error
+
+
+def test_the_anthropic_backend_sends_its_key_once(standin_server: Any) -> None:
+    from agentsim.llm.anthropic_backend import AnthropicModel
+
+    server = standin_server(capacity=4, api_key="sk-ant-secret")
+    backend = AnthropicModel(name="anthropic:x", model="x", api_key="sk-ant-secret", base_url=server.url)
+
+    async def ask() -> None:
+        try:
+            await backend.complete(_request(_situation(), 1))
+        finally:
+            await backend.aclose()
+
+    asyncio.run(ask())
+    assert server.stats.auth_headers == {"x-api-key": 1}, "the key went as a bearer token too"

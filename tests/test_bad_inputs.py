@@ -1,5 +1,6 @@
-"""Every bad input the issue lists ends with one line naming the fix and exit code 2, and
-leaves nothing behind that would block a rerun; a damaged database or checkpoint, a foreign
+"""Every bad input the issues list ends with one line naming the fix and exit code 2 (a dead
+backend: 3, as a failed backend always does), and leaves nothing behind that would block a
+rerun; a damaged database or checkpoint, a foreign
 SQLite file, and a directory another agentsim is writing are refused before anything in them
 changes."""
 
@@ -53,6 +54,22 @@ FLAG_CASES = [
     (("--set", "standin.bias=2"), ("standin.bias must be in [0, 1] (got 2.0)",)),
     (("--set", "standin.colour=red"), ("unknown stand-in setting 'standin.colour'", "standin.noise")),
     (("--set", "standin_noise=0.1"), ("the stand-in's settings are set as standin.KEY=VALUE", "standin.noise")),
+    # issue 27: tracebacks, values wrongly accepted, messages that blamed something else
+    (("--backend", "openai:m@http://[::1"), ("'http://[::1' is not a URL",)),
+    (("--backend", "openai:m@http://127.0.0.1:80:80/v1"), ("is not a URL", "http://HOST:PORT")),
+    (("--backend", "tgi:http://127.0.0.1:80:80"), ("is not a URL",)),
+    (("--base-url", "http://[::1", "--backend", "openai:m"), ("--base-url", "is not a URL")),
+    (("--set", "temperature=1e308"), ("temperature must be between 0 and 2",)),
+    (("--set", "temperature=1_0"), ("temperature must be a number (got '1_0')",)),
+    (("--set", "agents=2_4"), ("agents must be a whole number (got '2_4')",)),
+    (("--timeout", "1_0"), ("'1_0' is not a number",)),
+    (("--set", "max_tokens=1000000000000"), ("max_tokens must be between 1 and 1,000,000",)),
+    (("--set", "graph_file=/nonexistent"), ("graph_file is read with topology=file only",)),
+    (("--set", "topology_degree=-2"), ("topology_degree must be at least 1",)),
+    (("--backend", ""), ("--backend is empty",)),
+    (("--population", ""), ("--population is empty",)),
+    (("--base-url", "http://127.0.0.1:9/v1"), ("--base-url is for openai: and anthropic: backends",)),
+    (("--runs", str(10**20)), ("--runs must be between 1 and 10000",)),
 ]
 
 
@@ -62,6 +79,72 @@ def test_each_bad_flag_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path, arg
     out = tmp_path / "out"
     assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *arguments), *fragments)
     assert not out.exists(), "a refused run leaves no directory behind"
+
+
+def test_an_empty_out_is_refused_and_writes_nowhere(tmp_path: Path) -> None:
+    """`--out ''` meant the current directory."""
+    assert_user_error(cli(NAMING, "--out", "", *QUICK), "argument --out: is empty")
+    assert not any(tmp_path.iterdir()), "something was written into the current directory"
+
+
+SCENARIO_FILE_CASES = [
+    ("VARIANTS = 5", ("VARIANTS must be a list of dicts", "got 5")),
+    ("VARIANTS = 'agents=4'", ("VARIANTS must be a list of dicts",)),
+    ("VARIANTS = [{'memory_length': 'x'}]", ("memory_length must be a whole number (got 'x')",)),
+    ("VARIANTS = [{'names': ['Q', 7]}]", ("names must be a list of text",)),
+    ("POPULATION = 7", ("POPULATION must be text", "got 7")),
+    ("raise KeyboardInterrupt", ("stopped while loading (KeyboardInterrupt)", "must not exit")),
+    ("raise SystemExit('no thanks')", ("stopped while loading (SystemExit: no thanks)",)),
+    ("import sys\nsys.exit(0)", ("stopped while loading (SystemExit)",)),
+]
+
+
+@pytest.mark.parametrize(("line", "fragments"), SCENARIO_FILE_CASES, ids=[case[0] for case in SCENARIO_FILE_CASES])
+def test_each_bad_scenario_file_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path, line: str,
+                                                                      fragments: tuple[str, ...]) -> None:
+    scenario = _file(tmp_path, f"from agentsim.games.naming import NamingGame\nscenario = NamingGame()\n{line}\n")
+    out = tmp_path / "out"
+    assert_user_error(cli(scenario, "--out", str(out), *QUICK), *fragments)
+    assert not out.exists()
+
+
+def _corrupt(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 64)
+
+
+def _foreign(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE customers (name TEXT)")
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize(("make", "fragment"), [(_corrupt, "is damaged or not a database"),
+                                                (_foreign, "is an SQLite database agentsim did not create")], ids=["corrupt", "foreign"])
+def test_a_cache_that_is_not_agentsims_is_named_as_the_cache(tmp_path: Path, make: Callable[[Path], None],
+                                                             fragment: str) -> None:
+    """It was reported as "cannot write the output directory", or failed mid-run with "free space"."""
+    cache = tmp_path / "cache.db"
+    make(cache)
+    before = cache.read_bytes()
+    out = tmp_path / "out"
+    assert_user_error(cli(NAMING, "--backend", "tgi:http://127.0.0.1:9", "--cache", str(cache), "--out", str(out),
+                          *QUICK), f"the response cache {cache} {fragment}", "--cache PATH")
+    assert cache.read_bytes() == before and not out.exists()
+
+
+def test_a_dead_backend_in_the_analysis_commands_is_one_line(tmp_path: Path) -> None:
+    """They printed BackendFailedError's traceback; now the run's one line and its exit code (3, as the main command)."""
+    from servers import closed_port
+
+    dead = f"tgi:http://127.0.0.1:{closed_port()}"
+    for arguments in (("unbiased-pool", "--backend", dead, "--samples", "10", "--tries", "1"),
+                      ("critical-mass", str(ROOT / "scenarios" / "critical_mass_search.py"), "--backend", dead,
+                       "--out", str(tmp_path / "search"), "--runs", "1")):
+        result = cli(*arguments, timeout=120)
+        assert result.returncode == 3, result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"agentsim {arguments[0]}: failed: backend ") and "start-up probe" in line, line
 
 
 def test_float_flags_of_the_subcommands_are_finite(tmp_path: Path) -> None:
@@ -138,7 +221,22 @@ def _damage_checkpoint(database: Path) -> None:
     connection.close()
 
 
-@pytest.mark.parametrize("damage", [_truncate, _scribble, _empty, _damage_checkpoint], ids=lambda damage: damage.__name__)
+def _damage_summary(database: Path) -> None:
+    connection = sqlite3.connect(database)
+    connection.execute("UPDATE runs SET summary = '{\"cut' WHERE run = 1")
+    connection.commit()
+    connection.close()
+
+
+def _damage_experiment(database: Path) -> None:
+    connection = sqlite3.connect(database)
+    connection.execute("UPDATE experiment SET value = 'not json' WHERE key = 'params'")
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize("damage", [_truncate, _scribble, _empty, _damage_checkpoint, _damage_summary, _damage_experiment],
+                         ids=lambda damage: damage.__name__)
 def test_a_damaged_database_or_checkpoint_on_resume_changes_nothing(finished: Path, tmp_path: Path,
                                                                     damage: Callable[[Path], None]) -> None:
     out = _copy(finished, tmp_path)

@@ -225,3 +225,36 @@ def test_the_limiter_cuts_on_rising_queue_time_and_pauses_on_retry_after() -> No
         assert refused.limit == 31.5  # -1 for the 429, +0.5 for the answer
 
     asyncio.run(run())
+
+
+def test_the_start_up_probe_takes_its_turns_under_rpm() -> None:
+    """At --rpm 120 a request may leave every half second: the probe's attempts (two refused,
+    the third answered) and the requests that waited for it keep that pace, on a virtual
+    clock, with no second seeing more than two."""
+    from agentsim.llm.accounting import Budget
+    from agentsim.llm.specs import BackendOptions
+    from agentsim.llm.stack import wrap
+
+    sent: list[float] = []
+
+    class Provider:
+        name, immediate = "openai:m@http://127.0.0.1:9/v1", False
+
+        async def complete(self, request: Request) -> Completion:
+            sent.append(asyncio.get_running_loop().time())
+            if len(sent) <= 2:
+                raise BackendError("openai answered HTTP 500 (server)", kind="server")
+            return Completion(text="M", prompt_tokens=3, completion_tokens=1)
+
+        async def aclose(self) -> None: ...
+
+    options = BackendOptions(limits=Limits(rpm=120), cache=False)
+    model = wrap(Provider(), parse_spec(Provider.name), options, Budget())
+    request = Request(messages=(Message("user", "name one"),), sampling=Sampling(max_tokens=2), seed=1)
+
+    async def scenario() -> None:
+        await asyncio.gather(*(model.complete(request) for _ in range(3)))
+
+    run_on_virtual_clock(scenario())
+    assert len(sent) == 6  # three probe attempts, then the three requests
+    assert all(later - earlier >= 0.5 for earlier, later in itertools.pairwise(sent)), sent

@@ -20,6 +20,7 @@ from helpers import Quiet  # noqa: E402
 from agentsim.errors import UnfitModelError  # noqa: E402
 from agentsim.games.naming import NamingGame, NamingSituation  # noqa: E402
 from agentsim.llm.base import Request, Sampling  # noqa: E402
+from agentsim.llm.health import HealthPolicy  # noqa: E402
 from agentsim.llm.local import LocalModel  # noqa: E402
 from agentsim.llm.specs import BackendOptions  # noqa: E402
 from agentsim.llm.stack import layer  # noqa: E402
@@ -65,9 +66,11 @@ def test_a_model_whose_replies_cannot_be_read_is_refused_before_the_run(tmp_path
 def test_a_naming_game_runs_on_a_tiny_local_model_in_batches(tmp_path: Path, tiny_model: Path) -> None:
     spec = f"local:{tiny_model}"
     scenario = NamingGame(agents=6, max_rounds=2, stop_at="none", max_in_flight=3, max_reasks=1)
-    experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "out", backend=spec, seed=1,
-                                             llm=BackendOptions(cache_path=tmp_path / "cache.db", model_check=False)),
-                            Quiet())  # (a random model: the start-up check would refuse it, as above)
+    # A random model's replies are mostly unreadable: the start-up check (as above) and the fallback
+    # breaker are off to see them recorded.
+    llm = BackendOptions(cache_path=tmp_path / "cache.db", model_check=False, health=HealthPolicy(max_fallback_share=1))
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "out", backend=spec, seed=1, llm=llm),
+                            Quiet())
     experiment.open()
     local = layer(experiment.backends[spec], LocalModel)
     assert isinstance(local, LocalModel)

@@ -24,7 +24,7 @@ def test_overrides_take_each_fields_type() -> None:
         ({"temperature": "hot"}, "temperature must be a number"),
         ({"top_k": "ten"}, "top_k must be a whole number"),
         ({"stop_at": "never"}, "stop_at must be one of consensus, flip, none"),
-        ({"temperature": "-1"}, "temperature must be >= 0"),
+        ({"temperature": "-1"}, "temperature must be between 0 and 2"),
         ({"max_tokens": "0"}, "max_tokens must be >= 1"),
         ({"pool_size": "27"}, "more than 26 letters; use name_style=random"),
         ({"names": "Q,M", "pool_size": "3"}, "pool_size=3 does not apply"),

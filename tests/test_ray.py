@@ -253,3 +253,21 @@ def test_the_budget_holds_across_the_cluster(local_ray: Any, tmp_path: Path, sta
     document = json.loads((tmp_path / "ray" / "summary.json").read_text())
     assert document["budget"]["stopped_by"] == "max_calls" and document["budget"]["calls"] == 150
     assert {(run["status"], run["stop_reason"]) for run in document["runs"]} == {("stopped", "max_calls")}
+
+
+def test_url_credentials_reach_the_workers_and_nothing_records_them(local_ray: Any, tmp_path: Path,
+                                                                     standin_server: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`openai:m@http://user:KEY@host/v1` on Ray: the workers send KEY (the server refuses
+    anything else), and KEY is in neither the database nor summary.json."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    secret = "sk-ray-url-secret-1234"
+    server = standin_server(capacity=8, api_key=secret)
+    backend = f"openai:m@http://agent:{secret}@{server.url.removeprefix('http://')}/v1"
+    swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=backend, llm=BackendOptions(cache=False),
+                       overrides={"max_rounds": 3, "stop_at": "none", "agents": 8})
+    asyncio.run(swept.run())
+    assert server.stats.answered > 0
+    assert [run["status"] for run in json.loads((tmp_path / "ray" / "summary.json").read_text())["runs"]] == ["done"] * 2
+    for path in (tmp_path / "ray").iterdir():
+        assert secret.encode() not in path.read_bytes(), f"the key was written to {path.name}"

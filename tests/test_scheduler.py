@@ -202,9 +202,8 @@ def test_a_checkpoint_keeps_encounters_applied_ahead_of_the_record() -> None:
     a checkpoint keeps their records, and the resumed run records exactly what an
     uninterrupted one does."""
     import asyncio
-    import pickle
-    import zlib
 
+    from agentsim import checkpoints
     from agentsim.model import BackendShare
 
     game = NamingGame(agents=24, pool_size=5, stop_at="none", max_rounds=10, max_in_flight=12).for_experiment(1)
@@ -230,7 +229,7 @@ def test_a_checkpoint_keeps_encounters_applied_ahead_of_the_record() -> None:
             await asyncio.sleep(0)  # let the encounters ahead come back
         blob = model.checkpoint()
         await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
-        applied = sum(1 for item in pickle.loads(zlib.decompress(blob))["pending"] if item[4] is not None)
+        applied = sum(1 for item in checkpoints.loads(blob)["pending"] if item[4] is not None)
         resumed = fresh(records)
         await resumed.scheduler.resume(resumed.restore(blob))
         await resumed.arun()

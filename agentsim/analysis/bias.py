@@ -20,6 +20,7 @@ from typing import Any
 from ..games.naming import FirstChoiceProbe, NamingGame, generate_names
 from ..llm.specs import build_backend
 from ..model import BackendShare, PopulationModel
+from ..records import EncounterRecord
 from .recorded import RecordedExperiment
 from .stats import BiasTest, bias_test, js_distance_from_uniform
 
@@ -114,13 +115,15 @@ def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
 
 # --- sampling first choices -----------------------------------------------------------------
 def sample_first_choices(scenario: NamingGame, *, backend: str = "stand-in", samples: int = 1000, seed: int = 0,
-                         concurrency: int = 64) -> Counter[str]:
-    """`samples` first choices (empty memory) of `scenario`'s agents on `backend`, asked
-    `concurrency` at a time through the scheduler and the LLM policy, as in a run."""
+                         concurrency: int = 64) -> Counter[str | None]:
+    """First choices (empty memory) of `scenario`'s agents on `backend` from `samples`
+    decisions, asked `concurrency` at a time through the scheduler and the LLM policy, as in
+    a run. Fallbacks are not choices: they are counted under None, never under a name."""
     return asyncio.run(_sample(scenario, backend, samples, seed, concurrency))
 
 
-async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: int, concurrency: int) -> Counter[str]:
+async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: int,
+                  concurrency: int) -> Counter[str | None]:
     agents = max(2, min(2 * concurrency, samples + samples % 2))
     rounds = -(-samples // agents)
     probe = FirstChoiceProbe(scenario.params.replace(agents=agents, max_rounds=rounds, stop_at="none",
@@ -129,17 +132,19 @@ async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: i
                                                      committed_fraction=0.0, majority_name=None,
                                                      committed_name=None),
                              standin=scenario.standin).for_experiment(seed)
+    tally: Counter[str | None] = Counter(dict.fromkeys(probe.names, 0))
+
+    def count(record: EncounterRecord) -> None:
+        fell = {call.agent for call in record.calls if call.fallback}
+        for move in record.moves:
+            tally[None if move.agent in fell else move.action] += 1
+
     model_backend = build_backend(backend_spec, probe)
     try:
-        model = PopulationModel(probe, seed=seed, backends=[BackendShare(model_backend)])
+        model = PopulationModel(probe, seed=seed, backends=[BackendShare(model_backend)], on_resolved=count)
         await model.arun()
     finally:
         await model_backend.aclose()
-    tally: Counter[str] = Counter(dict.fromkeys(probe.names, 0))
-    for stats in model.metrics.rounds.values():
-        for name, count in stats.productions.items():
-            if name is not None:
-                tally[name] += count
     return tally
 
 
@@ -174,7 +179,8 @@ class PoolSearchResult:
 
 def find_unbiased_pool(search: PoolSearch, scenario: NamingGame | None = None) -> PoolSearchResult:
     """Draw pools of six letters and digits (seeded) and keep the first whose first choices lie
-    within `threshold` (Jensen-Shannon distance, base 2) of uniform."""
+    within `threshold` (Jensen-Shannon distance, base 2) of uniform. Fallbacks are left out of
+    the counts (and reported beside them): a pool is kept for the model's choices only."""
     base = scenario or NamingGame()
     result = PoolSearchResult(None)
     for attempt in range(search.max_tries):
@@ -182,10 +188,13 @@ def find_unbiased_pool(search: PoolSearch, scenario: NamingGame | None = None) -
         candidate = base.with_params(names=pool)
         counts = sample_first_choices(candidate, backend=search.backend, samples=search.samples,
                                       seed=search.seed * 1_000 + attempt)
-        distance = js_distance_from_uniform([counts[name] for name in pool])
-        result.tries.append({"pool": list(pool), "counts": [counts[name] for name in pool], "js_distance": distance,
-                             "kept": distance < search.threshold})
-        if distance < search.threshold:
+        chosen = [counts[name] for name in pool]
+        # No choice at all (every decision a fallback): no distance to print, nothing kept.
+        distance = js_distance_from_uniform(chosen) if sum(chosen) else None
+        kept = distance is not None and distance < search.threshold
+        result.tries.append({"pool": list(pool), "counts": chosen, "fallbacks": counts[None], "js_distance": distance,
+                             "kept": kept})
+        if kept:
             result.pool = pool
             break
     return result

@@ -23,11 +23,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from ..errors import EXIT_USER_ERROR, UserError
+from ..errors import EXIT_USER_ERROR, RunStopped, UserError
 from ..params import finite_float
 from ..scenario_files import load_scenario, parse_overrides
+from ..secrets import redact
 
 # name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
 # (else the first line of main's docstring); the command line dispatches to these.
@@ -46,8 +47,11 @@ def _command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], 
             try:
                 return function(argv)
             except UserError as error:
-                print(f"agentsim {name}: error: {error}", file=sys.stderr)
+                print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
                 return EXIT_USER_ERROR
+            except RunStopped as error:  # a backend that failed, a budget spent: one line, its exit code
+                print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
+                return error.exit_code
         SUBCOMMANDS[name] = main
         SUBCOMMAND_HELP[name] = summary
         return main
@@ -61,16 +65,43 @@ def _directory(text: str) -> Path:
     return path
 
 
+SCENARIO_HELP = ("a scenario file whose classes the recorded runs use (repeatable): agentsim runs no code a results "
+                 "directory names, the scenario file recorded there included")
+
+
+def _scenario_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", dest="scenario_files", action="append", default=[], metavar="FILE",
+                        help=SCENARIO_HELP)
+
+
+def _recorded(directory: Path, scenario_files: list[str], *, keep: bool = True) -> list[Any]:
+    """The experiments under `directory` (closed unless `keep`), after loading the scenario
+    files the user named; a UserError naming what to pass if one's scenario class cannot be
+    used safely."""
+    from .recorded import find_experiments, load_scenario_files, require_scenarios
+
+    load_scenario_files(scenario_files)
+    experiments = find_experiments(directory)
+    try:
+        require_scenarios(experiments)
+    finally:
+        if not keep:
+            for experiment in experiments:
+                experiment.close()
+    return experiments
+
+
 @_command("report", "figures (PNG + CSV) and one HTML report for a results directory")
 def report(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: DIR/report)")
+    _scenario_option(parser)
     options = parser.parse_args(argv)
     directory = _directory(options.directory)
-    from .recorded import find_experiments, read_artifacts
+    from .recorded import read_artifacts
 
-    if not find_experiments(directory) and not read_artifacts(directory):  # before matplotlib loads
+    if not _recorded(directory, options.scenario_files, keep=False) and not read_artifacts(directory):  # before matplotlib loads
         raise UserError(f"no runs found under '{directory}'; run a scenario first "
                         f"(python -m agentsim scenarios/naming_game.py --out {directory})")
     from .report import REPORT_HTML, build_report
@@ -86,11 +117,11 @@ def report(argv: list[str]) -> int:
 def bias(argv: list[str]) -> int:
     parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
+    _scenario_option(parser)
     options = parser.parse_args(argv)
     from .bias import collective_bias, first_choice_fallbacks, individual_bias
-    from .recorded import find_experiments
 
-    experiments = find_experiments(_directory(options.directory))
+    experiments = _recorded(_directory(options.directory), options.scenario_files)
     tests = individual_bias(experiments)
     fallbacks = first_choice_fallbacks(experiments)
     if not tests:
@@ -116,11 +147,11 @@ def strategies(argv: list[str]) -> int:
     parser.add_argument("--exact", action="store_true",
                         help="require exact probabilities for every configuration (the backend's scored option "
                              "distributions, or the stand-in's rule); refuse when any is only sampled")
+    _scenario_option(parser)
     options = parser.parse_args(argv)
-    from .recorded import find_experiments
     from .strategies import strategy_table
 
-    table = strategy_table(find_experiments(_directory(options.directory)))
+    table = strategy_table(_recorded(_directory(options.directory), options.scenario_files))
     if table is None or not table.states:
         raise UserError(f"no strategy-probe runs under {options.directory}; run scenarios/strategies.py --out {options.directory}")
     focus = options.name or table.names[-1]
@@ -227,7 +258,9 @@ def unbiased_pool(argv: list[str]) -> int:
     result = find_unbiased_pool(search, scenario)
     for entry in result.tries:
         kept = " kept" if entry["kept"] else ""
-        print(f"{' '.join(entry['pool'])}: counts {entry['counts']}, JS distance {entry['js_distance']:.4g}{kept}")
+        distance = "none (no choices)" if entry["js_distance"] is None else f"{entry['js_distance']:.4g}"
+        print(f"{' '.join(entry['pool'])}: counts {entry['counts']} (fallbacks {entry['fallbacks']}, left out), "
+              f"JS distance {distance}{kept}")
     if options.out is not None:
         save_artifact(options.out, "unbiased_pool", result.as_dict() | {"backend": options.backend, "threshold": options.threshold,
                                                                         "samples": options.samples})
@@ -247,9 +280,11 @@ def comprehension(argv: list[str]) -> int:
     parser.add_argument("--max-states", type=int, default=200)
     parser.add_argument("--backend", default="", help="default: the backend the run used")
     parser.add_argument("--seed", type=int, default=0)
+    _scenario_option(parser)
     options = parser.parse_args(argv)
     from .comprehension import ComprehensionCheck, check
 
+    _recorded(_directory(options.directory), options.scenario_files, keep=False)
     document = check(_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
                                                                        max_states=options.max_states,
                                                                        backend=options.backend, seed=options.seed))
@@ -300,9 +335,11 @@ def transcript(argv: list[str]) -> int:
     parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
     parser.add_argument("--round", dest="round_", type=int, default=None,
                         help="only this population round (a month, a generation: the game's round)")
+    _scenario_option(parser)
     options = parser.parse_args(argv)
     from .transcript import write_transcript
 
+    _recorded(_directory(options.directory), options.scenario_files, keep=False)
     try:
         write_transcript(_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
                          round_=options.round_)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import BackendError, BackendFailedError, UserError
 from ..games.naming import QUESTIONS, ComprehensionStandIn, NamingGame, NamingSituation, question_messages, questions_for, score
 from ..llm.base import LanguageModel, Request, Sampling
 from ..llm.specs import build_backend
 from ..llm.standin import StandInModel
 from ..prompts import PromptTemplate
+from ..secrets import redact
 from ..seeding import derive_seed
 from .recorded import ANALYSIS_DIR, RecordedExperiment, save_artifact
 from .stats import proportion_interval
@@ -113,13 +114,12 @@ async def _ask(backend: LanguageModel, asked: list[tuple[Any, Any, Any]], check:
 
     async def one(index: int, messages: Any) -> str | None:
         async with limit:
-            from ..errors import BackendError
-
             try:
                 completion = await backend.complete(Request(messages=messages, sampling=sampling,
                                                             seed=derive_seed(check.seed, index)))
-            except BackendError:
-                return None
+            except BackendError as error:  # a failure is no answer, not a wrong one: stop
+                raise BackendFailedError(f"backend '{redact(backend.name)}' failed: {redact(str(error))}; "
+                                         f"check the server and ask again") from None
             return completion.text
 
     try:

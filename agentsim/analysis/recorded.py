@@ -6,12 +6,21 @@ experiment per sub-directory. `find_experiments(root)` finds them all, and each
 productions per round, consensus names, the choices agents made with a given memory, and
 LLM usage by model. Scenarios are rebuilt from the recorded parameters, so a call's compact
 context decodes back into the memory the agent saw.
+
+A results directory is data: reading one runs none of the code it names. The recorded
+scenario class is imported only from a module that lies outside the directory (an installed
+package), checked before any of it runs; a class defined in a scenario file (recorded as
+`agentsim_scenarios.FILE.Class`) is used only once the user has named that file
+(`load_scenario_files`, the analysis commands' `--scenario FILE`). The recorded
+`scenario_file` is never run: `unresolved` says in one line what to pass instead.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +32,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..games.pairwise import PairwiseGame
+from ..scenario import Scenario
+from ..scenario_files import load_scenario
 from ..store import DATABASE, Store
 
 ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections read
@@ -157,13 +168,25 @@ class RecordedExperiment:
         return [row for row in self.store.runs() if row["status"] == "done"
                 and (self.variant is None or row["replicate"] % self.variants == self.variant)]
 
+    @property
+    def unresolved(self) -> str | None:
+        """Why the scenario's class cannot be used (one line naming what to pass), or None."""
+        path = str(self.experiment.get("scenario_class", ""))
+        if not path or _import_class(path, self.directory) is not None:
+            return None
+        file = Path(str(self.experiment.get("scenario_file") or "")).name
+        named = f" ({file} when the runs were recorded)" if file else ""
+        return (f"the scenario class {path} of '{self.where or self.directory}' does not import from an installed "
+                f"package, and agentsim runs no code a results directory names; pass --scenario FILE, the scenario "
+                f"file that defines it{named}")
+
     @cached_property
     def scenario(self) -> Any:
         """The scenario that ran, rebuilt from its recorded class and parameters (its name
         pool drawn as it was, its prompt template's recorded text), or None when its class
-        cannot be imported any more."""
+        cannot be used safely (`unresolved` says why)."""
         experiment = self.experiment
-        cls = _import_class(str(experiment.get("scenario_class", "")), str(experiment.get("scenario_file", "")))
+        cls = _import_class(str(experiment.get("scenario_class", "")), self.directory)
         if cls is None:
             return None
         params = {key: tuple(value) if isinstance(value, list) else value for key, value in self.params.items()}
@@ -362,20 +385,52 @@ def _short(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _import_class(path: str, scenario_file: str) -> Any:
+def load_scenario_files(files: list[str] | None) -> None:
+    """Load the scenario files the user named (`--scenario FILE`): their classes are then
+    the ones recorded experiments name as `agentsim_scenarios.FILE.Class`."""
+    for file in files or ():
+        load_scenario(file)
+
+
+def require_scenarios(experiments: list[RecordedExperiment]) -> None:
+    """A UserError naming what to pass, if an experiment's scenario class cannot be used."""
+    for experiment in experiments:
+        why = experiment.unresolved
+        if why is not None:
+            raise UserError(why)
+
+
+def _import_class(path: str, directory: Path) -> type[Scenario[Any]] | None:
+    """The Scenario subclass `path` names, from a module already loaded (a scenario file the
+    user named) or importable from outside `directory`; None otherwise."""
     module_name, _, name = path.rpartition(".")
     if not module_name:
         return None
-    try:
-        return getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError):
-        pass
-    if scenario_file and Path(scenario_file).is_file():
-        from ..scenario_files import load_scenario
+    module = sys.modules.get(module_name) or _import_outside(module_name, directory.resolve())
+    cls = getattr(module, name, None) if module is not None else None
+    return cls if isinstance(cls, type) and issubclass(cls, Scenario) else None
 
+
+def _import_outside(module_name: str, directory: Path) -> Any:
+    """Import `module_name` only if it and each package above it lie outside `directory`,
+    checked (by `find_spec`, which runs nothing) before each is imported."""
+    parts = module_name.split(".")
+    for depth in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:depth])
+        if prefix in sys.modules:
+            continue
         try:
-            scenario, module = load_scenario(scenario_file)
-        except UserError:
+            spec = importlib.util.find_spec(prefix)
+        except (ImportError, ValueError):
             return None
-        return getattr(module, name, type(scenario))
-    return None
+        if spec is None:
+            return None
+        places = [spec.origin] if spec.origin and spec.has_location else []
+        places.extend(spec.submodule_search_locations or ())
+        if any(Path(place).resolve().is_relative_to(directory) for place in places):
+            return None
+        try:
+            importlib.import_module(prefix)
+        except Exception:  # an installed module that fails to import names no usable class
+            return None
+    return sys.modules.get(module_name)

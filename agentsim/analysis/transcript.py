@@ -2,8 +2,9 @@
 replies, call by call, as the model saw them.
 
 The store keeps each call's compact context, not its prompt; the prompt is rebuilt with the
-scenario's own `rebuild_messages` (the scenario rebuilt from the recorded class and
-parameters, each run with its VARIANTS cell's) and the prompt template text stored with the
+scenario's own `rebuild_messages` (the scenario rebuilt from the recorded class, imported from
+an installed package or a scenario file the user names with `--scenario`, never one the
+directory names, and the recorded parameters, each run with its VARIANTS cell's) and the prompt template text stored with the
 experiment, so a template file edited since the run does not change what is printed. Any
 scenario that implements `rebuild_messages` gets a transcript: the naming game, SIGN, and
 games added later. Each call is headed by its run, population round (for a game played in
@@ -47,8 +48,8 @@ def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> 
     text stored with the experiment rather than from today's file."""
     scenario = experiment.scenario
     if scenario is None:
-        raise UserError(f"the scenario class of '{experiment.directory}' ({experiment.experiment.get('scenario_class')}) "
-                        "cannot be imported; install the package or keep the scenario file where it was")
+        raise UserError(experiment.unresolved or f"'{experiment.directory}' records no scenario class; its prompts "
+                        "cannot be rebuilt")
     if type(scenario).rebuild_messages is Scenario.rebuild_messages:
         raise UserError(f"scenario '{experiment.scenario_name}' does not implement rebuild_messages, so its prompts "
                         "cannot be rebuilt; implement it (docs/writing-a-scenario.md)")

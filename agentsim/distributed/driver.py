@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..llm.cache import default_cache_path
 from ..runner import RunView
+from ..secrets import kept_credentials
 from . import require_ray
 from .control import SweepControl
 from .limits import ClusterBudget, ClusterLimiter
@@ -132,6 +133,9 @@ class _Sweep:
         # Workers load the file by its absolute path (their working directory may differ).
         file = experiment.config.scenario_file
         self.scenario_file = str(Path(file).resolve()) if file else ""
+        # URL credentials (user:KEY@host) were taken out of the plan's specs: the workers get
+        # them as a task argument, held in memory, never recorded.
+        self.credentials = kept_credentials()
         self.lost = _lost_worker_errors(ray)
         self.attempts: dict[int, int] = {}  # run: workers it was sent to
         self.workers_lost = 0
@@ -176,7 +180,7 @@ class _Sweep:
             attempt = self.attempts[run] = self.attempts.get(run, 0) + 1
             owner = f"run{run}.{attempt}"
             stream = self.task.remote(self.scenario_file, self.plan_bytes, replicate, blob, owner,
-                                      self.limiter, self.budget, self.control)
+                                      self.limiter, self.budget, self.control, self.credentials)
             try:
                 await self._follow(stream, run)
                 return

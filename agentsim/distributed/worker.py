@@ -35,6 +35,7 @@ from ..llm.limiter import Limits
 from ..llm.specs import build_backend
 from ..runner import Experiment, ExperimentConfig, RunView
 from ..scenario import Scenario
+from ..secrets import keep_credentials
 from ..store import Recorder
 from .limits import ClusterBudgetClient, ClusterLimitedModel
 from .portable import PortableError
@@ -125,8 +126,11 @@ async def _until_stopped(run: Coroutine[Any, Any, None], experiment: Experiment,
 
 
 def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpoint: bytes | None,
-                  owner: str, limiter: Any = None, budget: Any = None, control: Any = None) -> Iterator[tuple[Any, ...]]:
-    """Run one replicate on this worker, yielding its records (see the module's docstring)."""
+                  owner: str, limiter: Any = None, budget: Any = None, control: Any = None,
+                  credentials: dict[str, tuple[str, str]] | None = None) -> Iterator[tuple[Any, ...]]:
+    """Run one replicate on this worker, yielding its records (see the module's docstring).
+    `credentials` are the URL credentials the driver took out of the specs, by host."""
+    keep_credentials(credentials or {})
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     queue: asyncio.Queue[tuple[Any, ...] | None] = asyncio.Queue()
@@ -139,6 +143,8 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
                 from ..scenario_files import load_scenario
 
                 load_scenario(scenario_file)  # registers the file's classes before the plan names them
+            # The driver pickled the plan in this session and Ray holds it in memory: it is no
+            # stored byte (a checkpoint this run resumes from is plain data, agentsim/checkpoints.py).
             plan: RunPlan = pickle.loads(plan_bytes)
             if control is not None and await control.is_stopped.remote():
                 return  # the sweep stopped before this run's turn: it does not begin

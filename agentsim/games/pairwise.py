@@ -74,9 +74,9 @@ class PairwiseParams(Params):
         require(self.pairing != "sequential" or self.topology == "complete",
                 "pairing=sequential draws partners from the whole population; use pairing=network (or rounds) with a topology")
         self.sampling()
-        size = self.population_size()
+        topology = self.graph_topology()  # checks its values whatever the family
         if self.topology != "complete" or self.pairing == "network":
-            self.graph_topology().check(size)
+            topology.check(self.population_size())
 
     def population_size(self) -> int:
         return self.agents

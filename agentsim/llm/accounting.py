@@ -12,6 +12,11 @@ with -9 cannot say what it spent, so the budget writes ahead (`journal`): before
 of the next 1% of the budget leave, it records them as spent; a resume after kill -9 starts
 from that mark, which may count up to 1% more than was sent but never less.
 
+Token counts a server leaves out or reports below zero are counted from the request's and
+the reply's text instead (`count_tokens`, four characters a token), and a model the price
+table does not know is refused at start-up under `--max-cost` (llm/prices.py): the budget
+never takes anything for free that it cannot check.
+
 `AccountedModel` puts each answer's cost on the completion for the per-run usage counts
 (`agentsim.usage`).
 """
@@ -23,23 +28,44 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import BackendError, BudgetExhausted, ParameterError
+from ..errors import BudgetExhausted, ParameterError
 from .base import Completion, LanguageModel, Request, estimate_tokens
-from .prices import cost_usd, price_of
+from .prices import cost_usd, price_of, priced
 
 if TYPE_CHECKING:
     from .health import BackendHealth
 
 
-def estimate_cost(model: str, request: Request, completion: Completion | None = None) -> float:
-    """What `request` can cost at most (or, given its completion, what it cost)."""
-    if completion is not None:
-        return cost_usd(model, completion.prompt_tokens, completion.completion_tokens)
+def estimate_cost(model: str, request: Request) -> float:
+    """What `request` can cost at most: the prompt's estimated tokens and the whole
+    `max_tokens` at the model's price."""
     prompt_price, completion_price = price_of(model)
     if not prompt_price and not completion_price:
         return 0.0
     prompt_tokens = sum(estimate_tokens(message.content) for message in request.messages)
     return (prompt_price * prompt_tokens + completion_price * request.sampling.max_tokens) / 1e6
+
+
+def answer_cost(model: str, completion: Completion) -> float:
+    """What an answer cost: its tokens at the price of the model that answered, or of `model`
+    (the spec's) when the server names one the table has no price for."""
+    return cost_usd(completion.model if completion.model and priced(completion.model) else model,
+                    completion.prompt_tokens, completion.completion_tokens)
+
+
+def count_tokens(request: Request, completion: Completion) -> bool:
+    """Replace token counts a server left out or reported below zero by the count of the
+    request's and the reply's text (four characters a token); returns whether it estimated.
+    A budget trusts no count it cannot check: negative usage would buy requests for free."""
+    estimated = False
+    if not isinstance(completion.prompt_tokens, int) or completion.prompt_tokens <= 0:
+        completion.prompt_tokens = sum(estimate_tokens(message.content) for message in request.messages)
+        estimated = True
+    if not isinstance(completion.completion_tokens, int) or completion.completion_tokens < 0 or (
+            completion.completion_tokens == 0 and completion.text):
+        completion.completion_tokens = estimate_tokens(completion.text)
+        estimated = True
+    return estimated
 
 
 @dataclass(kw_only=True)
@@ -120,17 +146,9 @@ class AccountedModel:
         self.health = health  # the backend's BackendHealth: the policy reports its decisions to it
 
     async def complete(self, request: Request) -> Completion:
-        try:
-            completion = await self.inner.complete(request)
-        except BackendError as error:
-            if self.health is not None:
-                self.health.call_ended(error)
-            raise
+        completion = await self.inner.complete(request)
         if not completion.cached:
-            if self.health is not None:
-                self.health.call_ended(None)
-            completion.cost_usd = cost_usd(completion.model or self.model, completion.prompt_tokens,
-                                           completion.completion_tokens)
+            completion.cost_usd = answer_cost(self.model, completion)
         return completion
 
     async def aclose(self) -> None:

@@ -1,7 +1,8 @@
 """`anthropic:MODEL` through the official SDK (`AsyncAnthropic`), its own retries off.
 
 The system message goes in `system`; re-asks continue the conversation as assistant and user
-turns. Temperature and top_k are sent explicitly (in the request body, which the SDK passes
+turns. The key goes once, as `x-api-key`; `--timeout` bounds the whole exchange, body included.
+Temperature and top_k are sent explicitly (in the request body, which the SDK passes
 through); top_p is left out when a temperature is set, because newer models reject the two
 together. Anthropic gives no logprobs and no seed: option probabilities are absent, and
 reproducibility comes from the response cache.
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..errors import BackendError
 from .base import Completion, Request
-from .faults import rate_limit_signals, sdk_errors
+from .faults import rate_limit_signals, sdk_errors, whole_answer_within
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 
@@ -30,10 +31,13 @@ class AnthropicModel:
         self._anthropic = anthropic
         self.name = name
         self.model = model
-        # The Messages API authenticates with `x-api-key`; some SDK versions send only a bearer
-        # token, which third-party Anthropic-compatible servers refuse: send the documented header.
+        self.timeout_s = timeout_s
+        # The Messages API authenticates with `x-api-key`. SDK versions differ (some send the key
+        # as a bearer token, which Anthropic-compatible servers refuse): send the documented header
+        # once, and no Authorization header with the same key (`omit` is the SDK's public way).
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
-                                               default_headers={"x-api-key": api_key})
+                                               default_headers={"x-api-key": api_key,
+                                                                "Authorization": anthropic.omit})  # type: ignore[dict-item]
         self.endpoint = str(self.client.base_url)
 
     def arguments(self, request: Request) -> dict[str, Any]:
@@ -56,11 +60,12 @@ class AnthropicModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        with sdk_errors("anthropic", self._anthropic, key_variable=KEY_VARIABLE):
-            response = await self.client.messages.with_raw_response.create(**self.arguments(request))
-            content = response.content if hasattr(response, "content") else response.read()
-            if inspect.isawaitable(content):
-                content = await content
+        async with whole_answer_within("anthropic", self.timeout_s):
+            with sdk_errors("anthropic", self._anthropic, key_variable=KEY_VARIABLE):
+                response = await self.client.messages.with_raw_response.create(**self.arguments(request))
+                content = response.content if hasattr(response, "content") else response.read()
+                if inspect.isawaitable(content):
+                    content = await content
         try:
             body = json.loads(content)
             text = "".join(block.get("text", "") for block in body["content"] if block.get("type") == "text")

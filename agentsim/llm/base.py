@@ -20,6 +20,12 @@ class Message(NamedTuple):
     content: str
 
 
+# The widest ranges a provider takes: OpenAI's temperatures go to 2, and no model answers more
+# tokens than a million (a bigger number was a typo that would reserve a fortune in the budget).
+MAX_TEMPERATURE = 2.0
+MAX_TOKENS = 1_000_000
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Sampling:
     """Sampling parameters, sent explicitly to every provider (servers' own defaults differ)."""
@@ -32,14 +38,14 @@ class Sampling:
     stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ParameterError(f"temperature must be >= 0 (got {self.temperature})")
+        if not 0 <= self.temperature <= MAX_TEMPERATURE:
+            raise ParameterError(f"temperature must be between 0 and {MAX_TEMPERATURE:g} (got {self.temperature})")
         if self.top_k is not None and self.top_k < 1:
             raise ParameterError(f"top_k must be >= 1 or None (got {self.top_k})")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ParameterError(f"top_p must be in (0, 1] or None (got {self.top_p})")
-        if self.max_tokens < 1:
-            raise ParameterError(f"max_tokens must be >= 1 (got {self.max_tokens})")
+        if not 1 <= self.max_tokens <= MAX_TOKENS:
+            raise ParameterError(f"max_tokens must be between 1 and {MAX_TOKENS:,} (got {self.max_tokens})")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

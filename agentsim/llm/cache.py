@@ -24,10 +24,11 @@ from typing import Any
 
 import platformdirs
 
-from ..errors import ReplayMissError
+from ..errors import ReplayMissError, UserError
 from .base import Completion, LanguageModel, Request
 
 FORMAT_VERSION = 3  # 2: message texts hashed raw after the head; 3: option probabilities exact or none
+_COLUMNS = {"key", "backend", "value", "created"}  # the responses table: a file with other tables is not ours
 # Encoders made once: `json.dumps` with any argument builds a new encoder per call, and a key
 # and a stored answer are encoded for every call. The bytes are what `json.dumps` gives.
 _KEY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -55,20 +56,45 @@ class ResponseStore:
         self.flush_seconds = flush_seconds
         self.pending: dict[str, tuple[str, str, str, float]] = {}
         self.flushed = time.monotonic()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"cannot make the response cache's directory {path.parent} ({error.strerror}); give a "
+                            f"writable --cache PATH, or --no-cache") from None
         self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.connection.execute("PRAGMA journal_mode=WAL")
-        self.connection.execute("PRAGMA synchronous=NORMAL")
-        self.connection.execute("PRAGMA busy_timeout=10000")  # several experiments may share the file
-        self.connection.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
+        try:
+            tables = {name: {column[1] for column in self.connection.execute(f"PRAGMA table_info({name})")}
+                      for (name,) in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and tables.get("responses") != _COLUMNS:  # never write into someone else's database
+                self.connection.close()
+                raise UserError(f"the response cache {path} is an SQLite database agentsim did not create; agentsim "
+                                f"never writes into it: give another --cache PATH, or --no-cache")
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=NORMAL")
+            self.connection.execute("PRAGMA busy_timeout=10000")  # several experiments may share the file
+            self.connection.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
+        except sqlite3.DatabaseError as error:
+            self.connection.close()
+            raise self.damaged(error) from None
+
+    def damaged(self, error: sqlite3.DatabaseError) -> UserError:
+        """What to do about a cache file that turns out damaged (at open, or on a damaged page
+        mid-run): it only holds answers, so it can be deleted."""
+        return UserError(f"the response cache {self.path} is damaged or not a database ({error}); delete it (it only "
+                         f"holds answers already recorded), give another --cache PATH, or --no-cache")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored value (JSON, as `put` was given it), or None."""
         waiting = self.pending.get(key)
         if waiting is not None:
             return json.loads(waiting[2])
-        row = self.connection.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self.connection.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+                raise
+            raise self.damaged(error) from None
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
@@ -78,10 +104,16 @@ class ResponseStore:
 
     def flush(self) -> None:
         if self.pending:
-            with self.connection:
-                self.connection.execute("BEGIN")
-                self.connection.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                                            list(self.pending.values()))
+            try:
+                with self.connection:
+                    self.connection.execute("BEGIN")
+                    self.connection.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                                list(self.pending.values()))
+            except sqlite3.OperationalError as error:  # full, read-only, locked past the busy timeout
+                raise UserError(f"cannot write the response cache {self.path} ({error}); free space or give another "
+                                f"--cache PATH, or --no-cache") from None
+            except sqlite3.DatabaseError as error:
+                raise self.damaged(error) from None
             self.pending.clear()
         self.flushed = time.monotonic()
 

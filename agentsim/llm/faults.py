@@ -7,10 +7,11 @@ key or an auth header cannot leak into an exception message or a log line.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.utils
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -58,6 +59,17 @@ def sdk_errors(provider: str, sdk: Any, *, key_variable: str) -> Iterator[None]:
         raise BackendError(f"{provider} connection failed or dropped", kind="connection") from None
     except sdk.APIConnectionError:
         raise BackendError(f"{provider} connection failed or dropped", kind="connection") from None
+
+
+@contextlib.asynccontextmanager
+async def whole_answer_within(provider: str, seconds: float) -> AsyncIterator[None]:
+    """`--timeout` over the whole exchange, the body included: the SDKs' own timeouts bound
+    the connection and each read, so a body dripped a byte at a time never ends by them."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise BackendError(f"{provider} sent no whole answer within --timeout {seconds:g} s", kind="timeout") from None
 
 
 def _hung_up(error: BaseException) -> bool:

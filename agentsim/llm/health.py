@@ -1,28 +1,36 @@
 """Run health: a backend that cannot serve the run stops it, loudly, instead of turning every
 decision into a recorded fallback.
 
-Three checks, each ending the experiment with `BackendFailedError` (status `failed`, one line
-naming the backend and the fix, exit code 3; open encounters are kept, so `--resume` continues
-once the server is fixed):
+Each check ends the experiment with `BackendFailedError` (status `failed`, one line naming the
+backend and the fix, exit code 3; open encounters are kept, so `--resume` continues once the
+server is fixed):
 
-- **a start-up probe**: the first request a backend would send (the first cache miss) is
-  preceded by one tiny request (`max_tokens` 1) with a short deadline. Nothing listening, a
-  server that answers every request with 5xx or never answers: the run stops within the
-  probe's deadline instead of retrying for minutes. A 429 or an overloaded answer proves the
-  server is there. A rerun answered from the cache sends nothing, probe included.
+- **a start-up probe** (`StartupProbe`, outside the limiter, so it keeps --rpm): the first
+  request a backend would send (the first cache miss) is preceded by one tiny request
+  (`max_tokens` 1) with a short deadline. Nothing listening, a server that answers every
+  request with 5xx or never answers: the run stops within the probe's deadline instead of
+  retrying for minutes. A 429 or an overloaded answer proves the server is there. A rerun
+  answered from the cache sends nothing, probe included.
+- **a call that fails for good** (`call_failed`): its retries or its deadline spent, the
+  backend has failed for longer than retries cover. Its decision is not taken (the policy
+  raises), so its encounter is not recorded and a resume asks it again.
 - **a circuit breaker** on requests (attempts, retries included): `max_consecutive_failures`
-  failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`
-  calls failing for good (after their retries).
+  failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`.
 - **a fallback breaker** on decisions: more than `max_fallback_share` of the last `window`
   decisions falling back (a server that answers, but with replies the game cannot read: a
   wrong chat template, an echo, a base model).
 
+Shares are judged before their window fills when the evidence is overwhelming (`Shares.over`),
+and the runner judges each run's fallback share at its end (`fallback_line`), so a short run
+fails as surely as a long one.
+
 A request the server will never accept (HTTP 4xx other than 408 and 429) stops the run at once
-(faults.error_for_status). Warnings (the first error of each kind, a rising fallback share) go
-to `on_warning`: the runner sends them to the log and the live view.
+(faults.error_for_status). Warnings (the first error of each kind, a rising fallback share,
+token counts the server does not report) go to `on_warning`: the runner sends them to the log
+and the live view.
 
 `BackendGuard` is the layer of the stack that sees every request just before it is sent: it
-checks the breaker, reserves the request in the budget (accounting.Budget) and runs the probe.
+checks the breaker and reserves the request in the budget (accounting.Budget).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from dataclasses import dataclass
 
 from ..errors import BackendError, BackendFailedError, ParameterError
 from ..secrets import redact
-from .accounting import Budget, estimate_cost
+from .accounting import Budget, answer_cost, count_tokens, estimate_cost
 from .base import Completion, LanguageModel, Message, Request, Sampling
 
 # What to do about each kind of failure, for the one line the user reads.
@@ -79,8 +87,17 @@ class HealthPolicy:
                 raise ParameterError(f"{flag} must be a share in (0, 1] (got {value}); 1 turns the check off")
 
 
-class _Shares:
-    """The share of `True` among the last `size` observations."""
+class Shares:
+    """The share of `True` among the last `size` observations, and whether it is over a limit.
+
+    Over means: the whole window is over it, or, before the window fills, the evidence is
+    already overwhelming: at least `MIN_EVIDENCE` observations whose share's lower confidence
+    bound (Wilson, z = 3: about one chance in 700 of a share at the limit looking like this)
+    is above it. A short run whose every decision fell back fails after ten, and a long one
+    does not wait for a hundred, while a share below the limit almost never trips early."""
+
+    MIN_EVIDENCE = 10
+    Z = 3.0
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -98,6 +115,23 @@ class _Shares:
     def full(self) -> bool:
         return len(self.values) == self.size
 
+    def over(self, limit: float) -> bool:
+        seen = len(self.values)
+        if limit >= 1 or not seen:
+            return False
+        if self.full:
+            return self.count / seen > limit
+        return seen >= self.MIN_EVIDENCE and wilson_lower(self.count, seen, self.Z) > limit
+
+
+def wilson_lower(successes: int, trials: int, z: float) -> float:
+    """The lower bound of the Wilson score interval of a binomial share."""
+    share = successes / trials
+    denominator = 1 + z * z / trials
+    centre = share + z * z / (2 * trials)
+    margin = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
+    return (centre - margin) / denominator
+
 
 class BackendHealth:
     """One backend's health, shared by every run of the experiment."""
@@ -109,9 +143,10 @@ class BackendHealth:
         self.tripped: str | None = None
         self.consecutive = 0
         self.kinds: collections.Counter[str] = collections.Counter()  # failed attempts by kind
-        self.calls = _Shares(policy.window)
-        self.decisions = _Shares(policy.window)
+        self.requests = Shares(policy.window)
+        self.decisions = Shares(policy.window)
         self.warned_fallbacks = False
+        self.warned_usage = False
 
     def check(self) -> None:
         if self.tripped is not None:
@@ -125,21 +160,26 @@ class BackendHealth:
     # --- observations ------------------------------------------------------------------
     def attempt_succeeded(self) -> None:
         self.consecutive = 0
+        self.requests.add(False)
 
     def attempt_failed(self, error: BackendError) -> None:
         self.consecutive += 1
         self.kinds[error.kind] += 1
+        self.requests.add(True)
         if self.kinds[error.kind] == 1:
             self.warn(f"backend '{self.name}': {redact(str(error))}; retrying")
         if self.consecutive >= self.policy.max_consecutive_failures:
             raise self.trip(self._line(f"{self.consecutive} requests in a row failed", error.kind))
-
-    def call_ended(self, error: BackendError | None) -> None:
-        """A call is over, answered or failed for good (its retries spent)."""
-        share = self.calls.add(error is not None)
-        if error is not None and self.calls.full and share > self.policy.max_failure_share:
-            raise self.trip(self._line(f"{self.calls.count} of the last {self.calls.size} calls failed "
+        if self.requests.over(self.policy.max_failure_share):
+            raise self.trip(self._line(f"{self.requests.count} of the last {len(self.requests.values)} requests failed "
                                        f"(over --max-failure-share {self.policy.max_failure_share:g})", error.kind))
+
+    def call_failed(self, error: BackendError) -> BackendFailedError:
+        """A call failed for good (its retries spent, or its --deadline passed): the backend
+        cannot serve the run now. The decision is not taken and its encounter not recorded,
+        so the run stops before it and `--resume` asks it again once the server is fixed."""
+        return self.trip(f"backend '{self.name}' failed: {redact(str(error))}; "
+                         f"{FIXES.get(error.kind, FIXES['error'])}")
 
     def decided(self, fallback: bool) -> None:
         """A language-model decision is taken; `fallback` when no reply gave it."""
@@ -151,11 +191,9 @@ class BackendHealth:
             self.warned_fallbacks = True
             self.warn(f"backend '{self.name}': {share:.0%} of recent decisions fell back "
                       f"(the run stops above {limit:.0%})")
-        if self.decisions.full and share > limit:
-            raise self.trip(
-                f"backend '{self.name}' failed: {self.decisions.count} of the last {self.decisions.size} decisions "
-                f"fell back (replies the game cannot read, over --max-fallback-share {limit:g}); check the model and "
-                f"its chat template, or raise --max-fallback-share")
+        if self.decisions.over(limit):
+            raise self.trip(fallback_line(self.name, self.decisions.count, len(self.decisions.values), limit,
+                                          recent=True))
 
     def warn(self, message: str) -> None:
         if self.on_warning is not None:
@@ -165,29 +203,27 @@ class BackendHealth:
         return f"backend '{self.name}' failed: {what}, mostly {kind}; {FIXES.get(kind, FIXES['error'])}"
 
 
-class BackendGuard:
-    """The last layer before the provider: every request passes the breaker and the budget,
-    and a backend's first request is preceded by the start-up probe."""
+def fallback_line(name: str, fallbacks: int, decisions: int, limit: float, *, recent: bool) -> str:
+    """The one line of a backend whose decisions are mostly fallbacks."""
+    which = "of the last" if recent else "of the run's"
+    return (f"backend '{name}' failed: {fallbacks} {which} {decisions} decisions fell back (replies the game cannot "
+            f"read, over --max-fallback-share {limit:g}); check the model and its chat template, or raise "
+            f"--max-fallback-share")
 
-    def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str,
-                 probe: bool = True, probe_deadline_s: float | None = None) -> None:
+
+class BackendGuard:
+    """The last layer before the provider: every request (every attempt) passes the breaker
+    and the budget, and its outcome feeds the breaker."""
+
+    def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str) -> None:
         self.inner = inner
         self.name = inner.name
         self.immediate = inner.immediate
         self.health = health
         self.budget = budget
         self.model = model
-        self.probe_deadline_s = health.policy.probe_deadline_s if probe_deadline_s is None else probe_deadline_s
-        self._probed = not (probe and health.policy.probe)
-        self._probe_lock = asyncio.Lock()
 
     async def complete(self, request: Request) -> Completion:
-        self.health.check()
-        if not self._probed:
-            await self._probe()
-        return await self._send(request)
-
-    async def _send(self, request: Request) -> Completion:
         self.health.check()
         estimate = estimate_cost(self.model, request)
         await self.budget.admit(estimate)
@@ -203,22 +239,50 @@ class BackendGuard:
         except BaseException:
             self.budget.release(estimate)
             raise
-        self.budget.settle(estimate, estimate_cost(completion.model or self.model, request, completion))
+        if count_tokens(request, completion) and not self.health.warned_usage:
+            self.health.warned_usage = True
+            self.health.warn(f"backend '{self.health.name}' reports no usable token counts (absent or negative); "
+                             f"agentsim counts them from the text, four characters a token")
+        self.budget.settle(estimate, answer_cost(self.model, completion))
         self.health.attempt_succeeded()
         return completion
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class StartupProbe:
+    """A backend's first request is preceded by one tiny request, a few attempts within the
+    probe's deadline. It sits outside the limiter, so the probe is admitted like any request
+    (a slot, its turn under --rpm and --tpm) and the requests waiting for it are admitted
+    only once it has answered."""
+
+    def __init__(self, inner: LanguageModel, health: BackendHealth, *, deadline_s: float) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.immediate = inner.immediate
+        self.health = health
+        self.deadline_s = deadline_s
+        self._probed = False
+        self._lock = asyncio.Lock()
+
+    async def complete(self, request: Request) -> Completion:
+        if not self._probed:
+            await self._probe()
+        return await self.inner.complete(request)
+
     async def _probe(self) -> None:
-        """One tiny request, a few attempts within the probe's deadline, before any other."""
-        async with self._probe_lock:
+        async with self._lock:
             if self._probed:
                 return
-            deadline = time.monotonic() + self.probe_deadline_s
+            self.health.check()
+            deadline = time.monotonic() + self.deadline_s
             attempt, last = 0, None
             while attempt < 4 and (remaining := deadline - time.monotonic()) > 0:
                 attempt += 1
                 try:
                     async with asyncio.timeout(remaining):
-                        await self._send(_PROBE)
+                        await self.inner.complete(_PROBE)
                     last = None
                     break
                 except TimeoutError:
@@ -232,7 +296,7 @@ class BackendGuard:
             if last is not None and last.kind not in _ALIVE:
                 raise self.health.trip(
                     f"backend '{self.health.name}' failed its start-up probe ({redact(str(last))}, {attempt} attempts "
-                    f"within {self.probe_deadline_s:g} s); {FIXES.get(last.kind, FIXES['error'])}")
+                    f"within {self.deadline_s:g} s); {FIXES.get(last.kind, FIXES['error'])}")
             self._probed = True
 
     async def aclose(self) -> None:

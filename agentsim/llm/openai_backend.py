@@ -3,7 +3,8 @@ base URL, through the official SDK (`AsyncOpenAI`) and its public API only.
 
 Each call is `client.chat.completions.with_raw_response.create(...)`: the SDK builds and sends
 the request (URL, auth header, its default headers, timeout) and raises its own exceptions for
-every error answer, translated once in `faults.sdk_errors`; the raw response gives the
+every error answer, translated once in `faults.sdk_errors`; `--timeout` bounds the whole
+exchange, body included (`faults.whole_answer_within`: the SDK's timeouts are per read); the raw response gives the
 rate-limit headers, and the answer is read from its JSON. No option probabilities: the chat
 API's top log probabilities are those of the positions the model generated, raw, before any
 grammar, so they are not the chance of a whole reply under the sampler (llm/scoring.py;
@@ -23,7 +24,7 @@ from typing import Any
 
 from ..errors import BackendError
 from .base import Completion, Request
-from .faults import rate_limit_signals, sdk_errors
+from .faults import rate_limit_signals, sdk_errors, whole_answer_within
 from .grammars import gbnf_if_available
 
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -49,6 +50,7 @@ class OpenAIModel:
             http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
         except RuntimeError:  # an SDK without its aiohttp transport: its default httpx client
             http_client = openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s)
+        self.timeout_s = timeout_s
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
                                          http_client=http_client)
         self.endpoint = str(self.client.base_url)
@@ -97,9 +99,10 @@ class OpenAIModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
-            raw = await self.client.chat.completions.with_raw_response.create(**self.arguments(request))
-            answer, headers = raw.content, raw.headers
+        async with whole_answer_within("openai", self.timeout_s):
+            with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
+                raw = await self.client.chat.completions.with_raw_response.create(**self.arguments(request))
+                answer, headers = raw.content, raw.headers
         try:
             body = json.loads(answer)
             choice = body["choices"][0]

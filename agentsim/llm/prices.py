@@ -2,14 +2,18 @@
 
 The table is a starting point, not a promise (providers change prices): extend or override it
 with a JSON file named by AGENTSIM_PRICES ({"model": [prompt_usd_per_mtok,
-completion_usd_per_mtok]}), or `register_price` in a scenario file. Models with no price
-(self-hosted TGI, vLLM, local, the stand-in) cost 0. A model name matches its longest
-listed prefix, so dated snapshots (`gpt-4o-mini-2024-07-18`) find their family.
+completion_usd_per_mtok]}), or `register_price` in a scenario file. Prices are finite and
+>= 0. A model name matches its longest listed prefix, so dated snapshots
+(`gpt-4o-mini-2024-07-18`) find their family. A model with no price (self-hosted TGI, vLLM,
+local, the stand-in) costs 0 in the accounts; under `--max-cost` it is refused at start-up
+(`priced`), since a budget that counts it as free would not be hard: give it a price, 0 for a
+server you run yourself.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -34,11 +38,27 @@ PRICES: dict[str, tuple[float, float]] = {
 _loaded_from: str | None = None
 # Each model name's price once matched: the prefix search ran on every answer. Cleared whenever
 # a price is registered (change prices through `register_price`, not PRICES directly).
-_MATCHED: dict[str, tuple[float, float]] = {}
+_MATCHED: dict[str, tuple[float, float] | None] = {}
+
+
+PRICES_HELP = ('AGENTSIM_PRICES=FILE.json with {"MODEL": [prompt_usd_per_mtok, completion_usd_per_mtok]} '
+               '(0, 0 for a server you run yourself)')
 
 
 def register_price(model: str, prompt_usd_per_mtok: float, completion_usd_per_mtok: float) -> None:
-    PRICES[model] = (float(prompt_usd_per_mtok), float(completion_usd_per_mtok))
+    if not model:
+        raise UserError("a price needs a model name (an empty one would price every model)")
+    prices = []
+    for value in (prompt_usd_per_mtok, completion_usd_per_mtok):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not (math.isfinite(number) and number >= 0):
+            raise UserError(f"the price of '{model}' must be two finite numbers >= 0 of US dollars per million tokens "
+                            f"(got {prompt_usd_per_mtok!r}, {completion_usd_per_mtok!r})")
+        prices.append(number)
+    PRICES[model] = (prices[0], prices[1])
     _MATCHED.clear()
 
 
@@ -49,23 +69,34 @@ def _load_user_prices() -> None:
         return
     try:
         table = json.loads(Path(path).read_text(encoding="utf-8"))
-        for model, (prompt, completion) in table.items():
-            register_price(model, prompt, completion)
-    except (OSError, ValueError, TypeError) as error:
+        entries = [(str(model), prompt, completion) for model, (prompt, completion) in table.items()]
+    except (OSError, ValueError, TypeError, AttributeError) as error:
         raise UserError(f"AGENTSIM_PRICES={path} is not a JSON price table ({type(error).__name__}); "
                         f'write {{"model": [prompt_usd_per_mtok, completion_usd_per_mtok]}}') from None
+    for model, prompt, completion in entries:
+        try:
+            register_price(model, prompt, completion)
+        except UserError as error:
+            raise UserError(f"AGENTSIM_PRICES={path}: {error}") from None
     _loaded_from = path
 
 
 def price_of(model: str) -> tuple[float, float]:
+    """The model's price (0, 0 when it has none)."""
+    return _match(model) or (0.0, 0.0)
+
+
+def priced(model: str) -> bool:
+    """Whether the table gives `model` a price (its own, or its family's)."""
+    return _match(model) is not None
+
+
+def _match(model: str) -> tuple[float, float] | None:
     _load_user_prices()
-    price = _MATCHED.get(model)
-    if price is None:
-        best = ""
-        for name in PRICES:
-            if model.startswith(name) and len(name) > len(best):
-                best = name
-        price = _MATCHED[model] = PRICES[best] if best else (0.0, 0.0)
+    if model in _MATCHED:
+        return _MATCHED[model]
+    best = max((name for name in PRICES if model.startswith(name)), key=len, default=None)
+    price = _MATCHED[model] = PRICES[best] if best is not None else None
     return price
 
 

@@ -3,7 +3,8 @@ full jitter, a bounded number of attempts and a deadline per call.
 
 Full jitter (a uniform wait in [0, min(cap, base * 2^attempt)]) spreads the retries of many
 concurrent calls that failed together, instead of sending them back in one burst. A
-Retry-After from the server is a floor on the wait. The jitter's dice come from the request's
+Retry-After from the server is a floor on the wait; one longer than what is left of the
+call's deadline fails the call at once (a 429 asking for an hour is a failure, not a wait). The jitter's dice come from the request's
 seed, so a run's waits are reproducible too. The SDKs' own retries are off (each backend sets
 `max_retries=0`), so attempts don't multiply. Errors a retry cannot fix (a bad request, a
 refused key) are raised at once.
@@ -62,7 +63,7 @@ class RetryingModel:
                 async with asyncio.timeout(max(remaining, 0.001)):
                     completion = await self.inner.complete(request)
             except TimeoutError:
-                error = BackendError(f"{self.name}: no answer within the {policy.deadline_s:g} s deadline", kind="timeout")
+                error = BackendError(f"no answer within --deadline {policy.deadline_s:g} s", kind="timeout")
                 raise _gave_up(error, failed) from None
             except BackendError as error:
                 if not error.retryable:
@@ -73,7 +74,15 @@ class RetryingModel:
                 wait = policy.backoff(attempt, rng)
                 if error.retry_after is not None:
                     wait = max(wait, error.retry_after)
-                if attempt + 1 == policy.max_attempts or time.monotonic() - started + wait > policy.deadline_s:
+                left = policy.deadline_s - (time.monotonic() - started)
+                if error.retry_after is not None and error.retry_after > left:
+                    # Waiting would outlast the call's deadline: the server cannot serve it in
+                    # time, which is a failure now, not a wait.
+                    raise _gave_up(BackendError(f"{error} and asks to wait {error.retry_after:g} s (Retry-After), more "
+                                                f"than the {max(left, 0):.3g} s left of --deadline {policy.deadline_s:g}",
+                                                kind=error.kind, retry_after=error.retry_after),
+                                   failed, attempts=attempt + 1) from None
+                if attempt + 1 == policy.max_attempts or wait > left:
                     raise _gave_up(error, failed, attempts=attempt + 1) from None
                 self.retries += 1
                 await asyncio.sleep(wait)
@@ -89,7 +98,7 @@ class RetryingModel:
 
 
 def _gave_up(error: BackendError, failed: list[str], *, attempts: int | None = None) -> BackendError:
-    message = str(error) if attempts is None else f"{error} (gave up after {attempts} attempts)"
+    message = str(error) if attempts is None else f"{error} (gave up after {attempts} attempt{'s' * (attempts > 1)})"
     final = BackendError(message, kind=error.kind, retry_after=error.retry_after)
     final.failed_attempts = tuple(failed[:-1] if attempts is not None else failed)
     return final

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import BackendSpecError, ParameterError
-from ..secrets import credentials_for, register_secret
+from ..secrets import credentials_for, redact, register_secret
 from .accounting import Budget
 from .base import LanguageModel
 from .health import HealthPolicy
@@ -70,6 +71,8 @@ class BackendOptions:
     model_check: bool = True  # ask an in-process model the scenario's prompts before a run (agentsim/model_fitness.py)
 
     def __post_init__(self) -> None:
+        if self.base_url is not None:
+            check_url(self.base_url, "--base-url")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
             raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
         if self.replay and not self.cache:
@@ -150,6 +153,20 @@ def require_key(variable: str, spec: BackendSpec) -> str:
     return key
 
 
+def check_url(url: str, where: str) -> None:
+    """A server URL that a client can connect to (http or https, a host, a port that is a
+    number), or a BackendSpecError naming it; several servers are joined by '|'."""
+    for part in url.split("|"):
+        try:
+            parsed = urlsplit(part.strip())
+            port = parsed.port
+        except ValueError as error:
+            raise BackendSpecError(f"{where}: '{redact(part)}' is not a URL ({error}); write http://HOST:PORT/...") from None
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or (port is not None and not 0 < port < 65536):
+            raise BackendSpecError(f"{where}: '{redact(part)}' is not an http(s) URL with a host; "
+                                   f"write http://HOST:PORT/...")
+
+
 def parse_spec(text: str) -> BackendSpec:
     text = text.strip()
     provider, _, target = text.partition(":")
@@ -166,6 +183,9 @@ def parse_spec(text: str) -> BackendSpec:
         base_url = rest
         if not target:
             raise BackendSpecError(f"backend '{text}' names no model before '@'; write {provider}:MODEL@URL")
+        check_url(base_url, f"backend '{redact(text)}'")
+    if provider == "tgi" and target.startswith(("http://", "https://")):
+        check_url(target, f"backend '{redact(text)}'")
     return BackendSpec(provider, target, text, base_url)
 
 

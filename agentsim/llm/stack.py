@@ -1,15 +1,16 @@
 """The wrappers around a backend, composed in one place.
 
-    Accounted( Choices( Cached( Retrying( Limited( Guard( provider ) ) ) ) ) )
+    Accounted( Choices( Cached( Retrying( Probe( Limited( Guard( provider ) ) ) ) ) ) )
 
 From the outside in: accounting prices each answer; the choice-distribution cache keeps each
 prompt's option distribution and, with `--sample-locally`, draws known prompts' answers from
 it (llm/choices.py); the response cache answers what it has seen (a hit
-costs no call, no retry, no slot); retries ask again after transient failures; the limiter
-admits each attempt (so a 429 shrinks the cap, and a call waiting out its backoff holds no
-slot); the guard (llm/health.py) probes the backend before its first request, keeps the
-circuit breaker and reserves each request in the budget before it is sent; the provider
-speaks HTTP or runs the model. Each is a `LanguageModel`, tested alone.
+costs no call, no retry, no slot); retries ask again after transient failures; the start-up
+probe (llm/health.py) sends one tiny request through the limiter before a network backend's
+first; the limiter admits each attempt (so a 429 shrinks the cap, a call waiting out its
+backoff holds no slot, and the probe takes its turn under --rpm); the guard keeps the circuit
+breaker and reserves each request in the budget before it is sent; the provider speaks HTTP
+or runs the model. Each is a `LanguageModel`, tested alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .accounting import AccountedModel, Budget
 from .base import LanguageModel
 from .cache import CachedModel, ResponseStore, default_cache_path
 from .choices import ChoiceDistributionModel
-from .health import BackendGuard, BackendHealth
+from .health import BackendGuard, BackendHealth, StartupProbe
 from .limiter import LimitedModel, Limits
 from .retries import RetryingModel
 
@@ -49,10 +50,10 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
     """The stack around `backend`; `limiter` makes its limiter layer (a Ray worker's admits
     through the sweep's cluster-wide one, agentsim/distributed/limits.py)."""
     health = BackendHealth(spec.text, options.health, on_warning)
-    guard = BackendGuard(backend, health, budget, model=spec.target, probe=spec.provider in REMOTE,
-                         probe_deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
-    limited = limiter(guard, options.limits)
-    model: LanguageModel = RetryingModel(limited, options.retry)
+    model: LanguageModel = limiter(BackendGuard(backend, health, budget, model=spec.target), options.limits)
+    if spec.provider in REMOTE and options.health.probe:
+        model = StartupProbe(model, health, deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
+    model = RetryingModel(model, options.retry)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import checkpoints
+
 
 @dataclass
 class MonthRecord:
@@ -166,3 +168,6 @@ def kaplan_meier(times: Sequence[int], events: Sequence[bool]) -> list[tuple[int
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+checkpoints.register(MonthRecord)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Literal
 
+from ... import checkpoints
 from ...records import EncounterRecord
 from .metrics import MonthRecord
 
@@ -74,3 +75,6 @@ class CommonsState:
 
     def day(self, step: Literal["harvest", "discussion", "reflection"]) -> date:
         return month_day(self.month, step)
+
+
+checkpoints.register(StepStats, CommonsState)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import checkpoints
 from ...records import EncounterRecord
 
 
@@ -85,3 +86,6 @@ class EvolutionMetrics:
 class _Stats(dict[str, Any]):
     def as_dict(self) -> dict[str, Any]:
         return dict(self)
+
+
+checkpoints.register(EvolutionMetrics)

@@ -58,6 +58,7 @@ class EvolutionParams(Params):
         require(self.max_reasks >= 0, f"max_reasks must be >= 0 (got {self.max_reasks})")
         require(self.max_tokens >= 1, f"max_tokens must be >= 1 (got {self.max_tokens})")
         require(self.max_rounds >= 0, f"max_rounds must be >= 0 (got {self.max_rounds})")
+        self.sampling()  # temperature and max_tokens within what a provider takes
 
     @property
     def norms(self) -> bool:

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ... import checkpoints
 from ...agents import PopulationAgent
 from ...scheduler import RoundPairing
 from .params import EvolutionParams
@@ -123,3 +124,6 @@ def select(scores: list[float], survivors: int, rule: str, rng: random.Random) -
         rng.shuffle(order)
         return order[:survivors]
     return ranking(scores, rng)[:survivors]
+
+
+checkpoints.register(RunState)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from ... import checkpoints
 from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
@@ -129,3 +130,6 @@ class NetworkNamingGame(NamingGame):
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,
         }
+
+
+checkpoints.register(NetworkMetrics)

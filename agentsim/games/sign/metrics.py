@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ... import checkpoints
 from ...metrics import ConventionMetrics
 from ...records import EncounterRecord
 from .schema import ROUTES, decision_route
@@ -137,3 +138,6 @@ class SignMetrics(ConventionMetrics):
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+checkpoints.register(SignMetrics)

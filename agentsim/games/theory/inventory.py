@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ... import checkpoints
 from ...agents import PopulationAgent
 from ...metrics import ConventionMetrics, Milestone
 from ...model import PopulationModel
@@ -236,3 +237,6 @@ class MinimalNamingGame(NamingGame):
 
     def standin_rules(self) -> list[Any]:
         return []
+
+
+checkpoints.register(InventoryMetrics)
