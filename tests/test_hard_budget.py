@@ -16,6 +16,7 @@ from servers import standin_server  # noqa: F401  (the fixture)
 from agentsim.errors import BudgetExhausted, UserError
 from agentsim.games.naming import NamingGame
 from agentsim.llm import prices
+from agentsim.llm.limiter import Limits
 from agentsim.llm.prices import register_price
 from agentsim.llm.retries import RetryPolicy
 from agentsim.llm.specs import BackendOptions
@@ -78,8 +79,9 @@ def test_usage_a_server_cannot_report_does_not_buy_requests(tmp_path: Path, stan
         register_price(server.url, 1000.0, 1000.0)  # TGI's model is named by its URL
     backend = {"openai": f"openai:priced-model@{server.url}/v1", "anthropic": f"anthropic:priced-model@{server.url}",
                "tgi": f"tgi:{server.url}"}[provider]
+    # Two calls at once: what is reserved for calls in flight (their most) cannot leave half the budget unspent.
     llm = BackendOptions(retry=RetryPolicy(max_attempts=4, base_s=0.005, cap_s=0.05, deadline_s=10), cache=False,
-                         max_cost_usd=2.0)
+                         max_cost_usd=2.0, limits=Limits(max_in_flight=2))
     experiment = Experiment(ExperimentConfig(scenario=NamingGame(agents=8, max_rounds=200, stop_at="none"),
                                              out=tmp_path / "out", backend=backend, seed=3, llm=llm), Quiet())
     experiment.open()
