@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import mesa
+from helpers import JitteryStandIn, run_model
 
 from agentsim.games.naming import NamingGame
 from agentsim.model import BackendShare, PopulationModel
-from tests.helpers import JitteryStandIn, run_model
 
 
 def test_the_lines_a_mesa_user_writes_work_as_written() -> None:
