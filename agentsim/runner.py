@@ -27,6 +27,7 @@ from .errors import (
     RunStopped,
     UserError,
 )
+from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.health import fallback_line
@@ -650,6 +651,8 @@ class Experiment:
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")
         temporary.replace(path)
+        write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
+        write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
 
 
     def _limiter_stats(self) -> dict[str, Any]:
