@@ -74,6 +74,7 @@ class PopulationModel(mesa.Model):
         self._default_backend: LanguageModel | None = None
         self._round_played = False  # `astep` played the round that the `step()` it calls books
         self._loop: asyncio.AbstractEventLoop | None = None  # `step()`'s, while encounters are in flight
+        self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
         self.immediate = all(agent.policy.immediate for agent in self.agents)
@@ -128,16 +129,21 @@ class PopulationModel(mesa.Model):
 
     def step(self) -> None:
         """One population round, synchronously (Mesa's `step`); called by `astep()`, only the
-        bookkeeping of the round it played. A finished run plays nothing more (`running` is
-        False)."""
-        if not self._round_played and not self.finished:
+        bookkeeping of the round it played. A finished run plays and records nothing more
+        (`running` is False)."""
+        if not self._round_played:
+            if self.finished:
+                self.running = False
+                return
             if self._loop is None:
                 # Policies that suspend keep encounters (and the scheduler's events) on one loop
                 # from step to step: it lives as long as the run (closed at the end, by `close()`
                 # or when the model is collected); the stand-in's rounds each get a fresh one.
                 self._loop = asyncio.new_event_loop()
-                weakref.finalize(self, self._loop.close)
+                self._loop_finalizer = weakref.finalize(self, self._loop.close)
             run_blocking(self._play_round(), self._loop)
+            if self.finished:
+                run_blocking(self.scheduler.drain(), self._loop)  # as `arun` ends
             if self.immediate or self.finished:
                 self.close()
         self._round_played = False
@@ -148,6 +154,9 @@ class PopulationModel(mesa.Model):
     def close(self) -> None:
         """Close the loop `step()` drives the run on (once the run is over, or to abandon it)."""
         loop, self._loop = self._loop, None
+        if self._loop_finalizer is not None:
+            self._loop_finalizer.detach()
+            self._loop_finalizer = None
         if loop is not None and not loop.is_closed():
             if self.scheduler.running:
                 run_blocking(_cancelled(self.scheduler.cancel()), loop)

@@ -41,8 +41,8 @@ def test_stepping_is_the_run_the_runner_makes() -> None:
     assert stepped.rounds_done == ran.rounds_done == 4
     assert [agent.state() for agent in stepped.agents] == [agent.state() for agent in ran.agents]
     assert len(stepped.datacollector.get_model_vars_dataframe()) == 4
-    stepped.step()  # a finished run plays nothing more
-    assert stepped.rounds_done == 4
+    stepped.step()  # a finished run plays and records nothing more
+    assert stepped.rounds_done == 4 and len(stepped.datacollector.get_model_vars_dataframe()) == 4
 
 
 def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
