@@ -33,7 +33,7 @@ class BackendShare:
 
 class PopulationModel(mesa.Model):
     """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
-    Time is counted in the sequence of encounters (`time`: drawn, `completed`: resolved, in
+    Time is counted in the sequence of encounters (`encounters_begun`: drawn, `completed`: resolved, in
     order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
     t // round_size). Mesa's `steps` counts population rounds too.
 
@@ -66,7 +66,7 @@ class PopulationModel(mesa.Model):
         self.run_id = run_id
         self.backends = tuple(backends)
         self.usage = RunUsage()
-        self.time = 0
+        self.encounters_begun = 0  # not `time`: Mesa 3.4's step() advances Model.time
         self.completed = 0
         self.rounds_done = 0
         self.stop_reason: str | None = None
@@ -191,7 +191,7 @@ class PopulationModel(mesa.Model):
         state = {
             "random": self.random.getstate(),
             "rng": self.rng.bit_generator.state,
-            "time": self.time,
+            "time": self.encounters_begun,  # the key older checkpoints use
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
@@ -209,7 +209,7 @@ class PopulationModel(mesa.Model):
         self.scenario.restore_model_state(self, state["extra"])
         self.random.setstate(state["random"])
         self.rng.bit_generator.state = state["rng"]
-        self.time = state["time"]
+        self.encounters_begun = state["time"]
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]

@@ -471,14 +471,14 @@ class Experiment:
                 self._collect_rounds(model, recorder)
                 if time.monotonic() - last_commit >= config.checkpoint_seconds:
                     self._show(model, "running")
-                    sink.commit(recorder, model.checkpoint(), model.time)
+                    sink.commit(recorder, model.checkpoint(), model.encounters_begun)
                     last_commit = time.monotonic()
                 else:
                     self._show(model, "running")
                 await asyncio.sleep(0)  # lets Ctrl-C in between rounds of in-process policies
             await model.scheduler.drain()
             self._collect_rounds(model, recorder, everything=True)
-            sink.commit(recorder, model.checkpoint(), model.time)
+            sink.commit(recorder, model.checkpoint(), model.encounters_begun)
             verdict = self._fallback_verdict(model)
             if verdict is not None:
                 raise BackendFailedError(verdict)
@@ -496,7 +496,7 @@ class Experiment:
                 await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             except asyncio.CancelledError:
                 pass  # the experiment cancels every run while this one stops: record it all the same
-            sink.commit(recorder, blob, model.time)
+            sink.commit(recorder, blob, model.encounters_begun)
             status, reason = run_outcome(cause)
             summary = self._summary(model, status=status, stop_reason=reason)
             if status != "interrupted":
