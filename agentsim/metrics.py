@@ -24,6 +24,7 @@ so they hold plain data only.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
@@ -66,6 +67,10 @@ class MovingSum:
     def short_mean(self) -> float:
         seen = min(self.count, self.short)
         return self.short_total / seen if seen else 0.0
+
+    def leaving(self, k: int) -> int:
+        """The value the (k+1)-th push from now pushes out of the window (0 while it fills)."""
+        return self.values[(self.position + k) % self.size] if self.count + k >= self.size else 0
 
 
 @dataclass(slots=True)
@@ -183,6 +188,48 @@ class ConventionMetrics:
         if (self.consensus is None and window.full and window.total >= self.threshold * window.size
                 and self.agreement >= self.threshold):
             self.consensus = Milestone(record.t, record.round, self.agreed_name())
+
+    # --- how far the milestones are ----------------------------------------------------------
+    def records_to_consensus(self, limit: int, players: int = 2) -> int:
+        """The fewest further records after which `consensus` could be reached (every one a
+        success, each moving `players` agents to the leading name), or `limit` if it could not
+        be within `limit`: a lower bound the scheduler looks ahead by (docs/architecture.md)."""
+        window = self.consensus_success
+        deciders = self.population - len(self.committed)
+        counts = [count for name, count in self.uncommitted_counts.items() if name is not None]
+        missing = math.ceil(self.threshold * deciders - 1e-9) - max(counts, default=0)
+        target = self.threshold * window.size - 1e-9
+        # each record adds at most one success and moves at most `players` agents
+        needed = max(window.size - window.count, -(-missing // players), math.ceil(target - window.total), 1)
+        if needed >= limit:
+            return limit
+        total = window.total + sum(1 - window.leaving(k) for k in range(needed))
+        while needed < limit and total < target:
+            total += 1 - window.leaving(needed)
+            needed += 1
+        return min(needed, limit)
+
+    def records_to_flip(self, limit: int, players: int = 2) -> int:
+        """The fewest further records after which `flip` could be reached (every later move of
+        a non-committed agent the alternative), or `limit`: a lower bound like
+        `records_to_consensus`."""
+        if self.alternative is None:
+            return limit
+        plays, alternative, threshold = self.uncommitted, self.uncommitted_alternative, self.threshold
+        # flip when margin = alternative - threshold * plays >= 0. A record adds at most
+        # players * (1 - threshold) to it and takes out what the record leaving the window added
+        # (so it moves the margin by at most `players` in all).
+        margin = alternative.total - threshold * plays.total + 1e-9
+        needed = max(plays.size - plays.count, math.ceil(-margin / players), 1)
+        if needed >= limit:
+            return limit
+        gain = players * (1 - threshold)
+        for k in range(needed):
+            margin += gain - alternative.leaving(k) + threshold * plays.leaving(k)
+        while needed < limit and margin < 0:
+            margin += gain - alternative.leaving(needed) + threshold * plays.leaving(needed)
+            needed += 1
+        return min(needed, limit)
 
     # --- readings ------------------------------------------------------------------------
     @property

@@ -199,6 +199,7 @@ class PopulationModel(mesa.Model):
             "metrics": self.metrics,
             "usage": self.usage,
             "pending": self.scheduler.pending_state(),
+            "reach": getattr(self.scheduler, "reach", 0),  # how far the sequence may be asked ahead
             "extra": self.scenario.model_state(self),
         }
         return checkpoints.dumps(state)
@@ -218,6 +219,8 @@ class PopulationModel(mesa.Model):
         self.metrics = state["metrics"]
         self.usage = state["usage"]
         self.scheduler.population_changed()
+        if hasattr(self.scheduler, "reach"):
+            self.scheduler.reach = state.get("reach", 0)
         return state["pending"]
 
 

@@ -13,6 +13,8 @@ between generations) is a new scenario, not a new scheduler:
                               apply the outcome (memories, payoffs) and return its record
     new_metrics(model)        what is measured while the run goes
     stop_reason(model)        why the run should stop now, or None
+    stop_distance(model, limit)
+                              how many more records at least before it could (look-ahead)
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
 A game whose agents ask a language model (`policies.LLMPolicy`) also implements the prompt
@@ -135,6 +137,17 @@ class Scenario(Generic[P]):
 
     def stop_reason(self, model: PopulationModel) -> str | None:
         return None
+
+    def stop_distance(self, model: PopulationModel, limit: int) -> int:
+        """At least how many more encounters must be recorded before `stop_reason` can name a
+        reason, read from the records so far (metrics), or `limit` if not within `limit`.
+
+        The sequential scheduler looks ahead no further than this (and a sliver more), so a
+        run that stops by its rule asks few encounters past its stop. Only a lower bound
+        keeps the sliver the only cost; a bound too high costs calls after the stop (at most
+        a population round), one too low slows the run's end; neither changes the run.
+        The default knows no bound."""
+        return limit
 
     def on_round_end(self, model: PopulationModel) -> None:
         """Between population rounds; the population may change here (generations)."""

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from .model import PopulationModel
     from .records import EncounterRecord
 
+# Near a stop the scheduler still looks ahead by 1/SLIVER of the encounters recorded so far (at
+# least one), so the run's end keeps some concurrency; that many at most are asked past the stop.
+SLIVER = 80
+
 # A checkpoint's open encounter: t, round, agent indices, what was drawn[, its record if applied]
 Pending = tuple[Any, ...]
 
@@ -224,17 +228,23 @@ class SequenceScheduler(_Base):
     its later prompts read, so every prompt is the one the one-at-a-time run shows. Records
     go to the metrics, the store and the stop rule strictly in order t.
 
-    The scheduler works at most one population round (`window`, N/2 encounters) past the
-    last recorded encounter, and asks at most `max_in_flight` at once. When the run stops at
-    t* by its own rule (a consensus, a flip), `drain` still asks and applies every encounter of the window past t* (encounters before
-    t* + window), recording none: those are the ones a run may have asked before it knew it
-    would stop, so what is asked is a function of the seed too, and a rerun finds every answer
-    it asks for in the cache. A stop from outside (a budget, a signal) cancels instead."""
+    The scheduler works ahead of the last recorded encounter by at most one population round
+    (`window`, N/2 encounters), and by less near a stop: no further than the scenario's
+    `stop_distance` (how many records at least before its stop rule could fire) or a sliver
+    (1/`SLIVER` of the records so far), whichever is more. `reach`, the first encounter it
+    may not ask yet, only grows and is updated after every record, so it is a function of
+    the records alone, not of when answers came. It asks at most `max_in_flight` at once.
+    When the run stops at t* by its own rule (a consensus, a flip), `drain` still asks and
+    applies every encounter before `reach`, recording none: those are the ones a run may
+    have asked before it knew it would stop, so what is asked is a function of the seed too,
+    and a rerun finds every answer it asks for in the cache; with a bound, they are at most
+    the sliver. A stop from outside (a budget, a signal) cancels instead."""
 
     def __init__(self, model: PopulationModel, pairing: SequentialPairing) -> None:
         super().__init__(model)
         self.pairing = pairing
         self.window = model.round_size  # not max_in_flight: what is asked must not depend on it
+        self.reach = 0  # encounters before it may be asked: a function of the records so far
         self.ready: list[tuple[int, Encounter]] = []  # a heap by t: may be asked now
         self.records: dict[int, EncounterRecord] = {}  # by t: applied, waiting for its turn to be recorded
         self.last: dict[int, Encounter] = {}  # by agent index: the latest encounter drawn with it
@@ -330,7 +340,21 @@ class SequenceScheduler(_Base):
             return False
         del self.open[model.completed]
         model.resolved(record)
+        if model.stop_reason is None:
+            self._extend_reach()
         return True
+
+    def _extend_reach(self) -> None:
+        """Look ahead from the records so far: a round, or less where the stop rule could fire
+        sooner (then by its bound, or the sliver if more). Called after every record while the
+        run has not stopped, so `reach` depends on the records alone."""
+        model = self.model
+        done, window = model.completed, self.window
+        if self.reach >= done + window:
+            return
+        sliver = max(1, done // SLIVER)
+        ahead = sliver if sliver >= window else max(sliver, model.scenario.stop_distance(model, window))
+        self.reach = max(self.reach, done + min(ahead, window))
 
     # --- a round -------------------------------------------------------------------------
     async def run_round(self) -> None:
@@ -341,10 +365,12 @@ class SequenceScheduler(_Base):
             await self._run_immediate(boundary)
             return
         wakeup = self.wakeup
+        if model.stop_reason is None:
+            self._extend_reach()  # the run's start, or a resumed one's
         while model.completed < boundary and model.stop_reason is None:
             if self._record_next():
                 continue
-            self._fill(model.completed + self.window)
+            self._fill(self.reach)
             if self.failure is not None:
                 raise self.failure
             if not self.running and model.completed not in self.records:
@@ -372,16 +398,15 @@ class SequenceScheduler(_Base):
 
     # --- the end, checkpoints --------------------------------------------------------------
     async def drain(self) -> None:
-        """End the run where it stopped: ask and apply the window past the stop, recording
-        nothing (a stop the run decided), or cancel what is in flight (no stop of its own:
-        the round limit)."""
+        """End the run where it stopped: ask and apply what it may have asked ahead (before
+        `reach`), recording nothing (a stop the run decided), or cancel what is in flight (no
+        stop of its own: the round limit)."""
         model = self.model
         if model.immediate:
             pass  # answered in process: nothing runs ahead, nothing is cached
         elif model.stop_reason is not None:
-            horizon = model.completed + self.window - 1  # the stop came at t* = completed - 1
             while True:
-                self._fill(horizon)
+                self._fill(self.reach)
                 if not self.running:
                     break
                 self.wakeup.clear()

@@ -5,6 +5,7 @@ order answers come back in."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from helpers import JitteryStandIn, dump, run_experiment, run_model
 
 from agentsim.games.naming import NamingGame
-from agentsim.model import PopulationModel
+from agentsim.model import BackendShare, PopulationModel
 from agentsim.scheduler import Encounter
 
 
@@ -260,3 +261,54 @@ def test_the_encounter_counter_leaves_mesas_time_alone() -> None:
     model = run_model(NamingGame(agents=8, pool_size=5, stop_at="none", max_rounds=3))
     assert model.encounters_begun == 12  # 3 rounds of 4 pairs
     assert "time" not in vars(model)
+
+
+class CountedStandIn(JitteryStandIn):
+    """The jittery stand-in, counting what it is asked."""
+
+    def __init__(self, rules: Any, salt: int = 0) -> None:
+        super().__init__(rules, salt)
+        self.asked = 0
+
+    async def complete(self, request: Any) -> Any:
+        self.asked += 1
+        return await super().complete(request)
+
+
+class DistanceWatched(NamingGame):
+    """The naming game, noting its stop bound after every record: (records so far, bound)."""
+
+    def stop_distance(self, model: PopulationModel, limit: int) -> int:
+        distance = super().stop_distance(model, limit)
+        model.__dict__.setdefault("distances", []).append((model.completed, distance))
+        return distance
+
+
+@pytest.mark.parametrize("stop", ["consensus", "flip"])
+def test_a_run_that_stops_asks_few_encounters_past_its_stop(stop: str) -> None:
+    """The look-ahead narrows as the stop rule comes within reach: the bound is never past the
+    stop it bounds, the encounters asked past the stop are at most 1/80 of the run's (a full
+    population round before), and the run is the one-at-a-time run, asking the same calls
+    whatever the order answers come back in."""
+    settings: dict[str, Any] = {"agents": 40, "max_rounds": 80, "stop_at": stop}
+    if stop == "flip":
+        settings.update(names=("Q", "M"), memory_length=5, majority_name="M", committed_name="Q", committed=10)
+    else:
+        settings.update(pool_size=5)
+    runs = []
+    for salt, in_flight in ((1, 1), (2, 40)):
+        game = DistanceWatched(**settings, max_in_flight=in_flight).for_experiment(3)
+        backend = CountedStandIn(game.standin_rules(), salt=salt)
+        records: list[Any] = []
+        model = PopulationModel(game, seed=3, backends=[BackendShare(backend)], on_resolved=records.append)
+        asyncio.run(model.arun())
+        runs.append((model, backend.asked, [(record.t, [(move.agent, move.action) for move in record.moves])
+                                            for record in records]))
+    (serial, serial_asked, serial_records), (model, asked, moves) = runs
+    assert model.stop_reason == stop and model.completed > 200
+    stopped = model.completed  # t* + 1
+    assert all(done + distance <= stopped for done, distance in model.distances if distance < model.round_size)
+    assert any(distance < model.round_size for _, distance in model.distances), "the bound must have narrowed"
+    assert model.encounters_begun - stopped <= max(1, stopped // 80)
+    assert moves == serial_records and asked == serial_asked
+    assert serial.encounters_begun == model.encounters_begun
