@@ -80,6 +80,11 @@ def registered(name: str) -> type | None:
     return _REGISTRY.get(name)
 
 
+def name_of(cls: type) -> str | None:
+    """The name checkpoints store `cls` under, or None when it is not registered."""
+    return _NAMES.get(cls)
+
+
 # --- writing ---------------------------------------------------------------------------------
 def dumps(state: Any) -> bytes:
     """The blob a checkpoint stores for `state`."""

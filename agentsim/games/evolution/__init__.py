@@ -12,6 +12,7 @@ evolving strategies and cultural norms (Liu 2025; Vallinder and Hughes 2024).
     report.py      the report's figures (Figs. 1-3) and the lineage of strategies and norms
 """
 
+from .. import Family, register_family
 from .donor import DonorGame
 from .params import (
     CONDITION_LABELS,
@@ -30,3 +31,12 @@ __all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "Evolut
 def conditions(*names: str) -> list[dict[str, str]]:
     """The paper's conditions as a scenario file's VARIANTS (all four by default)."""
     return [{"condition": name} for name in (names or CONDITIONS)]
+
+
+register_family(Family(
+    name="evolution",
+    summary="cultural evolution of cooperation: the Donor game and the Stag Hunt over generations",
+    scenario_names=(DonorGame.name, StagHunt.name),
+    commands=f"{__name__}.commands",
+    report_sections=(f"{__name__}.report",),
+))

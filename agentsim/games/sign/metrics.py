@@ -22,8 +22,8 @@ from collections import Counter
 from typing import Any
 
 from ... import checkpoints
-from ...metrics import ConventionMetrics
 from ...records import EncounterRecord
+from ..naming.metrics import ConventionMetrics
 from .schema import ROUTES, decision_route
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.9)

@@ -24,12 +24,12 @@ from typing import Any, Literal
 
 from ... import checkpoints
 from ...agents import PopulationAgent
-from ...metrics import ConventionMetrics, Milestone
 from ...model import PopulationModel
 from ...policies import CommittedPolicy, RulePolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scheduler import Encounter
 from ..naming.game import NamingGame, NamingParams, NamingSituation
+from ..naming.metrics import ConventionMetrics, Milestone
 
 
 @dataclass(frozen=True, kw_only=True)
