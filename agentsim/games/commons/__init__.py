@@ -15,8 +15,11 @@
 
 from .. import Family, register_family
 from .game import CommonsGame, allocate
+from .memory import MemoryItem
+from .metrics import MonthRecord
 from .params import CommonsParams
 from .standin import CommonsStandIn, CommonsStandInSettings
+from .state import CommonsState, StepStats
 
 __all__ = ["CommonsGame", "CommonsParams", "CommonsStandIn", "CommonsStandInSettings", "allocate"]
 
@@ -27,4 +30,5 @@ register_family(Family(
     scenario_names=(CommonsGame.name,),
     commands=f"{__name__}.commands",
     report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(MonthRecord, StepStats, CommonsState, MemoryItem),
 ))

@@ -14,6 +14,7 @@ evolving strategies and cultural norms (Liu 2025; Vallinder and Hughes 2024).
 
 from .. import Family, register_family
 from .donor import DonorGame
+from .metrics import EvolutionMetrics
 from .params import (
     CONDITION_LABELS,
     CONDITIONS,
@@ -21,6 +22,7 @@ from .params import (
     EvolutionParams,
     StagHuntParams,
 )
+from .population import RunState
 from .stag_hunt import StagHunt
 from .standin import EvolutionStandIn, EvolutionStandInSettings
 
@@ -39,4 +41,5 @@ register_family(Family(
     scenario_names=(DonorGame.name, StagHunt.name),
     commands=f"{__name__}.commands",
     report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(RunState, EvolutionMetrics),
 ))

@@ -26,4 +26,5 @@ register_family(Family(
     scenario_names=(NamingGame.name, NetworkNamingGame.name, FirstChoiceProbe.name, StrategyProbe.name),
     commands=f"{__name__}.commands",
     report_sections=(f"{__name__}.report", f"{__name__}.network_report"),
+    checkpoint_classes=(NetworkMetrics,),  # ConventionMetrics and its parts register under their old names (metrics.py)
 ))

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from ... import checkpoints
 from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Pairing, RoundPairing, SequentialPairing
@@ -130,6 +129,3 @@ class NetworkNamingGame(NamingGame):
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,
         }
-
-
-checkpoints.register(NetworkMetrics)

@@ -20,4 +20,5 @@ register_family(Family(
     summary="SIGN (Zhang and Woisetschlaeger 2026): naming under free text, partner history or a strict schema",
     scenario_names=(SignGame.name,),
     report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(SignMetrics,),
 ))

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ... import checkpoints
 from ...records import EncounterRecord
 from ..naming.metrics import ConventionMetrics
 from .schema import ROUTES, decision_route
@@ -138,6 +137,3 @@ class SignMetrics(ConventionMetrics):
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-checkpoints.register(SignMetrics)

@@ -34,4 +34,5 @@ register_family(Family(
     summary="rule-agent baselines: the minimal naming game, committed minorities, best response with memory",
     scenario_names=(MinimalNamingGame.name, BestResponseNamingGame.name),
     report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(InventoryMetrics,),
 ))

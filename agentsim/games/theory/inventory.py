@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ... import checkpoints
 from ...agents import PopulationAgent
 from ...model import PopulationModel
 from ...policies import CommittedPolicy, RulePolicy
@@ -237,6 +236,3 @@ class MinimalNamingGame(NamingGame):
 
     def standin_rules(self) -> list[Any]:
         return []
-
-
-checkpoints.register(InventoryMetrics)
