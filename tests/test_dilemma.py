@@ -5,11 +5,13 @@ subcommand, its prompt codec against the store, and a checkpoint that resumes th
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, run_experiment
+from helpers import ROOT, run_experiment, run_model
+from rich.console import Console
 
 from agentsim import checkpoints
 from agentsim.analysis.commands import SUBCOMMANDS
@@ -18,8 +20,10 @@ from agentsim.cli import main
 from agentsim.errors import ParameterError
 from agentsim.games import FAMILIES
 from agentsim.games.dilemma import DilemmaParams, DilemmaStandInSettings, DilemmaView, Play, PrisonersDilemma
+from agentsim.live import render
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
+from agentsim.runner import RunView
 from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
@@ -108,3 +112,16 @@ def test_a_payoff_that_is_no_dilemma_is_refused_in_one_line() -> None:
         load_scenario(ROOT / "scenarios" / "prisoners_dilemma.py")[0].with_overrides({"reward": "6"})
     with pytest.raises(ParameterError, match="2\\*reward > temptation"):
         DilemmaParams(temptation=9, reward=4)
+
+
+def test_the_live_view_shows_cooperation_and_payoff() -> None:
+    model = run_model(PrisonersDilemma(agents=6, max_rounds=4), seed=2)
+    figures = model.scenario.live_metrics(model)
+    rate = model.metrics.total.cooperation_rate
+    assert figures["shares"] == {"C": rate, "D": 1 - rate}
+    view = RunView(run=1, seed=2, status="done", rounds_done=4, max_rounds=4, interactions=12, stop_reason=None,
+                   metrics=figures, usage={}, calls_per_second=0.0)
+    console = Console(width=110, record=True, color_system=None, file=io.StringIO())
+    console.print(render({"scenario": "prisoners_dilemma", "backend": "stand-in", "seed": 2, "runs": 1}, [view]))
+    screen = console.export_text()
+    assert f"cooperation {rate:.0%} of choices" in screen and "mean payoff" in screen and "choices" in screen
