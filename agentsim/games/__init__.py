@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from .. import checkpoints
-from ..errors import UserError
 
 ENTRY_POINT_GROUP = "agentsim.games"
 
@@ -58,6 +58,7 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {}
+UNAVAILABLE: dict[str, str] = {}  # entry points that failed to import: name -> the error
 _discovered = False
 
 
@@ -74,7 +75,9 @@ def register_family(family: Family) -> Family:
 
 def discover() -> dict[str, Family]:
     """Import every game family once (each registers itself) and return the registry: the
-    subpackages of `agentsim.games`, then the packages named by `agentsim.games` entry points."""
+    subpackages of `agentsim.games`, then the packages named by `agentsim.games` entry points.
+    An entry point that fails to import is left out (`UNAVAILABLE`) with one line on stderr: a
+    broken third-party package must not stop every command; a broken built-in family raises."""
     global _discovered
     if _discovered:
         return FAMILIES
@@ -89,9 +92,12 @@ def discover() -> dict[str, Family]:
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = entry_point.load()
-        except Exception as error:
-            raise UserError(f"the game family '{entry_point.name}' ({entry_point.value}, an '{ENTRY_POINT_GROUP}' entry "
-                            f"point) fails to import ({type(error).__name__}: {error}); fix or uninstall its package") from None
+        except Exception as error:  # another distribution's bug: agentsim goes on without that family, and says so
+            UNAVAILABLE[entry_point.name] = f"{type(error).__name__}: {error}"
+            print(f"agentsim: the game family '{entry_point.name}' ({entry_point.value}, an '{ENTRY_POINT_GROUP}' entry "
+                  f"point) fails to import ({UNAVAILABLE[entry_point.name]}); going on without it: fix or uninstall its "
+                  f"package", file=sys.stderr)
+            continue
         if isinstance(loaded, Family) and loaded.name not in FAMILIES:
             register_family(loaded)
     return FAMILIES
