@@ -112,22 +112,17 @@ def _cycles(graph: dict[str, set[str]]) -> list[str]:
     return cycles
 
 
-def test_every_built_in_family_registers_itself() -> None:
-    code = ("from agentsim.games import discover\n"
-            "print(' '.join(sorted(discover())))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    packages = {info.name for info in pkgutil.iter_modules([str(PACKAGE / "games")]) if info.ispkg}
-    assert set(result.stdout.split()) == packages
-
-
-def test_no_analysis_module_imports_the_command_line() -> None:
+def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_registers_itself() -> None:
     modules = [f"agentsim.analysis.{info.name}" for info in pkgutil.iter_modules(agentsim.analysis.__path__)]
-    assert "agentsim.analysis.commands" in modules
+    assert "agentsim.analysis.commands" in modules  # importing it discovers the families
     code = ("import importlib, sys\n"
             f"for name in {modules!r}:\n"
             "    importlib.import_module(name)\n"
-            "print('agentsim.cli' in sys.modules)")
+            "from agentsim.games import FAMILIES\n"
+            "print('agentsim.cli' in sys.modules, ' '.join(sorted(FAMILIES)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    cli_loaded, *families = result.stdout.split()
+    assert cli_loaded == "False"
+    packages = {info.name for info in pkgutil.iter_modules([str(PACKAGE / "games")]) if info.ispkg}
+    assert set(families) == packages
