@@ -103,14 +103,6 @@ def discover() -> dict[str, Family]:
     return FAMILIES
 
 
-def family_of(scenario_name: str) -> Family | None:
-    """The family whose runs record `scenario_name` as their scenario, or None."""
-    for family in discover().values():
-        if scenario_name in family.scenario_names:
-            return family
-    return None
-
-
 def report_section_modules() -> list[str]:
     """The modules that register every family's report sections, in family order."""
     return [module for family in discover().values() for module in family.report_sections]
