@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     llm = parser.add_argument_group("language-model backends")
     llm.add_argument("--base-url", default=None,
                      help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
-    llm.add_argument("--max-in-flight", type=int, default=32, help="calls in flight per backend, at most (default 32; adapts below it)")
+    llm.add_argument("--max-in-flight", type=int, default=Limits.max_in_flight,
+                     help=f"calls in flight per backend, at most (default {Limits.max_in_flight}; adapts below it)")
     llm.add_argument("--rpm", type=finite_float, default=None, help="requests per minute per backend, at most")
     llm.add_argument("--tpm", type=finite_float, default=None, help="tokens per minute per backend, at most")
     llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429, overload or queueing)")

@@ -105,13 +105,15 @@ def warm_up(url: str) -> None:
     asyncio.run(once())
 
 
-def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: Path | None,
-             provider: str = "openai", max_in_flight: int | None = None) -> dict[str, Any]:
+def run_once(url: str, *, agents: int, rounds: int, cap: int | None, out: Path, cache: Path | None,
+             provider: str = "openai", max_in_flight: int | None = None, stop_at: str = "none") -> dict[str, Any]:
+    """One run; `cap` and `max_in_flight` None: the defaults a user gets."""
     spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
-    scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none",
-                          max_in_flight=max_in_flight or agents // 2)
-    options = BackendOptions(limits=Limits(max_in_flight=cap), cache=cache is not None, cache_path=cache,
-                             retry=RetryPolicy(max_attempts=20, base_s=0.05, cap_s=2.0), timeout_s=30)
+    scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at=stop_at)
+    if max_in_flight is not None:
+        scenario = scenario.with_params(max_in_flight=max_in_flight)
+    options = BackendOptions(limits=Limits() if cap is None else Limits(max_in_flight=cap), cache=cache is not None,
+                             cache_path=cache, retry=RetryPolicy(max_attempts=20, base_s=0.05, cap_s=2.0), timeout_s=30)
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1, llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
@@ -125,7 +127,7 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int, out: Path, cache: 
     unanswered = connection.execute("SELECT COUNT(*) FROM moves m WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE "
                                      "c.run = m.run AND c.t = m.t AND c.agent = m.agent AND c.error IS NULL)").fetchone()[0]
     connection.close()
-    return {"run": run, "wall": wall, "cpu": cpu, "times_ok": times == list(range(agents // 2 * rounds)),
+    return {"run": run, "wall": wall, "cpu": cpu, "times_ok": times == list(range(len(times))),
             "unanswered": unanswered, "limiter": limiter}
 
 
@@ -202,23 +204,60 @@ def bare_client_rate(url: str, concurrency: int, seconds: float = 5.0) -> float:
 
 
 def scheduler_figures(url: str, options: argparse.Namespace, scratch: Path) -> None:
+    """The naming game at N 24, 200 and 1000 with the flags a user gets (no --max-in-flight,
+    the scenario's own max_in_flight), on the TGI and the OpenAI-compatible path."""
     service, capacity = options.service_time, options.capacity
     ceiling = capacity / service
     measured = bare_client_rate(url, 2 * capacity)
-    print(f"scheduler: the sequence of random pairs against the server (C {capacity}, {service:g} s: {ceiling:.0f}/s; "
-          f"a bare aiohttp client with {2 * capacity} open gets {measured:.0f}/s = {measured / ceiling:.2f} on this host now)")
-    print("      N  encounters  wall s  requests/s  of capacity  of bare client  achieved  width  of width")
-    for agents, rounds in ((24, 40), (200, 20), (1000, 4)):  # 480, 2000 and 2000 encounters
-        out = scratch / f"scheduler-{agents}"
-        before = server_requests(url)
-        result = run_once(url, agents=agents, rounds=rounds, cap=options.cap, out=out, cache=None,
-                          max_in_flight=agents // 2)
-        requests = server_requests(url) - before
-        width, encounters = dependency_width(out / "agentsim.db", service)
-        achieved = encounters * service / result["wall"]
-        rate = requests / result["wall"]
-        print(f"  {agents:5d}  {encounters:10d}  {result['wall']:6.2f}  {rate:10.0f}  {rate / ceiling:11.2f}  "
-              f"{rate / measured:14.2f}  {achieved:8.1f}  {width:5.1f}  {achieved / width:8.2f}")
+    print(f"scheduler, default flags: the sequence of random pairs against the server (C {capacity}, {service:g} s: "
+          f"{ceiling:.0f}/s; a bare aiohttp client with {2 * capacity} open gets {measured:.0f}/s = "
+          f"{measured / ceiling:.2f} on this host now; load average {load_average()})")
+    print("  path        N  encounters  wall s  requests/s  of capacity  of bare client  achieved  width  of width  cap")
+    for provider in ("tgi", "openai"):
+        for agents, rounds in ((24, 40), (200, 20), (1000, 4)):  # 480, 2000 and 2000 encounters
+            out = scratch / f"scheduler-{provider}-{agents}"
+            before = server_requests(url)
+            result = run_once(url, agents=agents, rounds=rounds, cap=None, out=out, cache=None, provider=provider)
+            requests = server_requests(url) - before
+            width, encounters = dependency_width(out / "agentsim.db", service)
+            achieved = encounters * service / result["wall"]
+            rate = requests / result["wall"]
+            limiter: LimitedModel = result["limiter"]
+            print(f"  {provider:6s}  {agents:5d}  {encounters:10d}  {result['wall']:6.2f}  {rate:10.0f}  "
+                  f"{rate / ceiling:11.2f}  {rate / measured:14.2f}  {achieved:8.1f}  {width:5.1f}  "
+                  f"{achieved / width:8.2f}  {limiter.limits.max_in_flight}->{limiter.limit:.0f}")
+
+
+def stop_figures(url: str, scratch: Path) -> None:
+    """Calls asked after the stop rule fired, as a share of the run's calls: runs to consensus
+    at N 24 and 200, and to a flip at N 1000 (a committed quarter), default flags."""
+    print(f"exact stop: calls asked after the stop rule fired (load average {load_average()})")
+    print("  setting                 stopped at t  calls  after the stop  share")
+    settings = (("N 24, consensus", dict(agents=24, pool_size=10, stop_at="consensus", max_rounds=400)),
+                ("N 200, consensus", dict(agents=200, pool_size=10, stop_at="consensus", max_rounds=400)),
+                ("N 1000, flip", dict(agents=1000, names=("Q", "M"), memory_length=5, majority_name="M",
+                                      committed_name="Q", committed=250, stop_at="flip", max_rounds=100)))
+    for label, params in settings:
+        out = scratch / f"stop-{label.split(',')[0].replace(' ', '')}"
+        spec = f"tgi:{url}"
+        experiment = Experiment(ExperimentConfig(scenario=NamingGame(**params), out=out, backend=spec, seed=1,
+                                                 llm=BackendOptions(cache=False)), _Quiet())
+        experiment.open()
+        asyncio.run(experiment.run())
+        (run,) = json.loads((out / "summary.json").read_text())["runs"]
+        connection = sqlite3.connect(out / "agentsim.db")
+        (recorded,) = connection.execute("SELECT COUNT(*) FROM calls WHERE run = 1 AND t < ?",
+                                         (run["interactions"],)).fetchone()
+        connection.close()
+        calls = run["calls"]
+        print(f"  {label:22s}  {run['interactions'] - 1:12d}  {calls:5d}  {calls - recorded:14d}  "
+              f"{(calls - recorded) / calls:5.1%}   ({run['stop_reason']})")
+
+
+def load_average() -> str:
+    import os
+
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -248,7 +287,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler"], default=None,
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler", "stop"], default=None,
                         help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     parser.add_argument("--server", choices=["standin", "llama"], default="standin",
                         help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
@@ -293,11 +332,14 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(10)
-        if options.only in (None, "scheduler"):
-            server, url = start_server(options.capacity, options.service_time, [])
+        if options.only in (None, "scheduler", "stop"):
+            server, url = start_server(options.capacity, options.service_time if options.only != "stop" else 0.0, [])
             try:
                 warm_up(url)
-                scheduler_figures(url, options, Path(scratch))
+                if options.only != "stop":
+                    scheduler_figures(url, options, Path(scratch))
+                if options.only in (None, "stop"):
+                    stop_figures(url, Path(scratch))
             finally:
                 server.terminate()
                 server.wait(10)

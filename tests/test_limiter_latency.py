@@ -202,6 +202,56 @@ def test_429s_from_a_queueing_server_do_not_wear_the_cap_down() -> None:
     assert busy > 0.85, f"the server was busy {busy:.2f} of the time"
 
 
+async def drive_busy(limiter: LimitedModel, *, calls: int, callers: int, burn: float) -> None:
+    """`drive`, but each answer costs the client `burn` seconds of CPU: the virtual clock moves
+    on while the loop runs nothing else, as a busy Python process's does."""
+    loop: Any = asyncio.get_running_loop()
+    left = calls
+
+    async def caller() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await limiter.complete(REQUEST)
+            loop.now += burn
+
+    await asyncio.gather(*(caller() for _ in range(callers)))
+
+
+@pytest.mark.parametrize("slots", [10**6, 64])
+def test_a_client_busy_with_its_own_cpu_is_not_a_queue(slots: int) -> None:
+    """A server that never queues (or has more slots than the cap), and a client that spends 2 ms
+    of CPU on each answer: 64 calls in flight then take far longer than one, because each answer
+    waits for the client's loop, not the server. The latency rule must not cut the cap for it."""
+    server = QueueingServer(slots, service=0.05, jitter=0.2, seed=13)
+
+    async def run() -> LimitedModel:
+        limiter = LimitedModel(server, Limits(max_in_flight=64), clock=asyncio.get_running_loop().time)
+        await drive_busy(limiter, calls=6000, callers=64, burn=0.002)
+        return limiter
+
+    limiter: LimitedModel = run_on_virtual_clock(run())
+    busy = 6000 * 0.002 / limiter.clock()
+    assert busy > 0.9, f"the client's loop must have been the bottleneck to mean anything (busy {busy:.2f})"
+    assert latency_cuts(limiter) == 0 and limiter.limit == 64
+    assert min(cap for cap, _ in limiter.cap_spans()) >= 32
+
+
+def test_a_queueing_server_is_cut_though_the_client_is_busy_too() -> None:
+    """Four slots that queue the rest, and a client spending 0.5 ms per answer (a tenth of its
+    time): the queue is the server's, and the cap comes down to its slots."""
+    server = QueueingServer(4, service=0.01, jitter=0.2, seed=17)
+
+    async def run() -> LimitedModel:
+        limiter = LimitedModel(server, Limits(max_in_flight=64), clock=asyncio.get_running_loop().time)
+        await drive_busy(limiter, calls=2000, callers=64, burn=0.0005)
+        return limiter
+
+    limiter: LimitedModel = run_on_virtual_clock(run())
+    median, _ = settled(limiter.cap_spans(), 4, 8)
+    assert 4 <= median <= 8 and latency_cuts(limiter) >= 1, f"the cap's median {median} with 4 slots"
+
+
 def test_switched_off_the_cap_grows_into_the_servers_queue() -> None:
     """Without the latency rule a queueing server looks healthy: the cap stays at its maximum."""
     limiter = settle(QueueingServer(2), Limits(max_in_flight=32, queueing_tolerance=None), calls=800)

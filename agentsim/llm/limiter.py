@@ -27,7 +27,11 @@ A server that queues instead of refusing (llama-server with K slots, vLLM) never
 429: beyond K calls in flight only its latency grows, and the rules above would fill its queue
 up to `--max-in-flight`. The latency rule (llm/queueing.py, `queueing_tolerance`; None or
 `--no-latency-rule` switches it off) cuts the cap to K and a little more when latency shows
-that queue, and holds it there.
+that queue, and holds it there. It reads the server's time, not the client's: an answer that
+waited for agentsim's own busy event loop (CPU spent on the engine, the store, the SDK) looks
+like queueing too, and cutting the cap for it would idle the server as soon as the client
+catches up. So the limiter keeps `LoopLag`, how late the loop runs a timer, and takes a few
+loop passes of that off each latency before the rule sees it.
 
 `trajectory` keeps (time, cap) at each change, for the benchmark and the tests.
 """
@@ -48,9 +52,55 @@ from .base import Completion, LanguageModel, Request, estimate_tokens
 from .queueing import QueueingRule
 
 
+class LoopLag:
+    """How late the running event loop runs its callbacks, in seconds: a timer every
+    `interval`, its lateness averaged over the last few. A saturated loop delays every step of
+    a call (the send, the headers, the body) by about that much; an idle one, by nothing. It
+    ticks only while `busy()` says calls are in flight, and follows the loop it is used on."""
+
+    def __init__(self, busy: Callable[[], bool], *, interval: float = 0.01) -> None:
+        self.busy, self.interval = busy, interval
+        self.lag = 0.0
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.handle: asyncio.TimerHandle | None = None
+        self.due = 0.0
+
+    def watch(self) -> None:
+        """Make sure the timer runs on the current loop (called as a call is admitted)."""
+        loop = asyncio.get_running_loop()
+        if self.handle is not None and self.loop is loop:
+            return
+        if self.handle is not None:
+            self.handle.cancel()
+        self.loop, self.due = loop, loop.time() + self.interval
+        self.handle = loop.call_at(self.due, self._tick)
+
+    def _tick(self) -> None:
+        loop = self.loop
+        assert loop is not None
+        now = loop.time()
+        self.lag += 0.25 * (max(0.0, now - self.due) - self.lag)
+        if self.busy():
+            self.due = now + self.interval
+            self.handle = loop.call_at(self.due, self._tick)
+        else:
+            self.handle = None
+            self.lag = 0.0
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+
+# Loop passes a call waits through when the loop is saturated (the send, the response's headers
+# and body reaching the task): LoopLag.lag times this is the client's share of its latency.
+LOOP_PASSES = 3
+
+
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    max_in_flight: int = 32
+    max_in_flight: int = 128
     min_in_flight: int = 1
     rpm: float | None = None
     tpm: float | None = None
@@ -109,6 +159,7 @@ class LimitedModel:
         self.cuts = 0
         self.queueing = QueueingRule(tolerance=limits.queueing_tolerance, window=limits.latency_window,
                                      now=self.trajectory[0][0]) if limits.queueing_tolerance else None
+        self.loop_lag = LoopLag(lambda: self.in_flight > 0) if self.queueing is not None and limits.adaptive else None
         # the time-weighted mean in flight, for the benchmark
         self.in_flight_area = 0.0
         self.in_flight_since = self.trajectory[0][0]
@@ -135,6 +186,8 @@ class LimitedModel:
         sweep, agentsim/distributed, admits its workers' calls through these two.) Returns the
         calls in flight, this one included: the latency rule's load."""
         await self._acquire(tokens)
+        if self.loop_lag is not None:
+            self.loop_lag.watch()
         try:
             await self._pace(tokens)
         except BaseException:
@@ -258,7 +311,10 @@ class LimitedModel:
         self.round_trip = 0.9 * self.round_trip + 0.1 * (now - started)
         if self.limits.adaptive and self.queueing is not None:
             probing = self.queueing.probe_cap
-            cut = self.queueing.answered(now - started, sent_with, started, now, self.limit)
+            latency = now - started
+            if self.loop_lag is not None:  # the server's time: less what our own loop kept it waiting
+                latency = max(0.0, latency - LOOP_PASSES * self.loop_lag.lag)
+            cut = self.queueing.answered(latency, sent_with, started, now, self.limit)
             if cut is not None:
                 self._set(max(float(self.limits.min_in_flight), cut), now)
             elif probing != self.queueing.probe_cap:
@@ -310,6 +366,8 @@ class LimitedModel:
         self._dispatch()
 
     async def aclose(self) -> None:
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -99,7 +99,8 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server for an openai: backend")
-    parser.add_argument("--max-in-flight", type=int, default=32, help="calls in flight, at most (default 32)")
+    parser.add_argument("--max-in-flight", type=int, default=None,
+                        help="calls in flight, at most (default: the limiter's, 128; adapts below it)")
     parser.add_argument("--cache", type=Path, default=None, metavar="PATH", help="the response cache database")
     parser.add_argument("--sample-locally", action="store_true",
                         help="answer prompts whose option distribution is known by a seeded draw from it (no call)")
@@ -132,7 +133,8 @@ def critical_mass(argv: list[str]) -> int:
                               max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
                               llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
                                                  sample_locally=options.sample_locally,
-                                                 limits=Limits(max_in_flight=options.max_in_flight)),
+                                                 limits=Limits() if options.max_in_flight is None
+                                                 else Limits(max_in_flight=options.max_in_flight)),
                               parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
                               cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
     for result in search_both(spec, options.out):
