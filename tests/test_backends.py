@@ -21,6 +21,7 @@ from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.openai_backend import OpenAIModel
+from agentsim.llm.openai_http import OpenAIHTTPModel
 from agentsim.llm.prices import register_price
 from agentsim.llm.retries import RetryingModel, RetryPolicy
 from agentsim.llm.specs import BackendOptions
@@ -260,7 +261,7 @@ def test_max_cost_stops_the_run_from_the_price_table(tmp_path: Path, standin_ser
     assert summary["usage_by_backend"][f"openai:priced-model@{server.url}/v1"]["cost_usd"] == run_summary["cost_usd"]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "tgi"])
+@pytest.mark.parametrize("provider", ["openai", "openai-lean", "anthropic", "tgi"])
 def test_timeout_covers_a_body_dripped_a_byte_at_a_time(standin_server: Any, provider: str) -> None:
     """The whole answer must arrive within --timeout: the SDKs' own timeouts bound each read,
     so a body dripped a byte every 50 ms (a few hundred bytes: over ten seconds) never ended
@@ -271,6 +272,8 @@ def test_timeout_covers_a_body_dripped_a_byte_at_a_time(standin_server: Any, pro
     server = standin_server(capacity=4, faults={"drip": 1.0}, drip_interval_s=0.05)
     backend = {"openai": lambda: OpenAIModel(name="openai:x", model="x", api_key="k", base_url=server.url + "/v1",
                                              timeout_s=0.5),
+               "openai-lean": lambda: OpenAIHTTPModel(name="openai:x", model="x", api_key="k",
+                                                      base_url=server.url + "/v1", timeout_s=0.5),
                "anthropic": lambda: AnthropicModel(name="anthropic:x", model="x", api_key="k", base_url=server.url,
                                                    timeout_s=0.5),
                "tgi": lambda: TGIModel(name="tgi:x", url=server.url, timeout_s=0.5)}[provider]()

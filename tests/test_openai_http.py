@@ -18,6 +18,7 @@ from agentsim.errors import BackendAuthError, BackendError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.openai_backend import OpenAIModel
+from agentsim.llm.openai_http import OpenAIHTTPModel
 
 KEY = "sk-route-test-0123456789"
 
@@ -128,3 +129,73 @@ def test_a_refused_key_is_the_sdks_authentication_error_and_stops_the_run(standi
         await model.aclose()
 
     asyncio.run(scenario())
+
+
+# --- the lean path (llm/openai_http.py): what `openai:MODEL@URL` takes for a server not OpenAI's ---
+
+def _lean(server: Any, *, timeout_s: float = 5.0) -> OpenAIHTTPModel:
+    return OpenAIHTTPModel(name="openai:x", model="stand-in-model", api_key=KEY, base_url=server.url + "/v1",
+                           timeout_s=timeout_s)
+
+
+def test_the_lean_path_sends_the_sdks_request_and_reads_the_same_answer(standin_server: Any) -> None:
+    """Same body, same auth header, same Completion, same cache key (`endpoint`) as the SDK."""
+    server = standin_server(capacity=4, api_key=KEY)
+    seen = _record(server)
+    through_sdk = asyncio.run(_ask(_model(server), range(3)))
+    lean = _lean(server)
+    through_lean = asyncio.run(_ask(lean, range(3)))
+    assert len(seen) == 6
+    for (sdk_headers, sdk_body), (lean_headers, lean_body) in zip(seen[:3], seen[3:], strict=True):
+        assert json.loads(lean_body) == json.loads(sdk_body)
+        assert lean_headers["authorization"] == sdk_headers["authorization"] == f"Bearer {KEY}"
+    for sdk, plain in zip(through_sdk, through_lean, strict=True):
+        assert (plain.text, plain.prompt_tokens, plain.completion_tokens, plain.model) == \
+            (sdk.text, sdk.prompt_tokens, sdk.completion_tokens, sdk.model)
+        assert plain.raw["finish_reason"] == sdk.raw["finish_reason"]
+    assert lean.endpoint == _model(server).endpoint
+
+
+@pytest.mark.parametrize("fault", sorted(ERRORS))
+def test_the_lean_path_turns_error_answers_into_the_same_errors(standin_server: Any, fault: str) -> None:
+    _, kind = ERRORS[fault]
+    server = standin_server(capacity=4, retry_after_s=2, timeout_hold_s=0.6)
+    model = _lean(server, timeout_s=0.25)
+
+    async def scenario() -> None:
+        await model.complete(_request(0))
+        server.faults({fault: 1.0})
+        with pytest.raises(BackendError) as translated:
+            await model.complete(_request(1))
+        assert translated.value.kind == kind
+        assert translated.value.retry_after == (2.0 if fault == "429_retry_after" else None)
+        assert KEY not in str(translated.value) and translated.value.__cause__ is None
+        await model.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_key_on_the_lean_path_stops_the_run(standin_server: Any) -> None:
+    server = standin_server(capacity=4, api_key="sk-the-right-one")
+    model = _lean(server)
+
+    async def scenario() -> None:
+        with pytest.raises(BackendAuthError) as raised:
+            await model.complete(_request(0))
+        assert "OPENAI_API_KEY" in str(raised.value) and KEY not in str(raised.value)
+        await model.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_the_spec_picks_the_sdk_for_openai_and_the_lean_path_for_other_servers(monkeypatch: Any) -> None:
+    from agentsim.llm.specs import build_backend
+    from agentsim.llm.stack import layer
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    scenario = NamingGame().for_experiment(0)
+    for spec, kind in (("openai:gpt-4o-mini", OpenAIModel), ("openai:gpt-4o-mini@https://api.openai.com/v1", OpenAIModel),
+                       ("openai:m@http://127.0.0.1:8000/v1", OpenAIHTTPModel), ("openai:m@http://gpu-box:8000/v1", OpenAIHTTPModel)):
+        backend = build_backend(spec, scenario)
+        assert layer(backend, kind) is not None, spec
+        asyncio.run(backend.aclose())

@@ -15,12 +15,19 @@ URL is given), top_k and repetition_penalty go in the body beside the standard p
 such servers substitute their own defaults for omitted ones. A grammar goes as vLLM's
 `guided_regex` or as a JSON-schema `response_format`; a regex also as llama.cpp's GBNF `grammar`
 (llama-server, llama_cpp.server), where llama-cpp-python is installed to translate it.
+
+This is the path for OpenAI's own API (no base URL, or an openai.com or azure.com one). Other
+base URLs, a local vLLM or llama-server, take the lean path in llm/openai_http.py: the same
+request body and answer reading (`chat_arguments`, `read_completion`), posted with aiohttp,
+at a fraction of the SDK's CPU per call.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import BackendError
 from .base import Completion, Request
@@ -58,68 +65,87 @@ class OpenAIModel:
     def arguments(self, request: Request) -> dict[str, Any]:
         """The chat.completions.create arguments for `request` (what the SDK does not type goes
         in `extra_body`)."""
-        sampling = request.sampling
-        arguments: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": message.role, "content": message.content} for message in request.messages],
-            "temperature": sampling.temperature,
-        }
-        extra: dict[str, Any] = {}
-        if self.compatible:
-            arguments["max_tokens"] = sampling.max_tokens
-            arguments["top_p"] = 1.0 if sampling.top_p is None else sampling.top_p
-            # unset: 0, "all tokens" to vLLM (0.8 on) and llama.cpp's servers (llama_cpp.server refuses -1)
-            extra["top_k"] = 0 if sampling.top_k is None else sampling.top_k
-            extra["repetition_penalty"] = 1.0 if sampling.repetition_penalty is None else sampling.repetition_penalty
-            # llama.cpp's servers: min_p defaults to 0.05 (it would cut the sampler's tail) and
-            # the penalty goes by another name (llama_cpp.server defaults it to 1.1)
-            extra["min_p"] = 0.0
-            extra["repeat_penalty"] = extra["repetition_penalty"]
-        else:
-            arguments["max_completion_tokens"] = sampling.max_tokens
-            if sampling.top_p is not None:
-                arguments["top_p"] = sampling.top_p
-        if sampling.stop:
-            arguments["stop"] = list(sampling.stop)
-        if request.seed is not None:
-            arguments["seed"] = request.seed
-        grammar = request.grammar
-        if grammar is not None:
-            if grammar.kind == "json":
-                arguments["response_format"] = {"type": "json_schema",
-                                                "json_schema": {"name": "answer", "schema": json.loads(grammar.value)}}
-            elif self.compatible:  # vLLM: guided_regex up to 0.10, structured_outputs after
-                extra["guided_regex"] = grammar.value
-                extra["structured_outputs"] = {"regex": grammar.value}
-                gbnf = gbnf_if_available(grammar)  # llama.cpp's servers take GBNF only
-                if gbnf is not None:
-                    extra["grammar"] = gbnf
-        if extra:
-            arguments["extra_body"] = extra
-        return arguments
+        return chat_arguments(self.model, request, compatible=self.compatible)
 
     async def complete(self, request: Request) -> Completion:
         async with whole_answer_within("openai", self.timeout_s):
             with sdk_errors("openai", self._openai, key_variable=KEY_VARIABLE):
                 raw = await self.client.chat.completions.with_raw_response.create(**self.arguments(request))
                 answer, headers = raw.content, raw.headers
-        try:
-            body = json.loads(answer)
-            choice = body["choices"][0]
-            text = choice["message"]["content"] or ""
-            usage = body.get("usage") or {}
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise BackendError("openai answered a body that is not a chat completion", kind="malformed") from None
-        return Completion(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            model=str(body.get("model") or self.model),
-            raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
-                 "system_fingerprint": body.get("system_fingerprint")},
-            signals=rate_limit_signals(headers) or None,
-        )
+        return read_completion(answer, headers, self.model)
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def chat_arguments(model: str, request: Request, *, compatible: bool) -> dict[str, Any]:
+    """The chat.completions.create arguments for `request`; what the SDK does not type goes in
+    `extra_body` (the lean path merges it into the body, as the SDK does)."""
+    sampling = request.sampling
+    arguments: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": message.role, "content": message.content} for message in request.messages],
+        "temperature": sampling.temperature,
+    }
+    extra: dict[str, Any] = {}
+    if compatible:
+        arguments["max_tokens"] = sampling.max_tokens
+        arguments["top_p"] = 1.0 if sampling.top_p is None else sampling.top_p
+        # unset: 0, "all tokens" to vLLM (0.8 on) and llama.cpp's servers (llama_cpp.server refuses -1)
+        extra["top_k"] = 0 if sampling.top_k is None else sampling.top_k
+        extra["repetition_penalty"] = 1.0 if sampling.repetition_penalty is None else sampling.repetition_penalty
+        # llama.cpp's servers: min_p defaults to 0.05 (it would cut the sampler's tail) and
+        # the penalty goes by another name (llama_cpp.server defaults it to 1.1)
+        extra["min_p"] = 0.0
+        extra["repeat_penalty"] = extra["repetition_penalty"]
+    else:
+        arguments["max_completion_tokens"] = sampling.max_tokens
+        if sampling.top_p is not None:
+            arguments["top_p"] = sampling.top_p
+    if sampling.stop:
+        arguments["stop"] = list(sampling.stop)
+    if request.seed is not None:
+        arguments["seed"] = request.seed
+    grammar = request.grammar
+    if grammar is not None:
+        if grammar.kind == "json":
+            arguments["response_format"] = {"type": "json_schema",
+                                            "json_schema": {"name": "answer", "schema": json.loads(grammar.value)}}
+        elif compatible:  # vLLM: guided_regex up to 0.10, structured_outputs after
+            extra["guided_regex"] = grammar.value
+            extra["structured_outputs"] = {"regex": grammar.value}
+            gbnf = gbnf_if_available(grammar)  # llama.cpp's servers take GBNF only
+            if gbnf is not None:
+                extra["grammar"] = gbnf
+    if extra:
+        arguments["extra_body"] = extra
+    return arguments
+
+
+def read_completion(answer: bytes, headers: Mapping[str, str], model: str) -> Completion:
+    """A chat completion's body and headers as agentsim's Completion."""
+    try:
+        body = json.loads(answer)
+        choice = body["choices"][0]
+        text = choice["message"]["content"] or ""
+        usage = body.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise BackendError("openai answered a body that is not a chat completion", kind="malformed") from None
+    return Completion(
+        text=text,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        model=str(body.get("model") or model),
+        raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
+             "system_fingerprint": body.get("system_fingerprint")},
+        signals=rate_limit_signals(headers) or None,
+    )
+
+
+def hosted(base_url: str | None) -> bool:
+    """Whether a base URL is OpenAI's own API (or Azure's): the SDK's path, not the lean one."""
+    if base_url is None:
+        return True
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in ("openai.com", "azure.com") or host.endswith((".openai.com", ".azure.com"))
 

@@ -1,7 +1,10 @@
 """Backend specs, parsed in one place: `stand-in`, or `provider:target`.
 
     stand-in[:LABEL]          the built-in rule policy (a label tells stand-in groups apart)
-    openai:MODEL[@BASE_URL]   OpenAI, or an OpenAI-compatible server (vLLM, TGI's messages API)
+    openai:MODEL[@BASE_URL]   OpenAI, or an OpenAI-compatible server (vLLM, TGI's messages API):
+                              OpenAI's API (no base URL, or openai.com / azure.com) through the
+                              official SDK, any other base URL through the lean aiohttp path
+                              (llm/openai_http.py: the same request, a fraction of the CPU)
     anthropic:MODEL[@BASE_URL]
     tgi:URL                   TGI's native /generate
     openai:MODEL@URL1|URL2, tgi:URL1|URL2
@@ -105,8 +108,13 @@ def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions)
     key = (os.environ.get("OPENAI_API_KEY") or _url_key(base_url)
            or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec)))
     register_secret(key)
-    from .openai_backend import OpenAIModel
+    from .openai_backend import OpenAIModel, hosted
 
+    if base_url is not None and not hosted(base_url):  # a local server: the lean path (llm/openai_http.py)
+        from .openai_http import OpenAIHTTPModel
+
+        return OpenAIHTTPModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
+                               timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
     return OpenAIModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url, timeout_s=options.timeout_s,
                        max_connections=max(options.limits.max_in_flight, 8))
 
