@@ -254,6 +254,101 @@ def stop_figures(url: str, scratch: Path) -> None:
               f"{(calls - recorded) / calls:5.1%}   ({run['stop_reason']})")
 
 
+class Recording:
+    """The provider at the bottom of the stack, keeping every request it is sent (for the bare
+    client's replay)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.immediate, self.requests = inner, inner.name, False, []
+        self.endpoint = getattr(inner, "endpoint", "")
+
+    async def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def client_figures(options: argparse.Namespace, scratch: Path) -> None:
+    """CPU per call on each path against a fast server (capacity 1024, 10 ms), default flags,
+    and requests per second against a bare aiohttp client replaying the very requests the run
+    sent (each path's own bodies, built beforehand), as many at once as the run had in flight."""
+    from agentsim.llm.health import BackendGuard
+    from agentsim.llm.openai_backend import OpenAIModel
+    from agentsim.llm.openai_http import OpenAIHTTPModel
+    from agentsim.llm.tgi import TGIModel
+
+    server, url = start_server(1024, 0.01, [])
+    try:
+        warm_up(url)
+        print(f"client cost against a server of capacity 1024, 10 ms (at most 102400/s; the server's own CPU is "
+              f"the limit on this host), N {options.agents}, default flags; load average {load_average()}")
+        print("  path              calls  wall s  requests/s  CPU ms/call  bare requests/s  bare CPU ms/call  "
+              "agentsim/bare  most in flight")
+        for path in ("tgi", "openai-lean", "openai-sdk"):
+            provider = "tgi" if path == "tgi" else "openai"
+            spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
+            scenario = NamingGame(agents=options.agents, pool_size=10, max_rounds=options.rounds, stop_at="none")
+            out = scratch / f"client-{path}"
+            experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1,
+                                                     llm=BackendOptions(cache=False)), _Quiet())
+            experiment.open()
+            guard = layer(experiment.backends[spec], BackendGuard)
+            assert isinstance(guard, BackendGuard)
+            if path == "openai-sdk":  # the SDK's path, as OpenAI's own API gets it
+                guard.inner = OpenAIModel(name=spec, model="stand-in-model", api_key="EMPTY", base_url=url + "/v1")
+            provider_model = guard.inner
+            recording = Recording(provider_model)
+            guard.inner = recording
+            limiter = layer(experiment.backends[spec], LimitedModel)
+            assert isinstance(limiter, LimitedModel)
+            before = server_requests(url)
+            cpu, wall = time.process_time(), time.perf_counter()
+            asyncio.run(experiment.run())
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            requests = server_requests(url) - before
+            in_flight = max(1, limiter.max_seen)
+            if isinstance(provider_model, TGIModel):
+                style = provider_model.style or "plain"
+                target = url + "/generate"
+                bodies = [json.dumps(provider_model.payload(request, style)).encode() for request in recording.requests]
+            else:
+                lean = OpenAIHTTPModel(name=spec, model="stand-in-model", api_key="EMPTY", base_url=url + "/v1")
+                target, bodies = lean.url, [json.dumps(lean.body(request)).encode() for request in recording.requests]
+            bare_rate, bare_cpu = replay(target, bodies, in_flight)
+            rate = requests / wall
+            print(f"  {path:14s}  {requests:7d}  {wall:6.2f}  {rate:10.0f}  {cpu * 1e3 / requests:11.2f}  "
+                  f"{bare_rate:15.0f}  {bare_cpu * 1e3:16.2f}  {rate / bare_rate:13.2f}  {in_flight:14d}")
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def replay(url: str, bodies: list[bytes], concurrency: int) -> tuple[float, float]:
+    """A bare aiohttp client posting `bodies` with `concurrency` open: requests per second and
+    CPU seconds per request."""
+    import aiohttp
+
+    async def post_all() -> float:
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer EMPTY"}
+        left = iter(bodies)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency), headers=headers) as session:
+
+            async def worker() -> None:
+                for body in left:
+                    async with session.post(url, data=body) as response:
+                        json.loads(await response.read())
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return time.perf_counter() - started
+
+    cpu = time.process_time()
+    wall = asyncio.run(post_all())
+    return len(bodies) / wall, (time.process_time() - cpu) / len(bodies)
+
+
 def load_average() -> str:
     import os
 
@@ -287,7 +382,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler", "stop"], default=None,
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler", "stop", "client"], default=None,
                         help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     parser.add_argument("--server", choices=["standin", "llama"], default="standin",
                         help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
@@ -332,6 +427,8 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(10)
+        if options.only in (None, "client"):
+            client_figures(options, Path(scratch))
         if options.only in (None, "scheduler", "stop"):
             server, url = start_server(options.capacity, options.service_time if options.only != "stop" else 0.0, [])
             try:

@@ -31,7 +31,7 @@ that queue, and holds it there. It reads the server's time, not the client's: an
 waited for agentsim's own busy event loop (CPU spent on the engine, the store, the SDK) looks
 like queueing too, and cutting the cap for it would idle the server as soon as the client
 catches up. So the limiter keeps `LoopLag`, how late the loop runs a timer, and takes a few
-loop passes of that off each latency before the rule sees it.
+loop passes of that off each latency it compares with its floor.
 
 `trajectory` keeps (time, cap) at each change, for the benchmark and the tests.
 """
@@ -311,10 +311,9 @@ class LimitedModel:
         self.round_trip = 0.9 * self.round_trip + 0.1 * (now - started)
         if self.limits.adaptive and self.queueing is not None:
             probing = self.queueing.probe_cap
-            latency = now - started
-            if self.loop_lag is not None:  # the server's time: less what our own loop kept it waiting
-                latency = max(0.0, latency - LOOP_PASSES * self.loop_lag.lag)
-            cut = self.queueing.answered(latency, sent_with, started, now, self.limit)
+            # the server's time is the latency less what our own loop kept the call waiting
+            client = LOOP_PASSES * self.loop_lag.lag if self.loop_lag is not None else 0.0
+            cut = self.queueing.answered(now - started, sent_with, started, now, self.limit, client)
             if cut is not None:
                 self._set(max(float(self.limits.min_in_flight), cut), now)
             elif probing != self.queueing.probe_cap:

@@ -66,7 +66,7 @@ class QueueingRule:
         # each round trip's `recent`, with the calls in flight then and the answers it averages
         self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
         self.spreads: collections.deque[float] = collections.deque(maxlen=window)
-        self.round_answers: list[tuple[float, int]] = []
+        self.round_answers: list[tuple[float, int, float]] = []  # latency, in flight when sent, the server's share
         self.round_started = now
         self.rounds = 0
         self.state = "clear"  # clear: grow; near: hold; queueing: cut, then hold
@@ -78,14 +78,18 @@ class QueueingRule:
         self.last_probe = 0  # the round trip the last probe began
         self.cuts = self.probes = 0
 
-    def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float) -> float | None:
-        """Take one answer in; a lower cap when the server is queueing our calls, else None."""
-        self.round_answers.append((latency, sent_with))
+    def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float,
+                 client: float = 0.0) -> float | None:
+        """Take one answer in; a lower cap when the server is queueing our calls, else None.
+        `client`: the part of `latency` the client's own busy loop is thought to have added.
+        It is taken off the latencies compared with the floor, not off the floor's own (an
+        overestimate then errs towards not cutting, never towards a floor of nothing)."""
+        self.round_answers.append((latency, sent_with, max(0.0, latency - client)))
         if started < self.round_started:
             # sent before the last decision: no news about it, but growing stops the moment
             # latency leaves the floor (growing on for the rest of the round trip overshoots)
             if self.state == "clear" and self.lows and len(self.round_answers) >= 2 \
-                    and statistics.fmean(answer for answer, _ in self.round_answers) > self.bound(0.75, len(self.round_answers)):
+                    and statistics.fmean(served for _, _, served in self.round_answers) > self.bound(0.75, len(self.round_answers)):
                 self.state = "near"
             return None
         return self._decide(now, limit)
@@ -93,9 +97,10 @@ class QueueingRule:
     def _decide(self, now: float, limit: float) -> float | None:
         self.rounds += 1
         self.round_started = now
-        latencies = [answer for answer, _ in self.round_answers]
+        latencies = [answer for answer, _, _ in self.round_answers]
         self.recent = statistics.fmean(latencies)
-        self.recent_sent = statistics.fmean(sent for _, sent in self.round_answers)
+        served = statistics.fmean(answer for _, _, answer in self.round_answers)  # the server's share
+        self.recent_sent = statistics.fmean(sent for _, sent, _ in self.round_answers)
         self.recent_count = len(latencies)
         self.round_answers.clear()
         self.lows.append((self.recent, self.recent_sent, self.recent_count))
@@ -107,7 +112,7 @@ class QueueingRule:
             if self.probe_rounds <= 0:
                 self.probe_cap = None
             return None
-        recent = self.recent
+        recent = served
         cut = None
         if recent > self.bound(1.0) and not self._at_lower_load(recent):
             # slow, but no faster with fewer calls in flight, or never seen with fewer: halve
