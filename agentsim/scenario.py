@@ -138,16 +138,19 @@ class Scenario(Generic[P]):
     def stop_reason(self, model: PopulationModel) -> str | None:
         return None
 
-    def stop_distance(self, model: PopulationModel, limit: int) -> int:
+    def stop_distance(self, model: PopulationModel, limit: int) -> int | None:
         """At least how many more encounters must be recorded before `stop_reason` can name a
         reason, read from the records so far (metrics), or `limit` if not within `limit`.
 
         The sequential scheduler looks ahead no further than this (and a sliver more), so a
-        run that stops by its rule asks few encounters past its stop. Only a lower bound
-        keeps the sliver the only cost; a bound too high costs calls after the stop (at most
-        a population round), one too low slows the run's end; neither changes the run.
-        The default knows no bound."""
-        return limit
+        run that stops by its rule asks few encounters past its stop, and two population
+        rounds ahead while the stop is out of reach. Only a lower bound keeps the sliver the
+        only cost; a bound too high costs calls after the stop (at most two rounds), one too
+        low slows the run's end; neither changes the run.
+        None (the default): no bound known; the scheduler then looks one population round
+        ahead, and a run that stops asks that round's rest. A scenario that never stops by a
+        rule of its own returns `limit`."""
+        return None
 
     def on_round_end(self, model: PopulationModel) -> None:
         """Between population rounds; the population may change here (generations)."""

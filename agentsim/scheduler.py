@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 # Near a stop the scheduler still looks ahead by 1/SLIVER of the encounters recorded so far (at
 # least one), so the run's end keeps some concurrency; that many at most are asked past the stop.
 SLIVER = 80
+# How far ahead, in population rounds, while a stop rule with a bound is out of reach (or there
+# is none): a one-round window leaves 0.93-0.95 of the dependency graph's width, two all of it.
+FAR_ROUNDS = 2
 
 # A checkpoint's open encounter: t, round, agent indices, what was drawn[, its record if applied]
 Pending = tuple[Any, ...]
@@ -228,10 +231,11 @@ class SequenceScheduler(_Base):
     its later prompts read, so every prompt is the one the one-at-a-time run shows. Records
     go to the metrics, the store and the stop rule strictly in order t.
 
-    The scheduler works ahead of the last recorded encounter by at most one population round
-    (`window`, N/2 encounters), and by less near a stop: no further than the scenario's
-    `stop_distance` (how many records at least before its stop rule could fire) or a sliver
-    (1/`SLIVER` of the records so far), whichever is more. `reach`, the first encounter it
+    The scheduler works ahead of the last recorded encounter by two population rounds (`far`,
+    N encounters) where the scenario bounds its stop (`stop_distance`: how many records at
+    least before its stop rule could fire), and by less near the stop: no further than that
+    bound or a sliver (1/`SLIVER` of the records so far), whichever is more. Without a bound,
+    by one round (`window`, N/2 encounters). `reach`, the first encounter it
     may not ask yet, only grows and is updated after every record, so it is a function of
     the records alone, not of when answers came. It asks at most `max_in_flight` at once.
     When the run stops at t* by its own rule (a consensus, a flip), `drain` still asks and
@@ -244,6 +248,8 @@ class SequenceScheduler(_Base):
         super().__init__(model)
         self.pairing = pairing
         self.window = model.round_size  # not max_in_flight: what is asked must not depend on it
+        # with a bound on the stop (`Scenario.stop_distance`), further while the stop is out of reach
+        self.far = FAR_ROUNDS * model.round_size
         self.reach = 0  # encounters before it may be asked: a function of the records so far
         self.ready: list[tuple[int, Encounter]] = []  # a heap by t: may be asked now
         self.records: dict[int, EncounterRecord] = {}  # by t: applied, waiting for its turn to be recorded
@@ -349,12 +355,12 @@ class SequenceScheduler(_Base):
         sooner (then by its bound, or the sliver if more). Called after every record while the
         run has not stopped, so `reach` depends on the records alone."""
         model = self.model
-        done, window = model.completed, self.window
-        if self.reach >= done + window:
+        done, far = model.completed, self.far
+        if self.reach >= done + far:
             return
-        sliver = max(1, done // SLIVER)
-        ahead = sliver if sliver >= window else max(sliver, model.scenario.stop_distance(model, window))
-        self.reach = max(self.reach, done + min(ahead, window))
+        distance = model.scenario.stop_distance(model, far)
+        ahead = self.window if distance is None else min(far, max(done // SLIVER, distance, 1))
+        self.reach = max(self.reach, done + ahead)
 
     # --- a round -------------------------------------------------------------------------
     async def run_round(self) -> None:

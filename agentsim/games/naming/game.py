@@ -319,13 +319,13 @@ class NamingGame(PairwiseGame[NamingParams]):
             return "flip"
         return None
 
-    def stop_distance(self, model: PopulationModel, limit: int) -> int:
+    def stop_distance(self, model: PopulationModel, limit: int) -> int | None:
         """From the consensus or flip metrics: every further record the best case for the rule.
         A subclass with a rule of its own (a probe, agreement on a network) and no bound of its
         own gets none."""
         metrics: ConventionMetrics = model.metrics
         if type(self).stop_reason is not NamingGame.stop_reason:
-            return limit
+            return None
         if self.params.stop_at == "consensus":
             return metrics.records_to_consensus(limit)
         if self.params.stop_at == "flip":
