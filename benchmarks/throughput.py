@@ -17,16 +17,29 @@ does not run dry while the client waits for the CPU). Printed:
 - a reference run through the TGI backend, which is agentsim's own stack on a plain aiohttp
   session with no SDK.
 
-`--only scheduler` (also run by default, last) measures the scheduler: the naming game at
-N 24, 200 and 1000 through the same server, every encounter's pair drawn as the one-at-a-time
-process draws it. It prints the concurrency achieved (encounters done x service time / wall:
-how many unqueued encounters ran at once, on average) against two ceilings: the width of the
-run's dependency graph (the same figure for an ideal run in which every encounter takes the
-service time and starts the moment the previous encounter of each of its agents has
-finished; computed from the recorded sequence) and the server's capacity (requests per
-second against C / service time). Targets: at least 0.8 of the width at N 24
-(the population, not the server, is the limit there), at least 0.9 of the capacity at N 200
-and 1000.
+`--only scheduler` (also run by default) measures the scheduler with the flags a user gets (no
+--max-in-flight, the scenario's own max_in_flight): the naming game at N 24, 200 and 1000
+through the same server, on the TGI and the OpenAI-compatible path, every encounter's pair
+drawn as the one-at-a-time process draws it. It prints the concurrency achieved (encounters
+done x service time / wall: how many unqueued encounters ran at once, on average) against two
+ceilings: the width of the run's dependency graph (the exact process's ceiling: the same
+figure for an ideal run in which every encounter takes the service time and starts the moment
+the previous encounter of each of its agents has finished; computed from the run's own
+recorded sequence) and the server's capacity (requests per second against C / service time,
+and against a bare aiohttp client on this host now). Targets: at least 0.9 of the width at
+N 24 (the population, not the server, is the limit there), at least 0.9 of the capacity at
+N 200 and 1000. The limiter's cap, from its default to where it ended, is printed beside.
+
+`--only stop`: calls asked after the stop rule fired, as a share of the run's calls (runs to
+consensus at N 24 and 200, to a flip at N 1000; target at most 2%).
+
+`--only client`: CPU per call on the TGI, the lean OpenAI-compatible (llm/openai_http.py) and
+the SDK path against a server of capacity 1024 and 10 ms, and requests per second against a
+bare aiohttp client replaying the very requests the run sent.
+
+`--only startup`: seconds from the command to the first request the server sees.
+
+Every section prints the host's load average beside its figures.
 
 The OpenAI backend's calls go through the SDK's public API
 (`chat.completions.with_raw_response.create`); the TGI run's client CPU against it is what the
@@ -349,6 +362,37 @@ def replay(url: str, bodies: list[bytes], concurrency: int) -> tuple[float, floa
     return len(bodies) / wall, (time.process_time() - cpu) / len(bodies)
 
 
+def startup_figures(scratch: Path, repeat: int = 3) -> None:
+    """Seconds from the command (`python -m agentsim scenarios/naming_game.py --backend tgi:URL`)
+    to the server's first request (the start-up probe), and to the end of a 2-round run at N 24;
+    the host's load beside them (start-up is mostly imports: mesa, with pandas and scipy)."""
+    import os
+
+    server, url = start_server(32, 0.1, [])
+    try:
+        print(f"start-up: the command to the first request the server sees (load average {load_average()})")
+        for attempt in range(repeat):
+            before = server_requests(url)
+            out = scratch / f"startup-{attempt}"
+            command = [sys.executable, "-m", "agentsim", str(ROOT / "scenarios" / "naming_game.py"), "--backend",
+                       f"tgi:{url}", "--no-live", "--no-cache", "--out", str(out), "--set", "agents=24",
+                       "--set", "max_rounds=2", "--set", "stop_at=none"]
+            started = time.perf_counter()
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+            first = None
+            while process.poll() is None:
+                if first is None and server_requests(url) > before:
+                    first = time.perf_counter() - started
+                time.sleep(0.005)
+            ended = time.perf_counter() - started
+            print(f"  first request after {first if first is not None else float('nan'):.2f} s, the run done after "
+                  f"{ended:.2f} s (exit {process.returncode}); load average {load_average()}")
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def load_average() -> str:
     import os
 
@@ -382,7 +426,8 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=64,
                         help="agentsim's in-flight cap (default 64: 2C, so the server's queue does not run dry)")
     parser.add_argument("--no-cache", action="store_true", help="leave the response cache out of the stack")
-    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler", "stop", "client"], default=None,
+    parser.add_argument("--only", choices=["openai", "429", "tgi", "scheduler", "stop", "client", "startup"],
+                        default=None,
                         help="run one setting only; scheduler: the concurrency figures at N 24, 200 and 1000")
     parser.add_argument("--server", choices=["standin", "llama"], default="standin",
                         help="llama: agentsim against llama.cpp's llama-server on SmolLM2 with 1, 2 and 4 slots "
@@ -427,6 +472,8 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(10)
+        if options.only in (None, "startup"):
+            startup_figures(Path(scratch))
         if options.only in (None, "client"):
             client_figures(options, Path(scratch))
         if options.only in (None, "scheduler", "stop"):
