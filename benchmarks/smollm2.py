@@ -142,6 +142,16 @@ def strategy_check(out: Path) -> None:
     print(f"  {inside} of {len(rows)} exact values inside the sampled 95% interval on their line (about "
           f"{len(rows) * 0.05:.1f} would lie outside by chance with exact values); {inside_family} of {len(rows)} inside "
           f"the family-wise 95% intervals ({family:.4f} each)")
+    # Every call at once: the M answered against the sum of the calls' stored P(M) (a sum of
+    # independent Bernoullis: mean sum p, variance sum p(1 - p)).
+    chances = [(choice.probabilities["M"], choice.action == "M") for experiment in find_experiments(out)
+               for choice in experiment.choices() if choice.probabilities]
+    expected = sum(chance for chance, _ in chances)
+    spread = math.sqrt(sum(chance * (1 - chance) for chance, _ in chances))
+    answered = sum(chose for _, chose in chances)
+    z = (answered - expected) / spread
+    print(f"  all {len(chances)} scored calls: M answered {answered}, expected {expected:.1f} +- {spread:.1f} from the "
+          f"stored distributions (z = {z:.2f}, two-sided p = {2 * stats.norm.sf(abs(z)):.2g})")
 
 
 def fig3_unconstrained(work: Path) -> None:
