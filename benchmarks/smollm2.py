@@ -80,6 +80,7 @@ def sample_locally(options: argparse.Namespace, work: Path) -> None:
         shares = [run["final_alternative_share"] for run in runs]
         flips = sum(bool(run["flip"]) for run in runs)
         results[mode] = {"shares": shares, "flips": flips, "runs": len(runs), "asked": asked,
+                         "drawn": sum(entry["sampled_locally"] for entry in usage),
                          "decisions": sum(entry["calls"] for entry in usage), "wall": wall,
                          "fallbacks": sum(run["fallbacks"] for run in runs)}
         print(f"  {mode}: Q shares {', '.join(f'{share:.3f}' for share in shares)}; flips {flips}/{len(runs)}; "
@@ -101,7 +102,8 @@ def sample_locally(options: argparse.Namespace, work: Path) -> None:
           f"{local['flips']}/{local['runs']} [{flips[1][1]:.2f}, {flips[1][2]:.2f}] (95% Wilson): "
           f"{'each inside the other' if agree else 'NOT within each other'}")
     print(f"  calls saved on SmolLM2: {plain['asked']} calls plain, {local['asked']} with --sample-locally "
-          f"({plain['asked'] / max(1, local['asked']):.2f}x fewer)")
+          f"({plain['asked'] / max(1, local['asked']):.2f}x fewer; {local['drawn']} of {local['decisions']} replies drawn "
+          f"from a stored distribution without a call)")
 
 
 def strategies(options: argparse.Namespace, work: Path) -> None:
