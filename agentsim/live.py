@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from rich.console import Console, Group, RenderableType
@@ -120,18 +120,20 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     always), then one line counting the rest."""
     ordered = sorted(runs, key=lambda view: (view is not focus, view.status != "running", view.run))
     shown = ordered[:room] if len(ordered) + (planned > len(runs)) <= room else ordered[:max(1, room - 1)]
-    table = Table(box=None, pad_edge=False, show_edge=False)
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=True)
     cells = any(view.cell for view in runs)
+    short = short_cells([view.cell for view in runs])  # values only: the focused run's title names the keys
     for column in ("run", "seed", *(("cell",) if cells else ()), "status", "round", "success", "leading", "state"):
-        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=20 if column == "cell" else None,
-                         min_width=None if column in ("cell", "state") else len(column))
+        table.add_column(column, no_wrap=column != "state", overflow="fold" if column == "state" else "ellipsis", max_width=20 if column == "cell" else None,
+                         min_width=None if column in ("cell", "state") else len("running") if column == "status"
+                         else len(column))
     for view in sorted(shown, key=lambda view: view.run):
         shares = view.metrics.get("shares") or {}
         leading = max(shares, key=shares.__getitem__) if shares else "-"
         success = f"{view.metrics['success_rate']:.0%}" if "success_rate" in view.metrics else "-"  # none: not 0%
-        table.add_row(str(view.run), str(view.seed), *((view.cell,) if cells else ()), view.status,
+        table.add_row(str(view.run), str(view.seed), *((short.get(view.cell, view.cell),) if cells else ()), view.status,
                       f"{view.rounds_done}/{view.max_rounds}", success, leading,
-                      view.stop_reason or "")
+                      (view.stop_reason or "").replace("_", " "))  # words wrap in a narrow terminal
     hidden = [view for view in runs if view not in shown]
     waiting = max(0, planned - len(runs))
     if not hidden and not waiting:
@@ -143,6 +145,16 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     return Group(table, _line((f"… {len(hidden) + waiting} more runs: {more}", "dim")))
 
 
+def short_cells(cells: list[str]) -> dict[str, str]:
+    """Grid cells ("condition=nl, memory_length=0") as their values only ("nl, 0") where every
+    cell names the same keys, so that a table row at 80 columns shows what tells them apart."""
+    parsed = {cell: [part.partition("=") for part in cell.split(", ")] for cell in set(cells) if cell}
+    keys = {tuple(key for key, _sep, _value in parts) for parts in parsed.values()}
+    if len(keys) != 1 or not all(sep for parts in parsed.values() for _key, sep, _value in parts):
+        return {}
+    return {cell: ", ".join(value for _key, _sep, value in parts) for cell, parts in parsed.items()}
+
+
 _SHOWN_NAMES = 3
 
 
@@ -150,7 +162,7 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     """The focused run's panel and its height in lines."""
     metrics, usage = view.metrics, view.usage
     rows = Table.grid(padding=(0, 1))
-    labels = ["progress", "success", "names", "calls", "latency", "backend", "replies",
+    labels = ["progress", "stopped", "success", "names", "calls", "latency", "backend", "replies",
               str(metrics.get("shares_label") or ""), *(label for label, _text in metrics.get("lines", []))]
     rows.add_column(style="bold", justify="right", no_wrap=True, min_width=min(14, max(map(len, labels))))
     rows.add_column(no_wrap=True, overflow="ellipsis")
@@ -159,9 +171,10 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     progress.add_column(no_wrap=True)
     progress.add_column(no_wrap=True, overflow="ellipsis")
     progress.add_row(ProgressBar(total=total, completed=min(view.rounds_done, total), width=20),
-                     f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions"
-                     f"{', stopped: ' + view.stop_reason if view.stop_reason else ''}")
+                     f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions")
     rows.add_row("progress", progress)
+    if view.stop_reason:  # its own line: at 80 columns the progress line has no room left for it
+        rows.add_row("stopped", Text(view.stop_reason.replace("_", " ")))
     if "success_rate" in metrics:
         history = metrics.get("success_history") or []
         rows.add_row("success", f"{metrics['success_rate']:.0%}  {sparkline(history[-40:])}")
@@ -191,10 +204,28 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
     names = min(len(shares), _SHOWN_NAMES) + (len(shares) > _SHOWN_NAMES) + bool(metrics.get("shares_note"))
-    lines = 1 + ("success_rate" in metrics) + names + len(metrics.get("lines", [])) + 3 + bool(
+    lines = 1 + bool(view.stop_reason) + ("success_rate" in metrics) + names + len(metrics.get("lines", [])) + 3 + bool(
         usage.get("cost_usd") or usage.get("cache_hits") or usage.get("retries") or usage.get("errors"))
     cell = f", {view.cell}" if view.cell else ""
     return Panel(rows, title=f"run {view.run} (seed {view.seed}{cell}) — {view.status}"), lines + 2
+
+
+def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]]) -> list[str]:
+    """What a finished experiment says last: its runs by status and stop reason, its calls,
+    and the next step."""
+    statuses = Counter(str(run.get("status")) for run in runs)
+    reasons = Counter(str(run.get("stop_reason")) for run in runs if run.get("status") == "done")
+    calls = sum(int(run.get("calls") or 0) for run in runs)
+    fallbacks = sum(int(run.get("fallbacks") or 0) for run in runs)
+    said = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())) or "none recorded"
+    why = ", ".join(f"{reason.replace('_', ' ')} {count}" for reason, count in sorted(reasons.items()))
+    lines = [f"{len(runs)} run{'' if len(runs) == 1 else 's'}: {said}{f' ({why})' if why else ''}; "
+             f"{calls} calls, {fallbacks} fallbacks; results in {out}"]
+    if statuses.get("done"):
+        lines.append(f"next: python -m agentsim report {out}")
+    if outcome != "done" or exit_code:
+        lines.append(f"to continue: python -m agentsim --resume --out {out}")
+    return lines
 
 
 class RichView:
@@ -228,6 +259,11 @@ class RichView:
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+    def conclude(self, **outcome: Any) -> None:
+        """Below the last picture of the runs: the summary and the next step."""
+        for line in outcome_lines(**outcome):
+            self.console.print(Text(line, style="bold" if line.startswith("next") else ""))
 
 
 class LogView:
@@ -284,11 +320,47 @@ class LogView:
     def stop(self) -> None:
         return None
 
+    def conclude(self, *, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]]) -> None:
+        """The last line: the experiment's outcome (done, stopped, failed, interrupted, ...),
+        its exit code, its runs by status and the next step."""
+        lines = outcome_lines(outcome=outcome, exit_code=exit_code, out=out, runs=runs)
+        (self.log.info if outcome == "done" and not exit_code else self.log.warning)(
+            "experiment_ended", outcome=outcome, exit_code=exit_code, out=out, runs=len(runs),
+            statuses=dict(Counter(str(run.get("status")) for run in runs)),
+            calls=sum(int(run.get("calls") or 0) for run in runs),
+            fallbacks=sum(int(run.get("fallbacks") or 0) for run in runs),
+            next=next((line.partition(": ")[2] for line in lines[1:]), ""))
 
-def configure_logging() -> None:
+
+def configure_logging(log_format: str = "text") -> None:
+    """The log lines, on stderr: `key=value` text, or one JSON object per line (`json`)."""
+    renderer: Any = (structlog.processors.JSONRenderer() if log_format == "json" else
+                     structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"]))
     structlog.configure(
-        processors=[structlog.processors.TimeStamper(fmt="iso"), structlog.processors.add_log_level,
-                    structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"])],
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        processors=[structlog.processors.TimeStamper(fmt="iso"), structlog.processors.add_log_level, renderer],
+        logger_factory=structlog.PrintLoggerFactory(file=QuietStream(sys.stderr)),
         cache_logger_on_first_use=True,
     )
+
+
+class QuietStream:
+    """A stream whose reader may go away (`2>&1 | head -1`): the lines after that are dropped,
+    and the run goes on recording rather than failing on a log line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream: TextIO | None = stream
+
+    def write(self, text: str) -> int:
+        if self.stream is not None:
+            try:
+                self.stream.write(text)
+            except (BrokenPipeError, ValueError):  # a closed pipe, or a closed stream
+                self.stream = None
+        return len(text)
+
+    def flush(self) -> None:
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.stream = None
