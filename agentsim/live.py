@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 from rich.console import Console, Group, RenderableType
@@ -124,7 +124,8 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     cells = any(view.cell for view in runs)
     short = short_cells([view.cell for view in runs])  # values only: the focused run's title names the keys
     for column in ("run", "seed", *(("cell",) if cells else ()), "status", "round", "success", "leading", "state"):
-        table.add_column(column, no_wrap=column != "state", overflow="fold" if column == "state" else "ellipsis", max_width=20 if column == "cell" else None,
+        table.add_column(column, no_wrap=column != "state", overflow="fold" if column == "state" else "ellipsis",
+                         max_width=20 if column == "cell" else None,
                          min_width=None if column in ("cell", "state") else len("running") if column == "status"
                          else len(column))
     for view in sorted(shown, key=lambda view: view.run):
@@ -338,7 +339,7 @@ def configure_logging(log_format: str = "text") -> None:
                      structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"]))
     structlog.configure(
         processors=[structlog.processors.TimeStamper(fmt="iso"), structlog.processors.add_log_level, renderer],
-        logger_factory=structlog.PrintLoggerFactory(file=QuietStream(sys.stderr)),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, QuietStream(sys.stderr))),
         cache_logger_on_first_use=True,
     )
 
