@@ -102,6 +102,7 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
     header.append(_line(f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}  → {experiment.get('out', '')}"))
     if any(view.worker for view in runs):
         header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
+    header.extend(_line((str(note), "cyan")) for note in experiment.get("notes", []))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
     if not runs:
         return Panel(Group(*header), title="agentsim")
@@ -230,8 +231,9 @@ def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str
 
 
 class RichView:
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, notes: list[str] | None = None) -> None:
         self.console = console or Console()
+        self.notes = list(notes or [])  # lines of a larger task under the title (a critical-mass search's step)
         self.experiment: dict[str, Any] = {}
         self.live: Live | None = None
         self.runs: list[RunView] = []
@@ -243,7 +245,7 @@ class RichView:
         self.update(self.runs)
 
     def start(self, experiment: dict[str, Any]) -> None:
-        self.experiment = experiment
+        self.experiment = experiment | ({"notes": self.notes} if self.notes else {})
         self.started = time.monotonic()
         self.live = Live(self._render([]), console=self.console, auto_refresh=False, transient=False)
         self.live.start()

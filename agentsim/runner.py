@@ -255,6 +255,8 @@ class Experiment:
             if isinstance(agents, int) and agents > MAX_AGENTS:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
+        for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
+            scenario.readable_probes(1, config.seed)
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):

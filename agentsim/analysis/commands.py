@@ -226,7 +226,20 @@ def critical_mass(argv: list[str]) -> int:
                                                  limits=Limits(max_in_flight=options.max_in_flight)),
                               parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
                               cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
-    for result in search_both(spec, options.out):
+    lines: list[str] = []
+
+    def progress(line: str) -> None:  # stderr: the results below stay alone on stdout
+        lines.append(line)
+        print(f"critical-mass: {line}", file=sys.stderr, flush=True)
+
+    view = None
+    if sys.stdout.isatty() and options.parallel == 1 and options.executor == "local":
+        from ..live import RichView
+
+        def view() -> RichView:  # each size's runs live, under the search's latest line
+            return RichView(notes=lines[-1:])
+
+    for result in search_both(spec, options.out, progress=progress, view=view):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
         tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))
         print(f"against {result.majority} (committed say {result.alternative}): critical mass {found}; flips by size {tried}")
