@@ -341,6 +341,9 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
 def _output_directory(options: argparse.Namespace) -> Path:
     if options.out is not None:
         return Path(options.out)
+    if options.scenario is None and not options.resume:
+        raise UserError("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR "
+                        "to continue a recorded experiment)")
     if options.scenario is None:
         raise UserError("--resume without a scenario file needs the output directory: --resume --out DIR")
     base = Path("results") / Path(options.scenario).stem  # named after the file: two files of one game stay apart
