@@ -189,28 +189,30 @@ def _main(arguments: list[str]) -> int:
                                      f"a writable --out DIR"))
     received: list[int] = []
     out = experiment.config.out
-    code, outcome = 0, "done"
+    code, outcome, message = 0, "done", ""
     try:
         asyncio.run(_run(experiment, received))
     except UserError as error:
-        code, outcome = _user_error(error), "user_error"
+        code, outcome, message = EXIT_USER_ERROR, "user_error", f"agentsim: error: {error}"
     except RunStopped as error:
-        print(f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
-              f"continue with --resume --out {out}", file=sys.stderr)
         code, outcome = error.exit_code, error.status
+        message = (f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
+                   f"continue with --resume --out {out}")
     except (OSError, sqlite3.Error) as error:  # a disk that filled up or turned read-only during the run
-        print(f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free space, "
-              f"then continue with --resume --out {out}", file=sys.stderr)
         code, outcome = EXIT_USER_ERROR, "disk_error"
+        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free "
+                   f"space, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
-        print(f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
-              f"continue with --resume --out {out}", file=sys.stderr)
         code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
+        message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
+                   f"continue with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
-    if conclude is not None:
-        conclude(outcome=outcome, exit_code=code, out=str(out), runs=[experiment.summaries[run] for run in
-                                                                    sorted(experiment.summaries)])
+    if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
+        conclude(outcome=outcome, exit_code=code, out=str(out),
+                 runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
+    if message:  # last, so that a failure still ends with its one line
+        print(message, file=sys.stderr)
     return code
 
 

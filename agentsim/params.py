@@ -86,8 +86,8 @@ class Params:
         if not known:
             return f"unknown {cls.kind} '{cls.key_prefix}{key}'; this scenario has none"
         close = difflib.get_close_matches(key, names, n=1)
-        guess = f"; did you mean '{cls.key_prefix}{close[0]}'?" if close else ""
-        return f"unknown {cls.kind} '{cls.key_prefix}{key}'{guess} known {cls.kind}s are: {known}"
+        guess = f"; did you mean '{cls.key_prefix}{close[0]}'? " if close else "; "
+        return f"unknown {cls.kind} '{cls.key_prefix}{key}'{guess}known {cls.kind}s are: {known}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -58,7 +58,7 @@ def test_a_misspelt_subcommand_is_named(capsys: pytest.CaptureFixture[str]) -> N
 def test_a_misspelt_set_key_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([NAMING, "--set", "agnets=8", "--no-live"]) == 2
     line = one_line(capsys)
-    assert "unknown parameter 'agnets'; did you mean 'agents'?" in line and "known parameters are" in line
+    assert "unknown parameter 'agnets'; did you mean 'agents'? known parameters are" in line and "known parameters are" in line
 
 
 def test_a_key_the_scenario_does_not_read_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
