@@ -168,3 +168,19 @@ def test_a_live_run_ends_with_its_summary_and_the_next_step() -> None:
 def test_the_cli_subprocess_prints_the_version() -> None:
     result = cli("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"agentsim {__version__}"
+
+
+def test_the_live_view_carries_a_searchs_progress_line() -> None:
+    import io
+
+    from rich.console import Console
+    from test_live import view
+
+    from agentsim.live import RichView
+
+    console = Console(width=80, height=24, record=True, color_system=None, file=io.StringIO(), force_terminal=True)
+    live = RichView(console, notes=["against M (committed say Q): trying 12 committed of 24, 10 runs each"])
+    live.start({"scenario": "naming_game", "backend": "stand-in", "seed": 0, "runs": 10, "out": "x"})
+    live.update([view()])
+    live.stop()
+    assert "trying 12 committed of 24" in console.export_text()
