@@ -208,11 +208,14 @@ def _main(arguments: list[str]) -> int:
         message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
                    f"continue with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
-    if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
-        conclude(outcome=outcome, exit_code=code, out=str(out),
-                 runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
-    if message:  # last, so that a failure still ends with its one line
-        print(message, file=sys.stderr)
+    try:
+        if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
+            conclude(outcome=outcome, exit_code=code, out=str(out),
+                     runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
+        if message:  # last, so that a failure still ends with its one line
+            print(message, file=sys.stderr)
+    except BrokenPipeError:  # nobody reads any more: the exit code still says how it ended
+        silence_stdout()
     return code
 
 
