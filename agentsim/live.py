@@ -83,8 +83,8 @@ def _line(*parts: str | tuple[str, str]) -> Text:
 
 
 def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float | None = None,
-           height: int = 24) -> RenderableType:
-    """The whole view, in at most `height` lines (24 by default) of any width from 80: the
+           height: int = 24, width: int = 80) -> RenderableType:
+    """The whole view, in at most `height` lines (24 by default) of any `width` from 80: the
     table of runs shows as many as fit and counts the others."""
     backend = str(experiment.get("backend", "?"))
     stand_in = backend.startswith("stand-in")
@@ -99,7 +99,12 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
         left = eta(experiment, runs, elapsed_s) if runs and any(view.status == "running" for view in runs) else None
         if left is not None:
             timing += f"  ETA ≤ {clock(left)}"
-    header.append(_line(f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}  → {experiment.get('out', '')}"))
+    settings = f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}"
+    out = f"→ {experiment.get('out', '')}"
+    if len(settings) + 2 + len(out) <= width - 4:  # (the panel's border and padding take 4)
+        header.append(_line(f"{settings}  {out}"))
+    else:  # the output directory whole on its own line: it is what the user types next
+        header.extend([_line(settings), _line(out)])
     if any(view.worker for view in runs):
         header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
     header.extend(_line((str(note), "cyan")) for note in experiment.get("notes", []))
@@ -121,7 +126,7 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     always), then one line counting the rest."""
     ordered = sorted(runs, key=lambda view: (view is not focus, view.status != "running", view.run))
     shown = ordered[:room] if len(ordered) + (planned > len(runs)) <= room else ordered[:max(1, room - 1)]
-    table = Table(box=None, pad_edge=False, show_edge=False, expand=True)
+    table = Table(box=None, pad_edge=False, show_edge=False)
     cells = any(view.cell for view in runs)
     short = short_cells([view.cell for view in runs])  # values only: the focused run's title names the keys
     for column in ("run", "seed", *(("cell",) if cells else ()), "status", "round", "success", "leading", "state"):
@@ -256,7 +261,8 @@ class RichView:
             self.live.update(self._render(runs), refresh=True)
 
     def _render(self, runs: list[RunView]) -> RenderableType:
-        return render(self.experiment, runs, elapsed_s=time.monotonic() - self.started, height=self.console.height)
+        return render(self.experiment, runs, elapsed_s=time.monotonic() - self.started, height=self.console.height,
+                      width=self.console.width)
 
     def stop(self) -> None:
         if self.live is not None:

@@ -143,7 +143,10 @@ def test_the_live_view_at_80_columns_keeps_stop_reasons_and_cells_readable() -> 
     console.print(render({"scenario": "sign_schema", "backend": "stand-in", "seed": 7, "runs": 3, "out": "x"},
                          [view(cell="condition=nl, memory_length=0", status="done", stop_reason="flip"),
                           view(run=2, cell="condition=schema, memory_length=3", stop_reason="first_convention_flipped")]))
+    console.print(render({"scenario": "critical_mass", "backend": "openai:gpt-4o-mini", "seed": 0, "runs": 10,
+                          "out": "results/critical_mass/20261126-101500"}, [view(), view(run=2)], elapsed_s=187))
     screen = console.export_text()
+    assert "→ results/critical_mass/20261126-101500 " in screen  # whole, on its own line when the line is full
     assert "stopped first convention flipped" in screen  # the focused run: its own line, not cut
     assert "flip" in screen and "schema, 3" in screen and "nl, 0" in screen  # the table: values under the cell
     assert "condition=schema, memory_length=3" in screen  # the focused run's title names the keys
