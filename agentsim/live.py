@@ -101,18 +101,19 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
             timing += f"  ETA ≤ {clock(left)}"
     settings = f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}"
     out = f"→ {experiment.get('out', '')}"
-    if len(settings) + 2 + len(out) <= width - 4:  # (the panel's border and padding take 4)
-        header.append(_line(f"{settings}  {out}"))
-    else:  # the output directory whole on its own line: it is what the user types next
-        header.extend([_line(settings), _line(out)])
+    header.append(_line(f"{settings}  {out}"))
+    where = len(header) - 1  # split below if the line is too long and there is a line to spare
     if any(view.worker for view in runs):
         header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
     header.extend(_line((str(note), "cyan")) for note in experiment.get("notes", []))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
-    if not runs:
+    focus = next((view for view in runs if view.status == "running"), runs[-1]) if runs else None
+    panel, panel_height = _run_panel(focus) if focus is not None else (None, 0)
+    spare = height - 2 - len(header) - panel_height - (4 if len(runs) > 1 else 0)  # (a table: heading, 2 rows, more)
+    if len(settings) + 2 + len(out) > width - 4 and spare >= 1:  # (the border and padding take 4)
+        header[where:where + 1] = [_line(settings), _line(out)]  # the output directory whole: the user types it next
+    if focus is None or panel is None:
         return Panel(Group(*header), title="agentsim")
-    focus = next((view for view in runs if view.status == "running"), runs[-1])
-    panel, panel_height = _run_panel(focus)
     parts: list[RenderableType] = list(header)
     if len(runs) > 1:
         room = max(1, height - 2 - len(header) - panel_height - 2)
