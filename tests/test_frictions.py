@@ -102,3 +102,16 @@ def test_the_critical_mass_search_reports_each_size(tmp_path: Path, capsys: pyte
                        for line in progress), (size, progress)
             assert any(f"{against}: {size} of 8 committed flipped" in line for line in progress), (size, progress)
     assert any("critical mass between" in line for line in progress)
+
+
+def test_report_of_runs_stopped_inside_their_first_generation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Donor game stopped by max_rounds before a generation ended crashed the report
+    (IndexError); now it draws what there is and says what is missing."""
+    from agentsim.analysis.report import build_report
+
+    out = tmp_path / "donor"
+    assert main([str(ROOT / "scenarios" / "donor_game.py"), "--out", str(out), "--runs", "1", "--set", "max_rounds=1",
+                 "--no-live"]) == 0
+    index = build_report(out)
+    assert "usage" in index["sections"]
+    assert "no run has finished a generation yet" in (out / "report" / "report.html").read_text()
