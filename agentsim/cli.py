@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
+from .llm.cache import DEFAULT_MAX_BYTES
 from .llm.health import HealthPolicy
 from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--deadline", type=finite_float, default=300.0, help="seconds per call, retries included (default 300)")
     llm.add_argument("--cache", type=Path, default=None, metavar="PATH",
                      help="the response cache database (default: responses.db in the user's cache directory)")
+    llm.add_argument("--cache-max-mb", type=finite_float, default=DEFAULT_MAX_BYTES / 2**20, metavar="MB",
+                     help="bound on the response cache's file: the answers least recently used go first, never "
+                          "one this run used (default 2048)")
     llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
     llm.add_argument("--sample-locally", action="store_true",
@@ -332,6 +336,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
                       adaptive=not options.no_adaptive, queueing_tolerance=None if options.no_latency_rule else 1.5),
         cache=not options.no_cache,
         cache_path=options.cache,
+        cache_max_bytes=int(options.cache_max_mb * 2**20),
         replay=options.replay,
         sample_locally=options.sample_locally,
         model_check=not options.no_model_check,

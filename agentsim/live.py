@@ -87,7 +87,7 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
     """The whole view, in at most `height` lines (24 by default) of any `width` from 80: the
     table of runs shows as many as fit and counts the others."""
     backend = str(experiment.get("backend", "?"))
-    stand_in = backend.startswith("stand-in")
+    stand_in = bool(experiment.get("stand_in", backend.startswith("stand-in")))  # every agent on it (runner.stand_in)
     rules = backend == RULE_AGENTS
     header = [_line((f"{experiment.get('scenario', '?')}", "bold"), "  backend ",
                     (backend, "bold yellow" if stand_in else "bold"),
@@ -293,9 +293,8 @@ class LogView:
     def start(self, experiment: dict[str, Any]) -> None:
         self.experiment = experiment
         self.started = time.monotonic()
-        self.log.info("experiment_started", **experiment,
-                      stand_in=str(experiment.get("backend", "")).startswith("stand-in"),
-                      rule_agents=experiment.get("backend") == RULE_AGENTS)
+        self.log.info("experiment_started", **({"stand_in": str(experiment.get("backend", "")).startswith("stand-in")}
+                                               | experiment | {"rule_agents": experiment.get("backend") == RULE_AGENTS}))
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:
         now = time.monotonic()

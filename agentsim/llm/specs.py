@@ -34,6 +34,7 @@ from ..errors import BackendSpecError, ParameterError
 from ..secrets import credentials_for, redact, register_secret
 from .accounting import Budget
 from .base import LanguageModel
+from .cache import DEFAULT_MAX_BYTES
 from .health import HealthPolicy
 from .limiter import Limits
 from .retries import RetryPolicy
@@ -63,6 +64,7 @@ class BackendOptions:
     limits: Limits = field(default_factory=Limits)
     cache: bool = True
     cache_path: Path | None = None  # None: the user's cache directory
+    cache_max_bytes: int = DEFAULT_MAX_BYTES  # the least recently used answers go past it (llm/cache.py)
     replay: bool = False
     sample_locally: bool = False  # answer known prompts from their stored choice distribution (llm/choices.py)
     max_calls: int | None = None
@@ -75,6 +77,8 @@ class BackendOptions:
             check_url(self.base_url, "--base-url")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
             raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
+        if not 2**20 <= self.cache_max_bytes <= 2**50:
+            raise ParameterError(f"--cache-max-mb must be between 1 and 2^30 (got {self.cache_max_bytes / 2**20:g})")
         if self.replay and not self.cache:
             raise ParameterError("--replay answers from the cache; drop --no-cache")
         if self.sample_locally and not self.cache:

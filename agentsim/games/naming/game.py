@@ -345,6 +345,23 @@ class NamingGame(PairwiseGame[NamingParams]):
         summary["fallback_moves"] = metrics.fallbacks
         return summary
 
+    def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
+        """Per step: success over the last window, agreement (the leading latest name's share
+        among the non-committed agents), the leading name and its share of the last window's
+        productions, and with a committed minority the alternative's share among the others'
+        latest choices (None before any)."""
+        metrics: ConventionMetrics = model.metrics
+        leading = metrics.leading_name()
+        series: dict[str, float | str | None] = {
+            "success_rate": metrics.success_rate,
+            "agreement": metrics.agreement,
+            "leading_name": leading,
+            "leading_share": metrics.window_shares().get(str(leading), 0.0) if leading is not None else 0.0,
+        }
+        if metrics.alternative is not None:
+            series["alternative_share"] = metrics.alternative_share()
+        return series
+
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
