@@ -214,9 +214,12 @@ def _main(arguments: list[str]) -> int:
     conclude = getattr(experiment.view, "conclude", None)
     try:
         if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
-            conclude(outcome=outcome, exit_code=code, out=str(out),
+            conclude(outcome=outcome, exit_code=code, out=str(out), message=message,
                      runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
-        if message:  # last, so that a failure still ends with its one line
+        from .live import LogView
+
+        json_lines = options.log_format == "json" and isinstance(experiment.view, LogView)
+        if message and not json_lines:  # last, so that a failure ends with its one line (JSON: in experiment_ended)
             print(message, file=sys.stderr)
     except BrokenPipeError:  # nobody reads any more: the exit code still says how it ended
         silence_stdout()

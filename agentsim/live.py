@@ -218,7 +218,7 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     return Panel(rows, title=f"run {view.run} (seed {view.seed}{cell}) — {view.status}"), lines + 2
 
 
-def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]]) -> list[str]:
+def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]], message: str = "") -> list[str]:
     """What a finished experiment says last: its runs by status and stop reason, its calls,
     and the next step."""
     statuses = Counter(str(run.get("status")) for run in runs)
@@ -231,7 +231,7 @@ def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str
              f"{calls} calls, {fallbacks} fallbacks; results in {out}"]
     if statuses.get("done"):
         lines.append(f"next: python -m agentsim report {out}")
-    if outcome != "done" or exit_code:
+    if outcome != "user_error" and (outcome != "done" or exit_code):  # (a user's mistake: its line names the fix)
         lines.append(f"to continue: python -m agentsim --resume --out {out}")
     return lines
 
@@ -271,7 +271,8 @@ class RichView:
             self.live = None
 
     def conclude(self, **outcome: Any) -> None:
-        """Below the last picture of the runs: the summary and the next step."""
+        """Below the last picture of the runs: the summary and the next step (a failure's own
+        line follows on stderr)."""
         for line in outcome_lines(**outcome):
             self.console.print(Text(line, style="bold" if line.startswith("next") else ""))
 
@@ -329,15 +330,17 @@ class LogView:
     def stop(self) -> None:
         return None
 
-    def conclude(self, *, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]]) -> None:
-        """The last line: the experiment's outcome (done, stopped, failed, interrupted, ...),
-        its exit code, its runs by status and the next step."""
+    def conclude(self, *, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]], message: str = "") -> None:
+        """The last line: the experiment's outcome (done, stopped, failed, interrupted,
+        user_error, ...), its exit code, its runs by status, why it stopped (`message`, the
+        command's one line) and the next step."""
         lines = outcome_lines(outcome=outcome, exit_code=exit_code, out=out, runs=runs)
         (self.log.info if outcome == "done" and not exit_code else self.log.warning)(
             "experiment_ended", outcome=outcome, exit_code=exit_code, out=out, runs=len(runs),
             statuses=dict(Counter(str(run.get("status")) for run in runs)),
             calls=sum(int(run.get("calls") or 0) for run in runs),
             fallbacks=sum(int(run.get("fallbacks") or 0) for run in runs),
+            **({"message": message} if message else {}),
             next=next((line.partition(": ")[2] for line in lines[1:]), ""))
 
 

@@ -81,6 +81,21 @@ def test_json_log_lines_end_with_the_outcome(tmp_path: Path, capsys: pytest.Capt
     assert last["statuses"] == {"done": 2} and last["next"] == f"python -m agentsim report {out}"
 
 
+def test_json_log_lines_of_a_failed_run_carry_its_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failure's one line goes into experiment_ended, so that every line stays JSON (here
+    SIGN's prompt template names a field the game does not supply: found at its first prompt)."""
+    nl = (ROOT / "agentsim" / "games" / "sign" / "prompts" / "nl.txt").read_text()
+    assert "{lexicon}" in nl
+    (tmp_path / "team.txt").write_text(nl.replace("{lexicon}", "{lexicon} (team {team})", 1))
+    out = tmp_path / "out"
+    assert main([str(ROOT / "scenarios" / "sign_schema.py"), "--out", str(out), "--log-format", "json", "--set",
+                 f"prompt={tmp_path / 'team.txt'}", "--set", "condition=nl", "--runs", "1", "--no-live"]) == 2
+    events = [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+    last = events[-1]
+    assert last["event"] == "experiment_ended" and last["exit_code"] == 2 and last["outcome"] == "user_error"
+    assert "uses the field {team}" in last["message"] and last["calls"] == 0 and last["next"] == ""
+
+
 def test_text_log_lines_end_with_the_summary_and_next_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([NAMING, "--out", str(tmp_path / "out"), *SMALL]) == 0
     last = capsys.readouterr().err.strip().splitlines()[-1]
