@@ -38,7 +38,7 @@ from scipy import stats
 
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import proportion_interval
-from agentsim.analysis.strategies import strategy_table
+from agentsim.games.naming.strategies import strategy_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

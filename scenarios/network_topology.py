@@ -10,7 +10,7 @@ scale-free graph and an Erdős-Rényi random graph (redrawn until connected), al
 `--set topology=ring` is refused, naming `topologies`. Then:
 
     python -m agentsim report OUT          # or, from Python:
-    from agentsim.analysis.networks import network_section; network_section(OUT)
+    from agentsim.games.naming.network_report import network_section; network_section(OUT)
 """
 
 from agentsim.games.naming import NetworkNamingGame

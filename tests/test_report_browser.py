@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from helpers import run_experiment
 
-from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.report import REPORT_HTML, build_report
 from agentsim.games.naming import NamingGame
+from agentsim.games.naming.critical_mass import CriticalMassSearch, search_both
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 MARK = "agentsim-render-check"

@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 from helpers import ROOT, Quiet
 
-from agentsim.analysis.model_check import ModelCheck, calibrate
 from agentsim.errors import BackendSpecError
 from agentsim.games.naming import NamingGame, NamingSituation
+from agentsim.games.naming.model_check import ModelCheck, calibrate
 from agentsim.games.sign import SignGame
 from agentsim.llm.base import Request, Sampling
 from agentsim.llm.llamacpp import LlamaCppModel, smollm2_path

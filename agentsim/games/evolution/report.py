@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...analysis.recorded import RecordedExperiment, find_experiments
+from ...analysis.report import register_section
 from ...errors import UserError
 from ...store import Store
 from .params import CONDITION_LABELS, CONDITIONS
@@ -174,3 +175,7 @@ def lineage_lines(directory: Path | str, run: int | None = None, *, full: bool =
 def _short(text: str, width: int = 140) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+register_section("evolution", "Cultural evolution: Donor game and Stag Hunt", order=80,
+                 applies=lambda context: applies(context.experiments))(build_section)

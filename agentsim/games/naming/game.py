@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from ...agents import PopulationAgent
 from ...llm.base import Grammar, Message, Request, Sampling
-from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
 from ...policies import CommittedPolicy, LLMPolicy, Policy
@@ -32,6 +31,7 @@ from ...scheduler import Encounter
 from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .answers import AnswerReader, answer_replies
 from .fitness import probe_requests
+from .metrics import ConventionMetrics
 from .situation import Memory, NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 

@@ -22,13 +22,12 @@ from typing import Any, ClassVar, Literal
 
 import networkx as nx
 
-from ... import checkpoints
-from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology
 from .game import NamingGame, NamingParams
+from .metrics import ConventionMetrics
 
 Network = Literal["complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi"]
 NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
@@ -136,6 +135,3 @@ class NetworkNamingGame(NamingGame):
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,
         }
-
-
-checkpoints.register(NetworkMetrics)

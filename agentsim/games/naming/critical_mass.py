@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..games.naming import NamingGame
-from ..llm.specs import BackendOptions
-from ..params import require
-from ..runner import Experiment, ExperimentConfig, View
-from ..store import Store
-from .recorded import RecordedExperiment, save_artifact
+from ...analysis.recorded import RecordedExperiment, save_artifact
+from ...llm.specs import BackendOptions
+from ...params import require
+from ...runner import Experiment, ExperimentConfig, View
+from ...store import Store
+from . import NamingGame
 
 ARTIFACT = "critical_mass"
 
@@ -193,7 +193,7 @@ def _executor(search: CriticalMassSearch) -> Iterator[None]:
     if search.executor != "ray":
         yield
         return
-    from ..distributed.driver import connect
+    from ...distributed.driver import connect
 
     ray, connected_here = connect(search.ray_address)
     try:
