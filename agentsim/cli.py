@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: the file's POPULATION, else every agent on --backend)")
     parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="the first replicate's seed; replicate k uses seed+k (default 0; with --resume, the recorded one)")
+                        help="the first replicate's seed; replicate k uses seed+k (default 0; --resume without a "
+                             "scenario file: the recorded one)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario parameter (repeatable)")
     parser.add_argument("--out", type=_directory_path, default=None,
