@@ -3,10 +3,11 @@
 A results directory must be safe to open: a checkpoint read back builds built-in values
 (numbers, strings, lists, dicts, tuples, sets, bytes, deques, Counters) and objects of the classes
 registered here, and nothing else; no code named by the stored bytes runs. A class enters
-the registry from its own package (`register(MyState)` beside its definition: the core
-registers its records, metrics and usage, each game family its state), so the core never
-imports a game family and an unregistered class is refused on both sides: writing it raises
-`TypeError` naming the class, reading it raises `CheckpointError`.
+the registry from its own package: the core registers its records and usage beside their
+definitions (`register(MyState)`), each game family its state when it registers itself
+(`Family(checkpoint_classes=...)`, agentsim/games/__init__.py), so the core never imports a
+game family. An unregistered class is refused on both sides: writing it raises `TypeError`
+naming the class, reading it raises `CheckpointError`.
 
 Encoding. JSON values stand for themselves, except what JSON cannot say, which is tagged as
 an object whose key "$" names the kind:
@@ -78,6 +79,11 @@ def register(*classes: type, name: str | None = None) -> None:
 
 def registered(name: str) -> type | None:
     return _REGISTRY.get(name)
+
+
+def name_of(cls: type) -> str | None:
+    """The name checkpoints store `cls` under, or None when it is not registered."""
+    return _NAMES.get(cls)
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import mesa
 
 from . import checkpoints
+from .blocking import run_blocking
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
@@ -29,12 +33,19 @@ class BackendShare:
 
 class PopulationModel(mesa.Model):
     """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
-    Time is counted in the sequence of encounters (`time`: drawn, `completed`: resolved, in
+    Time is counted in the sequence of encounters (`encounters_begun`: drawn, `completed`: resolved, in
     order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
-    t // round_size).
+    t // round_size). Mesa's `steps` counts population rounds too.
 
-    Mesa wraps `step()` and discards what it returns, so the async entry point is `astep()`,
-    which runs one population round and ends by calling the synchronous `step()`."""
+    As Mesa users expect, `PopulationModel(NamingGame(agents=8), seed=0)` builds a run on the
+    built-in stand-in (no backend named), `step()` plays one population round synchronously
+    (on an event loop of the model's own; from inside a running loop, as in a notebook, on a
+    worker thread), `running` turns False when the run is over (so `mesa.batch_run` stops), and
+    `datacollector` is a `mesa.DataCollector` that records the scenario's model-level series
+    (`Scenario.model_series`: the naming game's agreement, leading share, ...) after each step.
+
+    Inside an event loop, the entry point is `astep()` (the runner's): it plays one round and
+    ends by calling `step()`, which then only does Mesa's bookkeeping and collects the row."""
 
     def __init__(
         self,
@@ -47,22 +58,31 @@ class PopulationModel(mesa.Model):
         on_resolved: Callable[[EncounterRecord], None] | None = None,
     ) -> None:
         super().__init__(seed=seed)
-        self.scenario = scenario
+        # What is drawn once per experiment (a name pool) from the seed, for a model built on its
+        # own (Mesa's way); a no-op on the scenario an experiment resolved already.
+        self.scenario = scenario = scenario.for_experiment(seed)
         self.seed = seed
         self.replicate = replicate
         self.run_id = run_id
         self.backends = tuple(backends)
         self.usage = RunUsage()
-        self.time = 0
+        self.encounters_begun = 0  # not `time`: Mesa 3.4's step() advances Model.time
         self.completed = 0
         self.rounds_done = 0
         self.stop_reason: str | None = None
         self._on_resolved = on_resolved
+        self._default_backend: LanguageModel | None = None
+        self._round_played = False  # `astep` played the round that the `step()` it calls books
+        self._loop: asyncio.AbstractEventLoop | None = None  # `step()`'s, while encounters are in flight
+        self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
         self.immediate = all(agent.policy.immediate for agent in self.agents)
         self.metrics = scenario.new_metrics(self)
         self.scheduler = make_scheduler(self, scenario.pairing(self))
+        self._series: tuple[int, dict[str, Any]] | None = None
+        self.datacollector = mesa.DataCollector(model_reporters={
+            key: partial(_series_value, key) for key in scenario.model_series(self)})
 
     @property
     def population(self) -> list[PopulationAgent]:
@@ -71,14 +91,19 @@ class PopulationModel(mesa.Model):
         return list(self.agents)
 
     def backend_for(self, index: int) -> LanguageModel:
-        """The backend agent `index` uses: shares are filled in order of the agents' indices."""
+        """The backend agent `index` uses: shares are filled in order of the agents' indices;
+        with no share given, the built-in stand-in (made once, on first use: rule agents ask none)."""
         start = 0
         for share in self.backends:
             if share.count is None or index < start + share.count:
                 return share.backend
             start += share.count
         if not self.backends:
-            raise RuntimeError("this model was built without a backend; pass backends=[BackendShare(...)]")
+            if self._default_backend is None:
+                from .llm.specs import build_backend  # the LLM stack, only when a model asks for it
+
+                self._default_backend = build_backend("stand-in", self.scenario)
+            return self._default_backend
         return self.backends[-1].backend
 
     @property
@@ -87,6 +112,13 @@ class PopulationModel(mesa.Model):
         return self.stop_reason is not None or (limit > 0 and self.rounds_done >= limit)
 
     async def astep(self) -> None:
+        """One population round, in the running event loop; ends by calling `step()` (Mesa's
+        step counter and the DataCollector's row)."""
+        await self._play_round()
+        self._round_played = True
+        self.step()
+
+    async def _play_round(self) -> None:
         await self.scheduler.run_round()
         self.rounds_done += 1
         self.scenario.on_round_end(self)
@@ -94,7 +126,47 @@ class PopulationModel(mesa.Model):
             self.stop_reason = self.scenario.stop_reason(self)
         if self.stop_reason is not None:
             await self.scheduler.drain()
-        self.step()
+
+    def step(self) -> None:
+        """One population round, synchronously (Mesa's `step`); called by `astep()`, only the
+        bookkeeping of the round it played. A finished run plays and records nothing more
+        (`running` is False)."""
+        if not self._round_played:
+            if self.finished:
+                self.running = False
+                return
+            if self._loop is None:
+                # Policies that suspend keep encounters (and the scheduler's events) on one loop
+                # from step to step: it lives as long as the run (closed at the end, by `close()`
+                # or when the model is collected); the stand-in's rounds each get a fresh one.
+                self._loop = asyncio.new_event_loop()
+                self._loop_finalizer = weakref.finalize(self, self._loop.close)
+            run_blocking(self._play_round(), self._loop)
+            if self.finished:
+                run_blocking(self.scheduler.drain(), self._loop)  # as `arun` ends
+            if self.immediate or self.finished:
+                self.close()
+        self._round_played = False
+        self.running = not self.finished
+        self._series = None
+        self.datacollector.collect(self)
+
+    def close(self) -> None:
+        """Close the loop `step()` drives the run on (once the run is over, or to abandon it)."""
+        loop, self._loop = self._loop, None
+        if self._loop_finalizer is not None:
+            self._loop_finalizer.detach()
+            self._loop_finalizer = None
+        if loop is not None and not loop.is_closed():
+            if self.scheduler.running:
+                run_blocking(_cancelled(self.scheduler.cancel()), loop)
+            loop.close()
+
+    def series(self) -> dict[str, Any]:
+        """The scenario's model-level series now (what the DataCollector records), computed once per step."""
+        if self._series is None or self._series[0] != self.rounds_done:
+            self._series = (self.rounds_done, self.scenario.model_series(self))
+        return self._series[1]
 
     async def arun(self) -> None:
         while not self.finished:
@@ -119,7 +191,7 @@ class PopulationModel(mesa.Model):
         state = {
             "random": self.random.getstate(),
             "rng": self.rng.bit_generator.state,
-            "time": self.time,
+            "time": self.encounters_begun,  # the key older checkpoints use
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
@@ -137,7 +209,7 @@ class PopulationModel(mesa.Model):
         self.scenario.restore_model_state(self, state["extra"])
         self.random.setstate(state["random"])
         self.rng.bit_generator.state = state["rng"]
-        self.time = state["time"]
+        self.encounters_begun = state["time"]
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
@@ -147,3 +219,13 @@ class PopulationModel(mesa.Model):
         self.usage = state["usage"]
         self.scheduler.population_changed()
         return state["pending"]
+
+
+def _series_value(key: str, model: PopulationModel) -> Any:
+    """A DataCollector model reporter, as `partial(_series_value, key)`: one of the scenario's
+    series (a partial of a module function, which Mesa calls with the model and pickle takes)."""
+    return model.series().get(key)
+
+
+async def _cancelled(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)

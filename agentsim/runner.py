@@ -27,6 +27,7 @@ from .errors import (
     RunStopped,
     UserError,
 )
+from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.health import fallback_line
@@ -154,6 +155,26 @@ class ExperimentConfig:
         return self.population or self.backend
 
 
+_FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
+
+
+def _difference(key: str, recorded: Any, given: Any) -> str:
+    """Which setting of a resumed experiment differs, in the words of the command line."""
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        prefix = "standin." if key == "standin" else ""
+        for name in sorted(set(recorded) | set(given)):
+            if recorded.get(name) != given.get(name):
+                return (f"{prefix}{name} was {_shown(recorded.get(name))} there, {_shown(given.get(name))} here: "
+                        f"--set {prefix}{name}={_shown(recorded.get(name))}")
+    return f"{_FLAGS.get(key, key)} was {_shown(recorded)} there, {_shown(given)} here"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "true" if value is True else "false" if value is False else str(value)
+
+
 @dataclass(frozen=True)
 class RunView:
     """An immutable picture of one run for the live view and the log lines."""
@@ -235,6 +256,8 @@ class Experiment:
             if isinstance(agents, int) and agents > MAX_AGENTS:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
+        for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
+            scenario.readable_probes(1, config.seed)
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
@@ -289,12 +312,16 @@ class Experiment:
                     f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
                     f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
                     f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
-            for key, value in identity.items():
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
                 # (a directory whose experiment recorded no run yet is started afresh)
                 if recorded and config.resume and recorded.get(key) != value:
                     store.close()
                     raise OutputDirError(
-                        f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
             if recorded and config.resume:
                 self._check_templates(recorded.get("prompt_templates") or {}, store)
             self.store = store
@@ -379,7 +406,8 @@ class Experiment:
 
     async def run(self) -> list[dict[str, Any]]:
         self.view.start({"scenario": self.scenario.name, "backend": self.config.backend_label, "seed": self.config.seed,
-                         "runs": self.config.runs, "out": str(self.config.out)})
+                         "runs": self.config.runs, "out": str(self.config.out), "stand_in": self.stand_in(),
+                         "backends": self.backend_shares()})
         ignored = self.standin_ignored()
         if ignored:
             self._warn(f"the stand-in ignores {', '.join(f'{key}={value}' for key, value in ignored.items())}: "
@@ -469,14 +497,14 @@ class Experiment:
                 self._collect_rounds(model, recorder)
                 if time.monotonic() - last_commit >= config.checkpoint_seconds:
                     self._show(model, "running")
-                    sink.commit(recorder, model.checkpoint(), model.time)
+                    sink.commit(recorder, model.checkpoint(), model.encounters_begun)
                     last_commit = time.monotonic()
                 else:
                     self._show(model, "running")
                 await asyncio.sleep(0)  # lets Ctrl-C in between rounds of in-process policies
             await model.scheduler.drain()
             self._collect_rounds(model, recorder, everything=True)
-            sink.commit(recorder, model.checkpoint(), model.time)
+            sink.commit(recorder, model.checkpoint(), model.encounters_begun)
             verdict = self._fallback_verdict(model)
             if verdict is not None:
                 raise BackendFailedError(verdict)
@@ -494,7 +522,7 @@ class Experiment:
                 await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             except asyncio.CancelledError:
                 pass  # the experiment cancels every run while this one stops: record it all the same
-            sink.commit(recorder, blob, model.time)
+            sink.commit(recorder, blob, model.encounters_begun)
             status, reason = run_outcome(cause)
             summary = self._summary(model, status=status, stop_reason=reason)
             if status != "interrupted":
@@ -598,13 +626,31 @@ class Experiment:
                     ignored.setdefault(key, values[key])
         return ignored
 
+    def stand_in(self) -> bool:
+        """Whether every agent answers on the built-in stand-in (rule agents ask no backend):
+        what summary.json's and the log's `stand_in` say; `backend_shares` says it per backend."""
+        return not self.config.scenario.rule_agents and all(is_stand_in(spec) for spec, _ in self.shares)
+
+    def backend_shares(self) -> list[dict[str, Any]]:
+        """Each backend of the population: its spec, how many agents use it (None: every agent
+        no other share claims) and whether it is the built-in stand-in."""
+        if self.config.scenario.rule_agents:
+            return []
+        return [{"spec": redact(spec), "agents": count, "stand_in": is_stand_in(spec)} for spec, count in self.shares]
+
     def _write_summary(self) -> None:
         experiment = self.store.experiment()
+        by_model = self.store.by_model()
         runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
+        for run in runs:
+            counted = by_model.get(run.get("run", 0), {})
+            if sum(entry["kind"] == "llm" for entry in counted.values()) > 1:  # a mixed population
+                run["by_model"] = merge_by_model(counted, run.get("by_model"))
         document: dict[str, Any] = {
             "scenario": experiment.get("scenario"),
             "backend": experiment.get("backend"),
-            "stand_in": not self.config.scenario.rule_agents and all(spec.startswith("stand-in") for spec, _ in self.shares),
+            "stand_in": self.stand_in(),
+            "backends": self.backend_shares(),
             "rule_agents": self.config.scenario.rule_agents,
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
@@ -616,6 +662,8 @@ class Experiment:
         ignored = self.standin_ignored()
         if ignored:
             document["standin_ignored"] = ignored
+        document["by_model"] = total_by_model([by_model.get(run.get("run", 0), {}) for run in runs
+                                               if run.get("status") == "done"])
         document["usage_by_backend"] = _sum_usage(runs)
         document["limiter_by_backend"] = self._limiter_stats()
         if self.stopped_by is not None:
@@ -629,6 +677,8 @@ class Experiment:
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")
         temporary.replace(path)
+        write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
+        write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
 
 
     def _limiter_stats(self) -> dict[str, Any]:
@@ -643,6 +693,45 @@ class Experiment:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def is_stand_in(spec: str) -> bool:
+    """Whether a backend spec is the built-in stand-in (`stand-in` or `stand-in:LABEL`)."""
+    return spec == "stand-in" or spec.startswith("stand-in:")
+
+
+def merge_by_model(counted: dict[str, dict[str, Any]], family: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """One run's per-model breakdown: the decisions counted from the store (`Store.by_model`),
+    with what the game family measures per model where its summary has a `by_model` (SIGN's
+    early name, the commons' gains): then for the models the family names, so that each entry
+    has the family's fields."""
+    if not family:
+        return {label: dict(entry) for label, entry in counted.items()}
+    return {label: dict(counted.get(label, {})) | entry for label, entry in family.items() if isinstance(entry, dict)}
+
+
+def total_by_model(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The experiment's per-model breakdown over its finished runs: decisions, fallbacks,
+    answers and choices added up, the mean payoff over every answer (fallbacks left out), the
+    agents of one run."""
+    totals: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for label, entry in run.items():
+            total = totals.setdefault(label, {"kind": entry.get("kind"), "runs": 0, "agents": 0, "decisions": 0,
+                                              "fallbacks": 0, "answers": 0, "mean_payoff": None, "choices": {},
+                                              "_payoff": 0.0})
+            total["runs"] += 1
+            total["agents"] = max(total["agents"], int(entry.get("agents") or 0))
+            for key in ("decisions", "fallbacks", "answers"):
+                total[key] += int(entry.get(key) or 0)
+            if entry.get("mean_payoff") is not None:
+                total["_payoff"] += entry["mean_payoff"] * int(entry.get("answers") or 0)
+            for action, count in (entry.get("choices") or {}).items():
+                total["choices"][action] = total["choices"].get(action, 0) + count
+    for total in totals.values():
+        payoff = total.pop("_payoff")
+        total["mean_payoff"] = round(payoff / total["answers"], 6) if total["answers"] else None
+    return totals
 
 
 def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:

@@ -201,6 +201,18 @@ class Scenario(Generic[P]):
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         return {}
 
+    def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
+        """The model-level series Mesa's DataCollector records after each step (one column
+        each; the keys must not change during a run): by default the live view's success rate
+        and each name's share (`share_NAME`), where it shows them. A family names its own."""
+        shown = self.live_metrics(model)
+        series: dict[str, float | str | None] = {}
+        if isinstance(shown.get("success_rate"), (int, float)):
+            series["success_rate"] = float(shown["success_rate"])
+        for name, share in (shown.get("shares") or {}).items():
+            series[f"share_{name}"] = float(share)
+        return series
+
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         """Plain data for the live view. Keys it knows: success_rate, success_history (a list),
         shares ({name: share}), and lines ([(label, text)]) for anything else."""

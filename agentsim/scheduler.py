@@ -172,8 +172,8 @@ class RoundScheduler(_Base):
             model = self.model
             encounters = []
             for group in self.pairing.groups(model, len(self.agents)):
-                encounter = Encounter(model.time, model.rounds_done, tuple(self.agents[i] for i in group))
-                model.time += 1
+                encounter = Encounter(model.encounters_begun, model.rounds_done, tuple(self.agents[i] for i in group))
+                model.encounters_begun += 1
                 encounter.drawn = model.scenario.draw(model, encounter)
                 self.open[encounter.t] = encounter
                 encounters.append(encounter)
@@ -255,12 +255,12 @@ class SequenceScheduler(_Base):
         return rounds * self.model.round_size if rounds > 0 else 1 << 62
 
     def _draw(self) -> Encounter:
-        """Encounter `model.time`: its pair, then the game's draws for it."""
+        """Encounter `model.encounters_begun`: its pair, then the game's draws for it."""
         model = self.model
-        t = model.time
+        t = model.encounters_begun
         first, second = self.pairing.pair(model, len(self.agents))
         encounter = Encounter(t, t // model.round_size, (self.agents[first], self.agents[second]))
-        model.time = t + 1
+        model.encounters_begun = t + 1
         encounter.drawn = model.scenario.draw(model, encounter)
         self._enqueue(encounter)
         return encounter
@@ -289,7 +289,7 @@ class SequenceScheduler(_Base):
         while len(running) < limit:
             if ready and ready[0][0] < horizon:
                 self._start(heapq.heappop(ready)[1])
-            elif model.time < horizon:
+            elif model.encounters_begun < horizon:
                 self._draw()
             else:
                 return
@@ -359,10 +359,10 @@ class SequenceScheduler(_Base):
         scenario, pair, agents, resolved = model.scenario, self.pairing.pair, self.agents, model.resolved
         round_size, count = model.round_size, len(agents)
         while model.completed < boundary and model.stop_reason is None:
-            t = model.time
+            t = model.encounters_begun
             first, second = pair(model, count)
             encounter = Encounter(t, t // round_size, (agents[first], agents[second]))
-            model.time = t + 1
+            model.encounters_begun = t + 1
             encounter.drawn = scenario.draw(model, encounter)
             encounter.views = scenario.start(model, encounter)
             record = scenario.resolve(model, encounter, await scenario.play(model, encounter))

@@ -365,6 +365,37 @@ class Store:
             raise KeyError(f"no call recorded for run {run}, t {t}, agent {agent}, attempt {attempt}")
         return scenario.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
 
+    def by_model(self) -> dict[int, dict[str, dict[str, Any]]]:
+        """Each run's decisions split by the model (`agents.model`: a backend label, or a rule
+        such as `committed:Q`) of the agent that took them: the model's agents and kind, its
+        decisions (moves played), fallbacks among them, and, over the model's own answers only
+        (fallbacks left out), how often it chose each action (`choices`) and its mean payoff.
+        What `summary.json`'s `by_model` and the results' per-model table are made of."""
+        result: dict[int, dict[str, dict[str, Any]]] = {}
+        for run, model, kind, agents in self.rows(
+                "SELECT run, model, kind, COUNT(*) FROM agents GROUP BY run, model, kind ORDER BY run, model"):
+            result.setdefault(run, {})[model] = {"kind": kind, "agents": agents, "decisions": 0, "fallbacks": 0,
+                                                 "answers": 0, "mean_payoff": None, "choices": {}}
+        payoffs: dict[tuple[int, str], float] = {}
+        for run, model, action, fallback, count, payoff in self.rows(
+                "SELECT d.run, a.model, d.action, d.fallback IS 1, COUNT(*), SUM(d.payoff) FROM decisions d "
+                "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.payoff IS NOT NULL "
+                "GROUP BY d.run, a.model, d.action, d.fallback IS 1 ORDER BY d.run, a.model, d.action"):
+            entry = result.setdefault(run, {}).setdefault(model, {"kind": None, "agents": 0, "decisions": 0, "fallbacks": 0,
+                                                                  "answers": 0, "mean_payoff": None, "choices": {}})
+            entry["decisions"] += count
+            if fallback:
+                entry["fallbacks"] += count
+                continue
+            entry["answers"] += count
+            if action is not None:
+                entry["choices"][action] = entry["choices"].get(action, 0) + count
+            payoffs[run, model] = payoffs.get((run, model), 0.0) + (payoff or 0.0)
+        for (run, model), total in payoffs.items():
+            entry = result[run][model]
+            entry["mean_payoff"] = round(total / entry["answers"], 6)
+        return result
+
     def bytes_on_disk(self) -> int:
         self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return sum(path.stat().st_size for path in self.directory.glob(DATABASE + "*"))

@@ -40,7 +40,8 @@ from scipy import stats
 
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import proportion_interval
-from agentsim.analysis.strategies import strategy_table
+from agentsim.games.naming.recorded import choices
+from agentsim.games.naming.strategies import strategy_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,7 +148,7 @@ def strategy_check(out: Path) -> None:
     # Every call at once: the M answered against the sum of the calls' stored P(M) (a sum of
     # independent Bernoullis: mean sum p, variance sum p(1 - p)).
     chances = [(choice.probabilities["M"], choice.action == "M") for experiment in find_experiments(out)
-               for choice in experiment.choices() if choice.probabilities]
+               for choice in choices(experiment) if choice.probabilities]
     expected = sum(chance for chance, _ in chances)
     spread = math.sqrt(sum(chance * (1 - chance) for chance, _ in chances))
     answered = sum(chose for _, chose in chances)

@@ -1,7 +1,7 @@
 """A mixed population in SIGN (the appendix of Zhang and Woisetschläger 2026): 12 agents, half
 of one model family and half of another, 100 rounds, the three conditions side by side. Each
 run's summary splits agreement by model (`by_model`) and says whose early favourite name
-became the convention (`winning_model`); `python -m agentsim.analysis.sign DIR` tabulates it.
+became the convention (`winning_model`); `python -m agentsim.games.sign.report DIR` tabulates it.
 
 The population is set by the `agent_policy` hook: agent i asks `model.backend_for(i)`, so a
 population of two real backends (the backends issue's `--population`) needs no change here.

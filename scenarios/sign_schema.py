@@ -9,7 +9,7 @@ took to reach 50/60/70/90% agreement, and its compliance and retry rates.
 
     python -m agentsim scenarios/sign_schema.py --out results/sign
     python -m agentsim scenarios/sign_schema.py --set agents=12 --set alpha=0.75   # pin part of the grid
-    python -m agentsim.analysis.sign results/sign                                 # Fig. 1, Table 1, Fig. 2 and 5
+    python -m agentsim.games.sign.report results/sign                                 # Fig. 1, Table 1, Fig. 2 and 5
 """
 
 from agentsim.games.sign import SignGame, sign_grid

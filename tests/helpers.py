@@ -49,6 +49,14 @@ class Quiet:
     def stop(self) -> None: ...
 
 
+def scenario_files() -> list[Path]:
+    """Every scenario file: scenarios/*.py and the examples that are scenario files, not
+    scripts run as programs (`examples/fig3.py` uses the Python API; its own test runs it)."""
+    examples = [path for path in sorted((ROOT / "examples").glob("*.py"))
+                if 'if __name__ == "__main__":' not in path.read_text(encoding="utf-8")]
+    return sorted((ROOT / "scenarios").glob("*.py")) + examples
+
+
 def run_model(scenario: Scenario[Any], *, seed: int = 1, backend: Any = None) -> PopulationModel:
     """One run in process, no store; returns the finished model."""
     scenario = scenario.for_experiment(seed)

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from helpers import run_experiment
 
-from agentsim.analysis.bias import PoolSearch, find_unbiased_pool, individual_bias, sample_first_choices
-from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import js_distance_from_uniform, proportion_interval
-from agentsim.analysis.strategies import strategy_table
 from agentsim.games.naming import FirstChoiceProbe, NamingGame, NamingSituation, NamingStandInSettings, StrategyProbe
+from agentsim.games.naming.bias import PoolSearch, find_unbiased_pool, individual_bias, sample_first_choices
+from agentsim.games.naming.critical_mass import CriticalMassSearch, search_both
+from agentsim.games.naming.strategies import strategy_table
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
@@ -151,7 +151,7 @@ def _committed_search(**changes: Any) -> CriticalMassSearch:
 
 def test_the_critical_mass_search_tries_sizes_at_once_and_finds_what_the_bisection_finds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentsim.analysis import critical_mass
+    from agentsim.games.naming import critical_mass
 
     bisection = critical_mass.search(_committed_search(), tmp_path / "bisection")
     at_once, most = 0, 0

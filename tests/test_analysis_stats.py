@@ -86,7 +86,7 @@ def test_bad_inputs_are_refused() -> None:
 def test_table_s5_configuration_tests() -> None:
     import numpy as np
 
-    from agentsim.analysis.strategies import configuration_tests
+    from agentsim.games.naming.strategies import configuration_tests
 
     rng = np.random.default_rng(0)
     extreme = configuration_tests(200, 200, rng)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from helpers import ROOT
+from helpers import scenario_files
 
 from agentsim import checkpoints
 from agentsim.checkpoints import CheckpointError
@@ -142,7 +142,7 @@ def test_another_format_and_damage_are_told_apart() -> None:
         checkpoints.loads(zlib.compress(b'{"checkpoint_format":1,"state":{"$":"f","v":"1e999"}}'))
 
 
-SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+SCENARIO_FILES = scenario_files()
 
 
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda path: path.name)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from helpers import ROOT
 
-from agentsim.analysis.critical_mass import CriticalMassSearch, search_both
 from agentsim.analysis.stats import proportion_interval
 from agentsim.games.naming import NamingGame, NamingSituation
+from agentsim.games.naming.critical_mass import CriticalMassSearch, search_both
 from agentsim.llm import specs
 from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
 from agentsim.llm.cache import ResponseStore

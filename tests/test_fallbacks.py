@@ -11,10 +11,11 @@ from pathlib import Path
 
 from helpers import run_experiment
 
-from agentsim.analysis.bias import first_choice_fallbacks, individual_bias
 from agentsim.analysis.recorded import find_experiments
-from agentsim.analysis.strategies import strategy_table
 from agentsim.games.naming import FirstChoiceProbe, NamingStandInSettings, StrategyProbe
+from agentsim.games.naming import recorded as naming_record
+from agentsim.games.naming.bias import first_choice_fallbacks, individual_bias
+from agentsim.games.naming.strategies import strategy_table
 
 
 def probe(invalid_rate: float) -> FirstChoiceProbe:
@@ -28,8 +29,8 @@ def test_fallbacks_are_stored_and_left_out_of_first_choices(tmp_path: Path) -> N
         out = tmp_path / f"invalid-{rate}"
         (summary,) = run_experiment(probe(rate), out)
         (experiment,) = find_experiments(out)
-        counts = experiment.first_choices()
-        fallbacks, decisions = experiment.first_choice_fallbacks()
+        counts = naming_record.first_choices(experiment)
+        fallbacks, decisions = naming_record.first_choice_fallbacks(experiment)
         assert fallbacks == summary["fallbacks"], "each fallback is stored as one"
         assert sum(counts.values()) + fallbacks == decisions == summary["interactions"] * 2
         stored = sqlite3.connect(out / "agentsim.db").execute("SELECT SUM(fallback) FROM moves").fetchone()[0] or 0

@@ -50,7 +50,8 @@ def test_nothing_listening_stops_the_run_with_one_line(tmp_path: Path, provider:
 def test_a_permanent_fault_stops_the_run_with_one_line(tmp_path: Path, standin_server: Any, fault: str, fix: str) -> None:
     server = standin_server(capacity=8, faults={fault: 1.0}, timeout_hold_s=30)
     out = tmp_path / "out"
-    result = cli(NAMING, "--backend", f"openai:m@{server.url}/v1", "--out", str(out), "--timeout", "2", *QUICK, timeout=60)
+    result = cli(NAMING, "--backend", f"openai:m@{server.url}/v1", "--out", str(out), "--timeout", "1",
+                 "--max-attempts", "2", *QUICK, timeout=60)
     assert_backend_failed(result, out, "start-up probe", fix)
 
 

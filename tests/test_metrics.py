@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentsim.metrics import ConventionMetrics, MovingSum
+from agentsim.games.naming.metrics import ConventionMetrics, MovingSum
 from agentsim.records import EncounterRecord, Move
 
 

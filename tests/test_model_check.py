@@ -1,4 +1,4 @@
-"""`python -m agentsim check-model` (agentsim/analysis/model_check.py): its verdict from each
+"""`python -m agentsim check-model` (agentsim/games/naming/model_check.py): its verdict from each
 measurement, and the command end to end on the stand-in (which reports no distributions).
 On SmolLM2 the same command is in docs/running-on-a-laptop.md; its calibration measurement
 is tested there (tests/test_smollm2.py)."""
@@ -10,7 +10,7 @@ from typing import Any
 from helpers import cli
 from servers import standin_server  # noqa: F401  (the fixture)
 
-from agentsim.analysis.model_check import CheckReport, ModelCheck, verdict
+from agentsim.games.naming.model_check import CheckReport, ModelCheck, verdict
 
 CHECK = ModelCheck(backend="b")
 

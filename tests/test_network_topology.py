@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from helpers import ROOT, run_experiment, run_model
 
-from agentsim.analysis.networks import network_section
 from agentsim.cli import load_scenario
 from agentsim.errors import ParameterError
 from agentsim.games.naming import NETWORKS, NetworkNamingGame
+from agentsim.games.naming.network_report import network_section
 from agentsim.games.theory import MinimalNamingGame, run_to_consensus
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel

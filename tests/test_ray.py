@@ -206,8 +206,8 @@ def test_a_routed_backend_spreads_requests_over_its_servers(standin_server: Any,
 
 
 def _committed_search(**changes: Any) -> Any:
-    from agentsim.analysis.critical_mass import CriticalMassSearch
     from agentsim.games.naming import NamingGame, NamingStandInSettings
+    from agentsim.games.naming.critical_mass import CriticalMassSearch
 
     scenario = NamingGame(agents=12, names=("Q", "M"), memory_length=5,
                           standin=NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1))
@@ -215,7 +215,7 @@ def _committed_search(**changes: Any) -> Any:
 
 
 def test_the_critical_mass_search_runs_its_sizes_on_ray(local_ray: Any, tmp_path: Path) -> None:
-    from agentsim.analysis import critical_mass
+    from agentsim.games.naming import critical_mass
 
     bisection = critical_mass.search(_committed_search(), tmp_path / "bisection")
     on_ray = critical_mass.search(_committed_search(parallel=3, executor="ray"), tmp_path / "ray")

@@ -15,6 +15,7 @@ from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.report import build_report, significance
 from agentsim.cli import load_scenario
 from agentsim.games.naming import NamingGame
+from agentsim.games.naming.recorded import choices
 from agentsim.runner import Experiment, ExperimentConfig
 
 
@@ -46,7 +47,7 @@ def test_variants_cells_are_reported_apart_and_named(tmp_path: Path) -> None:
     assert sum(int(row["runs_with_consensus"]) for row in consensus) == 4
     usage = _rows(tmp_path / "report" / "table_usage.csv")  # each cell's calls, named (it said "." twice)
     assert [row["experiment"] for row in usage] == ["grid [memory_length=2]", "grid [memory_length=5]"]
-    assert sum(int(row["decisions"]) for row in usage) == sum(len(experiment.choices(fallbacks=True)) for experiment in experiments)
+    assert sum(int(row["decisions"]) for row in usage) == sum(len(choices(experiment, fallbacks=True)) for experiment in experiments)
 
 
 def test_fig3a_draws_every_panel_with_the_flip_line(tmp_path: Path) -> None:

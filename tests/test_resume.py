@@ -17,8 +17,8 @@ SCENARIO = str(ROOT / "scenarios" / "naming_game.py")
 
 
 def settings(pairing: str) -> list[str]:
-    return ["--set", "agents=100", "--set", "pool_size=5", "--set", f"pairing={pairing}", "--set", "stop_at=none",
-            "--set", "max_rounds=250", "--set", "max_in_flight=6", "--seed", "3", "--runs", "2",
+    return ["--set", "agents=60", "--set", "pool_size=5", "--set", f"pairing={pairing}", "--set", "stop_at=none",
+            "--set", "max_rounds=120", "--set", "max_in_flight=6", "--seed", "3", "--runs", "2",
             "--checkpoint-seconds", "0", "--no-live"]
 
 

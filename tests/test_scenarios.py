@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, run_experiment
+from helpers import ROOT, run_experiment, scenario_files
 
 from agentsim.cli import load_scenario
 from agentsim.store import Store
 
-FILES = sorted((ROOT / "scenarios").glob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+FILES = scenario_files()
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: f"{path.parent.name}/{path.name}")

@@ -63,7 +63,7 @@ def test_sequential_never_asks_more_than_max_in_flight() -> None:
 def test_rounds_match_every_agent_once_per_round() -> None:
     game = NamingGame(agents=30, pool_size=4, stop_at="none", max_rounds=6, pairing="rounds").for_experiment(2)
     model = run_model(game, seed=2)
-    assert model.time == 6 * 15
+    assert model.encounters_begun == 6 * 15
     assert all(agent.encounters == 6 for agent in model.population)
 
 
@@ -252,3 +252,11 @@ def test_sign_on_the_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
     assert len(first["encounters"]) == 12 * 6
     for table in ("encounters", "decisions", "rounds"):
         assert first[table] == second[table], table
+
+
+def test_the_encounter_counter_leaves_mesas_time_alone() -> None:
+    """Mesa 3.4's `step()` advances `Model.time`: agentsim counts its encounters under its own
+    name, so the two never overwrite each other."""
+    model = run_model(NamingGame(agents=8, pool_size=5, stop_at="none", max_rounds=3))
+    assert model.encounters_begun == 12  # 3 rounds of 4 pairs
+    assert "time" not in vars(model)

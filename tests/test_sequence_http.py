@@ -61,15 +61,13 @@ def test_same_seed_same_moves_whatever_the_latencies_and_a_rerun_asks_nothing(tm
 
     first = run("first", "--no-cache")
     concurrent = server.stats.max_active
-    second = run("second", "--no-cache")
     serial = run("serial", "--no-cache", "--set", "max_in_flight=1")
     reference = moves(first)
     assert len(reference) > 200
     assert concurrent > 2, "the first run must have had answers in flight together to mean anything"
-    assert moves(second) == reference
     assert moves(serial) == reference, "max_in_flight=1 is the one-at-a-time process: the same moves"
     assert summary(first)["stop_reason"] == summary(serial)["stop_reason"]
-    assert summary(first)["calls"] == summary(second)["calls"] == summary(serial)["calls"]
+    assert summary(first)["calls"] == summary(serial)["calls"]
 
     cache = tmp_path / "cache.db"
     filled = run("filled", "--cache", str(cache))

@@ -245,7 +245,7 @@ def test_the_scenario_file_runs_its_grid_and_the_analysis_draws_it(tmp_path: Pat
                                                                  ("schema", 5), ("schema", 10)}
     assert all(len(run["agreement_by_round"]) == 6 and run["agents"] == 4 and run["alpha"] == 0.5 for run in runs)
     assert sorted({run["seed"] for run in runs}) == [0, 1]
-    from agentsim.analysis.sign import main as analyse
+    from agentsim.games.sign.report import main as analyse
 
     assert analyse([str(out)]) == 0
     for name in ("sign_agreement.png", "sign_tokens.png", "sign_agreement_table.csv", "sign_compliance.csv"):
@@ -263,8 +263,8 @@ def test_a_bad_parameter_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_the_mixed_model_example_splits_agreement_by_model(tmp_path: Path) -> None:
-    from agentsim.analysis.sign import load_runs, models_table
     from agentsim.cli import load_scenario
+    from agentsim.games.sign.report import load_runs, models_table
 
     scenario, module = load_scenario(ROOT / "examples" / "mixed_sign_models.py")
     assert [variant["condition"] for variant in module.VARIANTS] == ["nl", "nl-sw", "schema"]
@@ -310,8 +310,8 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
 
 
 def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> None:
-    from agentsim.analysis import sign_report  # noqa: F401  (registers where the report exists)
-    from agentsim.analysis.sign import sign_applies, sign_section
+    from agentsim.games.sign import report as sign_report  # noqa: F401  (registers where the report exists)
+    from agentsim.games.sign.report import sign_applies, sign_section
 
     class Context:
         def __init__(self, root: Path) -> None:

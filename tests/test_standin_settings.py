@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from helpers import Quiet, run_experiment
 
-from agentsim.analysis.bias import backend_label
 from agentsim.analysis.recorded import RecordedExperiment
 from agentsim.errors import ParameterError
 from agentsim.games.commons import CommonsGame, CommonsStandIn, CommonsStandInSettings
@@ -21,6 +20,7 @@ from agentsim.games.evolution import DonorGame, EvolutionStandInSettings, StagHu
 from agentsim.games.evolution.prompts import DonorView, StagView, Task
 from agentsim.games.evolution.standin import COOPERATIVE, SELFISH, strategy_sentence
 from agentsim.games.naming import NamingGame, NamingSituation, NamingStandInSettings
+from agentsim.games.naming.bias import backend_label
 from agentsim.games.sign import SignGame, SignStandInSettings
 from agentsim.games.theory.inventory import MinimalNamingGame
 from agentsim.llm.base import Message, Request, Sampling

@@ -1,107 +1,41 @@
-"""The analysis subcommands of `python -m agentsim`, registered in `SUBCOMMANDS` (which the
-command line dispatches to):
+"""The subcommands of `python -m agentsim`, in `SUBCOMMANDS` (which the command line dispatches
+to, with `SUBCOMMAND_HELP` for its help). The framework's own are here:
 
     report DIR              figures, CSVs and the HTML report for DIR's runs
-    bias DIR                individual bias tests of first choices, and consensus counts
-    strategies DIR          the strategy table of strategy-probe runs (Table 1)
-    critical-mass FILE      search the critical mass against both conventions of a pair
-    unbiased-pool           draw random-string pools until one is unbiased
-    comprehension DIR       ask Table S7's questions at a recorded run's states
-    check-model             is a model fit for the experiments (readable replies, preference,
-                            calibration, comprehension)
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
-    commons-transcript DIR  a GovSim commons run month by month: harvests, discussion, limit, insights
-    lineage DIR             which survivor's strategy and norms each new agent of a Donor game or Stag Hunt received
+
+and each game family registers its own from its package when it is imported (the naming game's
+`bias`, `strategies`, `critical-mass`, ...; the commons' `commons-transcript`; cultural
+evolution's `lineage`): importing this module discovers every family (agentsim.games.discover),
+so the table is whole. `agentsim.analysis.subcommands` holds the registry and what parsers share.
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
-starts as fast as before.
+starts fast.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
 
-from ..errors import EXIT_USER_ERROR, RunStopped, UserError
-from ..params import finite_float
-from ..scenario_files import load_scenario, parse_overrides
-from ..secrets import redact
+from ..errors import UserError
+from ..games import discover
+from .subcommands import SUBCOMMAND_HELP, SUBCOMMANDS, CommandParser, command, recorded, results_directory, scenario_option
 
-# name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
-# (else the first line of main's docstring); the command line dispatches to these.
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
-SUBCOMMAND_HELP: dict[str, str] = {}
+__all__ = ["SUBCOMMANDS", "SUBCOMMAND_HELP", "report", "transcript"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
-
-
-def _command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
-    def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
-        def main(argv: list[str]) -> int:
-            try:
-                return function(argv)
-            except UserError as error:
-                print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
-                return EXIT_USER_ERROR
-            except RunStopped as error:  # a backend that failed, a budget spent: one line, its exit code
-                print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
-                return error.exit_code
-        SUBCOMMANDS[name] = main
-        SUBCOMMAND_HELP[name] = summary
-        return main
-    return decorate
-
-
-def _directory(text: str) -> Path:
-    path = Path(text)
-    if not path.is_dir():
-        raise UserError(f"'{text}' is not a directory; give the output directory of a run")
-    return path
-
-
-SCENARIO_HELP = ("a scenario file whose classes the recorded runs use (repeatable): agentsim runs no code a results "
-                 "directory names, the scenario file recorded there included")
-
-
-def _scenario_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", dest="scenario_files", action="append", default=[], metavar="FILE",
-                        help=SCENARIO_HELP)
-
-
-def _recorded(directory: Path, scenario_files: list[str], *, keep: bool = True) -> list[Any]:
-    """The experiments under `directory` (closed unless `keep`), after loading the scenario
-    files the user named; a UserError naming what to pass if one's scenario class cannot be
-    used safely."""
-    from .recorded import find_experiments, load_scenario_files, require_scenarios
-
-    load_scenario_files(scenario_files)
-    experiments = find_experiments(directory)
-    try:
-        require_scenarios(experiments)
-    finally:
-        if not keep:
-            for experiment in experiments:
-                experiment.close()
-    return experiments
-
-
-@_command("report", "figures (PNG + CSV) and one HTML report for a results directory")
+@command("report", "figures (PNG + CSV) and one HTML report for a results directory")
 def report(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
+    parser = CommandParser(prog="python -m agentsim report", description="Figures, CSVs and an HTML report for a results directory.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: DIR/report)")
-    _scenario_option(parser)
+    scenario_option(parser)
     options = parser.parse_args(argv)
-    directory = _directory(options.directory)
+    directory = results_directory(options.directory)
     from .recorded import read_artifacts
 
-    if not _recorded(directory, options.scenario_files, keep=False) and not read_artifacts(directory):  # before matplotlib loads
+    if not recorded(directory, options.scenario_files, keep=False) and not read_artifacts(directory):  # before matplotlib loads
         raise UserError(f"no runs found under '{directory}'; run a scenario first "
                         f"(python -m agentsim scenarios/naming_game.py --out {directory})")
     from .report import REPORT_HTML, build_report
@@ -113,222 +47,9 @@ def report(argv: list[str]) -> int:
     return 0
 
 
-@_command("bias", "individual bias of first choices and collective bias of consensus")
-def bias(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
-    parser.add_argument("directory")
-    _scenario_option(parser)
-    options = parser.parse_args(argv)
-    from .bias import collective_bias, first_choice_fallbacks, individual_bias
-
-    experiments = _recorded(_directory(options.directory), options.scenario_files)
-    tests = individual_bias(experiments)
-    fallbacks = first_choice_fallbacks(experiments)
-    if not tests:
-        raise UserError(f"no first choices (decisions from an empty memory) under {options.directory}; "
-                        f"run scenarios/individual_bias.py --out {options.directory}")
-    for (backend, pool), test in tests.items():
-        counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
-        fell, decided = fallbacks.get((backend, pool), (0, 0))
-        print(f"individual {backend} [{' '.join(pool)}]: {counts}; {test.test} p={test.p_value:.4g}, "
-              f"JS distance={test.js_distance:.4g} (base 2); {'biased' if test.biased else 'not biased'} at 5%; "
-              f"fallbacks {fell} of {decided} ({fell / decided if decided else 0:.1%}, left out)")
-    for (backend, pool), tally in collective_bias(experiments).items():
-        counts = ", ".join(f"{name or '(none)'}={count}" for name, count in tally.most_common())
-        print(f"collective {backend} [{' '.join(pool)}]: {counts}")
-    return 0
-
-
-@_command("strategies", "the strategy table (Table 1) of strategy-probe runs")
-def strategies(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
-    parser.add_argument("directory")
-    parser.add_argument("--name", default=None, help="the name whose probability is shown (default: the pool's last)")
-    parser.add_argument("--exact", action="store_true",
-                        help="require exact probabilities for every configuration (the backend's scored option "
-                             "distributions, or the stand-in's rule); refuse when any is only sampled")
-    _scenario_option(parser)
-    options = parser.parse_args(argv)
-    from ..llm.choices import SCORING_BACKENDS
-    from .strategies import strategy_table
-
-    table = strategy_table(_recorded(_directory(options.directory), options.scenario_files))
-    if table is None or not table.states:
-        raise UserError(f"no strategy-probe runs under {options.directory}; run scenarios/strategies.py --out {options.directory}")
-    focus = options.name or table.names[-1]
-    if focus not in table.names:
-        raise UserError(f"--name {focus} is not in the pool {', '.join(table.names)}")
-    sampled_only = sum(strategy.source == "sampled" for strategy in table.states.values())
-    if options.exact and sampled_only:
-        raise UserError(f"{sampled_only} of {len(table.states)} configurations have no exact probability: backend "
-                        f"'{table.backend}' stored no scored option distribution (docs/backends.md); run the probe on "
-                        f"{SCORING_BACKENDS} with --set constrained_decoding=true, or drop --exact")
-    for row in table.rows(focus):
-        tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
-        sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
-        print(f"{row['interaction']:>2} {row['memory']:<30} P({focus})={row[f'p_{focus}']:.3f} ({row['source']}); "
-              f"sampled {sampled} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={row['samples']}{tests}"
-              f" fallbacks={row['fallbacks']}")
-    print(f"fallback rate {table.fallback_rate:.1%} (fallbacks are left out of every probability above)")
-    if sampled_only:
-        print(f"{sampled_only} of {len(table.states)} configurations are sampled only: backend '{table.backend}' stored "
-              f"no exact option distribution for them (docs/backends.md)")
-    return 0
-
-
-@_command("critical-mass", "search the critical mass against both conventions of a pair")
-def critical_mass(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim critical-mass",
-                     description="Smallest committed minority that flips each convention of a pair.")
-    parser.add_argument("scenario", help="a naming-game scenario file with two names (e.g. scenarios/critical_mass_search.py)")
-    parser.add_argument("--out", type=Path, required=True, help="directory for the search (finished runs are reused)")
-    parser.add_argument("--majority", default=None, help="the convention to overturn first (default: the file's majority_name)")
-    parser.add_argument("--alternative", default=None)
-    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
-    parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
-    parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
-    parser.add_argument("--backend", default="stand-in")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server for an openai: backend")
-    parser.add_argument("--max-in-flight", type=int, default=32, help="calls in flight, at most (default 32)")
-    parser.add_argument("--cache", type=Path, default=None, metavar="PATH", help="the response cache database")
-    parser.add_argument("--sample-locally", action="store_true",
-                        help="answer prompts whose option distribution is known by a seeded draw from it (no call)")
-    parser.add_argument("--parallel", type=int, default=1, metavar="P",
-                        help="sizes tried at once (default 1: a bisection; P: a (P+1)-ary search, fewer, longer steps)")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="where the runs execute: local (default) or ray (docs/running-a-sweep-on-ray.md)")
-    parser.add_argument("--ray-address", default="", metavar="ADDRESS", help="the Ray cluster (default: a Ray started here)")
-    parser.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS", help="CPUs Ray sets aside per run")
-    options = parser.parse_args(argv)
-    if options.executor == "ray":
-        from ..distributed import require_ray
-
-        require_ray()
-    from ..games.naming import NamingGame
-    from ..llm.limiter import Limits
-    from ..llm.specs import BackendOptions
-    from .critical_mass import CriticalMassSearch, search_both
-
-    scenario, module = load_scenario(options.scenario)
-    scenario = scenario.with_overrides(parse_overrides(options.overrides))
-    if not isinstance(scenario, NamingGame) or len(scenario.params.names) != 2:
-        raise UserError("critical-mass needs a naming-game scenario with two names (names=(\"Q\", \"M\"))")
-    names = scenario.params.names
-    majority = options.majority or scenario.params.majority_name or names[-1]
-    alternative = options.alternative or next(name for name in names if name != majority)
-    spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)),
-                              required_share=options.share,
-                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
-                              llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
-                                                 sample_locally=options.sample_locally,
-                                                 limits=Limits(max_in_flight=options.max_in_flight)),
-                              parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
-                              cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
-    for result in search_both(spec, options.out):
-        found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
-        tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))
-        print(f"against {result.majority} (committed say {result.alternative}): critical mass {found}; flips by size {tried}")
-    return 0
-
-
-@_command("unbiased-pool", "draw random-string pools until one is unbiased")
-def unbiased_pool(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim unbiased-pool",
-                     description="Random six-character pools until one's first choices are within a JS distance of uniform.")
-    parser.add_argument("--scenario", default=None, help="a naming-game scenario file for the prompt and sampling (default: the paper's)")
-    parser.add_argument("--pool-size", type=int, default=2)
-    parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--threshold", type=finite_float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
-    parser.add_argument("--tries", type=int, default=20)
-    parser.add_argument("--backend", default="stand-in")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="save the tries here for the report")
-    options = parser.parse_args(argv)
-    from ..games.naming import NamingGame
-    from .bias import PoolSearch, find_unbiased_pool
-    from .recorded import save_artifact
-
-    scenario = load_scenario(options.scenario)[0] if options.scenario else NamingGame()
-    if not isinstance(scenario, NamingGame):
-        raise UserError("--scenario must hold a naming-game scenario")
-    search = PoolSearch(pool_size=options.pool_size, samples=options.samples, threshold=options.threshold,
-                        max_tries=options.tries, seed=options.seed, backend=options.backend)
-    result = find_unbiased_pool(search, scenario)
-    for entry in result.tries:
-        kept = " kept" if entry["kept"] else ""
-        distance = "none (no choices)" if entry["js_distance"] is None else f"{entry['js_distance']:.4g}"
-        print(f"{' '.join(entry['pool'])}: counts {entry['counts']} (fallbacks {entry['fallbacks']}, left out), "
-              f"JS distance {distance}{kept}")
-    if options.out is not None:
-        save_artifact(options.out, "unbiased_pool", result.as_dict() | {"backend": options.backend, "threshold": options.threshold,
-                                                                        "samples": options.samples})
-    if result.pool is None:
-        print(f"no pool within {options.threshold} in {options.tries} tries; raise --samples or --tries", file=sys.stderr)
-        return 1
-    print(f"pool: {','.join(result.pool)}  (use --set names={','.join(result.pool)})")
-    return 0
-
-
-@_command("comprehension", "ask Table S7's questions at a recorded run's states")
-def comprehension(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
-    parser.add_argument("directory", help="the output directory of a naming-game run")
-    parser.add_argument("--agents", type=int, default=8)
-    parser.add_argument("--run", type=int, default=1)
-    parser.add_argument("--max-states", type=int, default=200)
-    parser.add_argument("--backend", default="", help="default: the backend the run used")
-    parser.add_argument("--seed", type=int, default=0)
-    _scenario_option(parser)
-    options = parser.parse_args(argv)
-    from .comprehension import ComprehensionCheck, check
-
-    _recorded(_directory(options.directory), options.scenario_files, keep=False)
-    document = check(_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
-                                                                       max_states=options.max_states,
-                                                                       backend=options.backend, seed=options.seed))
-    for entry in document["accuracy"]:
-        print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
-              f"({entry['correct']}/{entry['asked']})")
-    return 0
-
-
-@_command("check-model", "is a model fit for the naming-game experiments? readable replies, preference, calibration, comprehension")
-def check_model(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim check-model",
-                     description="Check a model before running the naming-game experiments on it: the share of readable "
-                                 "replies with and without the answer grammar, position and letter preference, "
-                                 "calibration of its stored option distributions, and the paper's comprehension "
-                                 "questions (Table S7), with a plain verdict. A few minutes on SmolLM2 on a laptop CPU.")
-    parser.add_argument("--backend", required=True, help="the model, as for a run: local:smollm2, openai:MODEL@URL, ...")
-    parser.add_argument("--names", default="Q,M", help="the name pool, comma-separated (default Q,M)")
-    parser.add_argument("--seeds", type=int, default=60, help="seeds per state for calibration (default 60)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
-    options = parser.parse_args(argv)
-    names = tuple(name.strip() for name in options.names.split(",") if name.strip())
-    if len(names) < 2 or len(set(names)) != len(names):
-        raise UserError(f"--names needs two or more distinct names (got '{options.names}')")
-    if options.seeds < 10:
-        raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
-    from .model_check import ModelCheck, check_model, report_lines
-
-    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed)
-    report = check_model(check)
-    for line in report_lines(report, check):
-        print(line)
-    if options.out is not None:
-        import json
-
-        options.out.write_text(json.dumps(report.as_dict(), indent=2), encoding="utf-8")
-    return 0
-
-
-@_command("transcript", "a run's prompts and replies, call by call (--run, --agent, --round)")
+@command("transcript", "a run's prompts and replies, call by call (--run, --agent, --round)")
 def transcript(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim transcript",
+    parser = CommandParser(prog="python -m agentsim transcript",
                      description="A run's prompts and replies, call by call, rebuilt from the store with the scenario's "
                                  "rebuild_messages and the prompt template stored with the experiment.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
@@ -336,55 +57,17 @@ def transcript(argv: list[str]) -> int:
     parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
     parser.add_argument("--round", dest="round_", type=int, default=None,
                         help="only this population round (a month, a generation: the game's round)")
-    _scenario_option(parser)
+    scenario_option(parser)
     options = parser.parse_args(argv)
     from .transcript import write_transcript
 
-    _recorded(_directory(options.directory), options.scenario_files, keep=False)
+    recorded(results_directory(options.directory), options.scenario_files, keep=False)
     try:
-        write_transcript(_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
+        write_transcript(results_directory(options.directory), sys.stdout, run=options.run, agent=options.agent,
                          round_=options.round_)
     except BrokenPipeError:  # `| head`: the reader has seen enough
         sys.stderr.close()
     return 0
 
 
-@_command("commons-transcript", "a GovSim commons run month by month: harvests, discussion, limit, insights")
-def commons_transcript(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim commons-transcript",
-                     description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")
-    parser.add_argument("directory", help="a commons run's output directory")
-    parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
-    options = parser.parse_args(argv)
-    from ..games.commons.transcript import transcript
-    from .recorded import find_experiments
-
-    experiments = [experiment for experiment in find_experiments(_directory(options.directory))
-                   if experiment.scenario_name == "commons"]
-    if not experiments:
-        raise UserError(f"no commons run under '{options.directory}'; run scenarios/commons_fishing.py first")
-    experiment = experiments[0]
-    try:
-        for line in transcript(experiment.store, options.run, str(experiment.params.get("resource", "fishing"))):
-            print(line)
-    except KeyError as error:
-        raise UserError(f"{error.args[0]}; pick one with --run") from None
-    finally:
-        experiment.close()
-    return 0
-
-
-@_command("lineage", "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got")
-def lineage(argv: list[str]) -> int:
-    parser = _Parser(prog="python -m agentsim lineage",
-                     description="Which survivor's strategy and norms became which new agent's, generation by generation "
-                                 "(Donor game, Stag Hunt).")
-    parser.add_argument("directory", help="the output directory of a donor_game or stag_hunt run")
-    parser.add_argument("--run", type=int, default=None, help="one run (default: all)")
-    parser.add_argument("--full", action="store_true", help="print strategies and norms whole, not cut to one line")
-    options = parser.parse_args(argv)
-    from ..games.evolution.report import lineage_lines
-
-    for line in lineage_lines(_directory(options.directory), options.run, full=options.full):
-        print(line)
-    return 0
+discover()  # every game family registers its subcommands

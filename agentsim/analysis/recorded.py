@@ -2,10 +2,11 @@
 
 An output directory holds one experiment (`agentsim.db`); a search (critical mass) holds one
 experiment per sub-directory. `find_experiments(root)` finds them all, and each
-`RecordedExperiment` answers the questions the analysis asks: success per population round,
-productions per round, consensus names, the choices agents made with a given memory, and
-LLM usage by model. Scenarios are rebuilt from the recorded parameters, so a call's compact
-context decodes back into the memory the agent saw.
+`RecordedExperiment` answers what every game's analysis asks: its parameters and runs, the
+per-round statistics and run summaries, the scenario rebuilt from the recorded parameters (so
+that a call's compact context decodes back into what the agent saw), and LLM usage by model.
+A game's own questions (the naming game's first choices, consensus names, strategies) live in
+its family's package (agentsim/games/naming/recorded.py), never here.
 
 A results directory is data: reading one runs none of the code it names. The recorded
 scenario class is imported only from a module that lies outside the directory (an installed
@@ -22,16 +23,15 @@ import importlib.util
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import UserError
-from ..games.pairwise import PairwiseGame
 from ..scenario import Scenario
 from ..scenario_files import load_scenario
 from ..store import DATABASE, Store
@@ -86,18 +86,12 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-@dataclass
-class Choice:
-    """One decision of an LLM (or rule) agent: the memory it saw and what it played."""
+@runtime_checkable
+class RecordsTemplates(Protocol):
+    """A scenario whose prompt templates are recorded with the experiment (the naming game's,
+    SIGN's): rebuilt with the recorded text, not with what today's files say."""
 
-    run: int
-    t: int
-    agent: int
-    memory: tuple[tuple[str | None, str | None, int], ...]
-    options: tuple[str, ...]
-    action: str | None
-    probabilities: dict[str, float] | None = None
-    fallback: bool = False  # no reply gave the action: never counted as the model's choice
+    def with_recorded_templates(self, templates: Mapping[str, str]) -> Any: ...
 
 
 @dataclass
@@ -110,6 +104,7 @@ class RecordedExperiment:
     variant: int | None = None
     variants: int = 0
     _store: Store | None = field(default=None, init=False, repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)  # what a game's analysis reads once
 
     @property
     def store(self) -> Store:
@@ -174,8 +169,9 @@ class RecordedExperiment:
         path = str(self.experiment.get("scenario_class", ""))
         if not path or _import_class(path, self.directory) is not None:
             return None
-        file = Path(str(self.experiment.get("scenario_file") or "")).name
-        named = f" ({file} when the runs were recorded)" if file else ""
+        file = str(self.experiment.get("scenario_file") or "")  # absolute since issue 30; a name only, before
+        named = (f" (when the runs were recorded: --scenario {file})" if Path(file).is_absolute() else
+                 f" ({Path(file).name} when the runs were recorded)" if file else "")
         return (f"the scenario class {path} of '{self.where or self.directory}' does not import from an installed "
                 f"package, and agentsim runs no code a results directory names; pass --scenario FILE, the scenario "
                 f"file that defines it{named}")
@@ -195,7 +191,7 @@ class RecordedExperiment:
         standin = settings(**{key: value for key, value in self.standin.items() if key in settings.field_names()})
         scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}), standin=standin)
         scenario = scenario.for_experiment(int(experiment.get("seed", 0)))
-        if isinstance(scenario, PairwiseGame):  # its prompts as they were sent, not as today's files word them
+        if isinstance(scenario, RecordsTemplates):  # its prompts as they were sent, not as today's files word them
             scenario = scenario.with_recorded_templates(experiment.get("prompt_templates") or {})
         return scenario
 
@@ -217,16 +213,10 @@ class RecordedExperiment:
                 stats[run].append(json.loads(text))
         return dict(stats)
 
-    def success_matrix(self) -> np.ndarray:
-        """Runs x rounds success rates. A run that stopped early (consensus) keeps its last
-        rate afterwards, as the paper's averages do for runs that have converged."""
-        return self._matrix("success_rate")
-
-    def alternative_share_matrix(self) -> np.ndarray:
-        """Runs x rounds share of the committed name among the other agents' productions."""
-        return self._matrix("alternative_share")
-
-    def _matrix(self, key: str) -> np.ndarray:
+    def round_matrix(self, key: str) -> np.ndarray:
+        """Runs x rounds of one per-round statistic (`key` of the rounds' stats, e.g. a naming
+        game's `success_rate`). A run that stopped early (consensus) keeps its last value
+        afterwards, as the paper's averages do for runs that have converged."""
         rows = [[entry.get(key) for entry in entries] for entries in self.round_stats.values()]
         if not rows:
             return np.zeros((0, 0))
@@ -240,99 +230,8 @@ class RecordedExperiment:
                 matrix[index, len(values):] = last
         return matrix
 
-    def productions(self, run: int) -> list[dict[str, int]]:
-        """One run's productions of each name per round."""
-        return [dict(entry.get("productions") or {}) for entry in self.round_stats.get(run, [])]
-
-    def consensus_names(self) -> list[str | None]:
-        return [row["summary"].get("consensus_name") for row in self.runs]
-
     def summaries(self) -> list[dict[str, Any]]:
         return [row["summary"] for row in self.runs]
-
-    # --- decisions ---------------------------------------------------------------------------
-    def first_choices(self, *, kinds: tuple[str, ...] = ("llm",)) -> dict[str, int]:
-        """How often each name was answered from an empty memory (a context that lists the
-        options only), counted in SQL: the individual-bias samples of any run. Fallbacks are
-        not the model's choices and are left out (`first_choice_fallbacks` counts them)."""
-        return {action: count for action, count in self._first_moves(kinds).items() if action is not None}
-
-    def first_choice_fallbacks(self, *, kinds: tuple[str, ...] = ("llm",)) -> tuple[int, int]:
-        """(fallbacks, decisions) among the decisions from an empty memory."""
-        moves = self._first_moves(kinds)
-        return moves.get(None, 0), sum(moves.values())
-
-    def _first_moves(self, kinds: tuple[str, ...]) -> dict[str | None, int]:
-        """Decisions from an empty memory by action; fallbacks under the key None."""
-        width = len(self.names)
-        if not width:
-            return {}
-        done = {row["run"] for row in self.runs}
-        marks = ",".join("?" * len(kinds))
-        counts: dict[str | None, int] = {}
-        for run, action, fallback, count in self.store.rows(
-                "SELECT d.run, m.action, m.fallback IS 1, COUNT(*) FROM decisions d "
-                "JOIN decisions m ON m.run = d.run AND m.t = d.t AND m.agent = d.agent AND m.payoff IS NOT NULL "
-                f"JOIN agents a ON a.run = d.run AND a.agent = d.agent AND a.kind IN ({marks}) "
-                "WHERE d.attempt = 0 AND length(d.context) = ? GROUP BY d.run, m.action, m.fallback IS 1",
-                (*kinds, width)):
-            if run in done:
-                key = None if fallback else action
-                if key is not None or fallback:
-                    counts[key] = counts.get(key, 0) + count
-        return counts
-
-    def fallback_rate(self, *, kinds: tuple[str, ...] = ("llm",)) -> tuple[int, int]:
-        """(fallbacks, decisions) of agents of `kinds` in the finished runs."""
-        done = {row["run"] for row in self.runs}
-        marks = ",".join("?" * len(kinds))
-        fallbacks = decisions = 0
-        for run, fallback, count in self.store.rows(
-                "SELECT m.run, m.fallback IS 1, COUNT(*) FROM decisions m "
-                f"JOIN agents a ON a.run = m.run AND a.agent = m.agent AND a.kind IN ({marks}) "
-                "WHERE m.payoff IS NOT NULL GROUP BY m.run, m.fallback IS 1", kinds):
-            if run in done:
-                decisions += count
-                fallbacks += count if fallback else 0
-        return fallbacks, decisions
-
-    def choices(self, *, kinds: tuple[str, ...] = ("llm",), fallbacks: bool = False) -> list[Choice]:
-        """Every decision of agents of `kinds` that a reply gave (with `fallbacks`, the
-        fallbacks too, marked), with the memory and options it was made from (decoded from
-        the first attempt's context) and the action finally played (read once)."""
-        cached = self._choices.get(kinds)
-        if cached is None:
-            cached = self._choices[kinds] = list(self._read_choices(kinds))
-        return cached if fallbacks else [choice for choice in cached if not choice.fallback]
-
-    @cached_property
-    def _choices(self) -> dict[tuple[str, ...], list[Choice]]:
-        return {}
-
-    def _read_choices(self, kinds: tuple[str, ...]) -> Iterator[Choice]:
-        scenario = self.scenario
-        if scenario is None or not hasattr(scenario, "decode"):
-            return
-        decoded: dict[str, Any] = {}
-        agent_kinds = {(run, agent): kind for run, agent, kind in self.store.rows("SELECT run, agent, kind FROM agents")}
-        done = {row["run"] for row in self.runs}
-        columns = "run, t, agent, attempt, context, action, payoff, fallback IS 1, probabilities"
-        context: str | None = None
-        probabilities: str | None = None
-        for row in self.store.rows(f"SELECT {columns} FROM decisions ORDER BY run, t, agent, attempt"):
-            run, t, agent, attempt, row_context, action, payoff, fallback = row[:8]
-            if run not in done or agent_kinds.get((run, agent)) not in kinds:
-                continue
-            if attempt == 0:
-                context = row_context
-                probabilities = row[8]
-            if payoff is None or not context:
-                continue
-            situation = decoded.get(context)
-            if situation is None:
-                situation = decoded[context] = scenario.decode(context)
-            yield Choice(run, t, agent, situation.memory, situation.options, action,
-                         json.loads(probabilities) if probabilities else None, bool(fallback))
 
     # --- usage -------------------------------------------------------------------------------
     def usage_by_model(self) -> list[dict[str, Any]]:

@@ -11,9 +11,11 @@ its sections with `register_section` from its own module, without editing this o
     def sign_payoffs(context: ReportContext) -> None:
         context.add_figure(...)
 
-Sections for the naming game live in `naming_report.py`, for networks in `networks.py`: every
-module of `agentsim.analysis` is imported before a report, and so are the modules named in the
-environment variable AGENTSIM_REPORT_SECTIONS (comma-separated), for sections kept elsewhere.
+A game family keeps its sections in its package and names their modules when it registers
+(`Family(report_sections=...)`, agentsim/games/__init__.py): the naming game's in
+agentsim/games/naming/report.py, SIGN's in agentsim/games/sign/report.py. Before a report, the
+framework's modules of `agentsim.analysis` (the usage section), every family's section modules and
+those named in the environment variable AGENTSIM_REPORT_SECTIONS (comma-separated) are imported.
 """
 
 from __future__ import annotations
@@ -142,19 +144,22 @@ _OPTIONAL_EXTRAS = ("torch", "transformers", "ray")
 
 
 def _load_sections() -> None:
-    """Import every module of `agentsim.analysis` (a module registers its sections when
-    imported: `naming_report`, `networks`, ...), then those named in AGENTSIM_REPORT_SECTIONS."""
+    """Import the framework's modules of `agentsim.analysis` (the usage section), every game
+    family's report sections (each family names them when it registers: agentsim.games), then
+    the modules named in AGENTSIM_REPORT_SECTIONS."""
     import pkgutil
 
     from .. import analysis
+    from ..games import report_section_modules
 
-    for found in pkgutil.iter_modules(analysis.__path__):
-        if found.name not in ("commands", "report"):
-            try:
-                importlib.import_module(f"{analysis.__name__}.{found.name}")
-            except ModuleNotFoundError as error:
-                if error.name not in _OPTIONAL_EXTRAS:
-                    raise  # a broken section must not vanish from the report unnoticed
+    framework = [f"{analysis.__name__}.{found.name}" for found in pkgutil.iter_modules(analysis.__path__)
+                 if found.name not in ("commands", "report")]
+    for module in (*framework, *report_section_modules()):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name not in _OPTIONAL_EXTRAS:
+                raise  # a broken section must not vanish from the report unnoticed
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:
             importlib.import_module(module)
@@ -211,6 +216,13 @@ def wrap(text: str, width: int = 60) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
+def whole_rounds(axis: Any) -> None:
+    """Ticks at whole population rounds only (matplotlib would mark 1.5 on a short run)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 # --- writing -----------------------------------------------------------------------------------
 def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as file:
@@ -230,8 +242,8 @@ body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; 
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption, .caption { color: #555; font-size: .92em; margin: .3em 0; }
-table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
-td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+table { border-collapse: collapse; font-size: .85em; margin: .5em 0; display: block; max-width: 100%; overflow-x: auto; }
+td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } details { margin: .3em 0 1em; } .note { color: #8a5a00; }
 """
 

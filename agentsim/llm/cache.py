@@ -10,12 +10,21 @@ more than the rest of the key. Re-running an experiment with the same seeds into
 directory therefore makes no call at all; with `replay` a miss is an error (exact
 reproduction, or nothing). The default database lives in the user's cache directory
 (platformdirs; AGENTSIM_CACHE overrides it), so every experiment of a user shares it.
+
+The file is bounded (`max_bytes`, default 2 GiB; `--cache-max-mb`): when a process closes it
+past the bound, the answers least recently stored or served are deleted until it is 90% full,
+and SQLite reuses their pages, so the file stops growing. An answer this process stored or
+served is never evicted by it, so the runs it just served rerun from the cache exactly as
+before; an evicted answer is only a miss (the backend is asked again, and the experiment's
+own store keeps every answer a run recorded). The column `created` holds when an answer was
+last stored or served.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import time
@@ -33,6 +42,7 @@ _COLUMNS = {"key", "backend", "value", "created"}  # the responses table: a file
 # and a stored answer are encoded for every call. The bytes are what `json.dumps` gives.
 _KEY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _VALUE_JSON = json.JSONEncoder(separators=(",", ":")).encode
+DEFAULT_MAX_BYTES = 2 * 1024**3
 
 
 def default_cache_path() -> Path:
@@ -50,11 +60,15 @@ class ResponseStore:
     answer not yet written is still served from memory; one lost to a crash is only a cache
     miss, since the experiment's store has recorded it."""
 
-    def __init__(self, path: Path, *, batch: int = 256, flush_seconds: float = 1.0) -> None:
+    def __init__(self, path: Path, *, batch: int = 256, flush_seconds: float = 1.0,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.path = path
         self.batch = batch
         self.flush_seconds = flush_seconds
+        self.max_bytes = max_bytes
         self.pending: dict[str, tuple[str, str, str, float]] = {}
+        self.served: set[str] = set()  # answers served from the file since the last flush: their time is renewed
+        self.used: set[str] = set()  # every answer this process stored or served: never evicted by it
         self.flushed = time.monotonic()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,6 +88,7 @@ class ResponseStore:
             self.connection.execute("PRAGMA busy_timeout=10000")  # several experiments may share the file
             self.connection.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, value TEXT NOT NULL, created REAL)")
+            self.connection.execute("CREATE INDEX IF NOT EXISTS responses_by_use ON responses (created)")
         except sqlite3.DatabaseError as error:
             self.connection.close()
             raise self.damaged(error) from None
@@ -95,34 +110,79 @@ class ResponseStore:
             if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
                 raise
             raise self.damaged(error) from None
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        self.served.add(key)
+        self.used.add(key)
+        return json.loads(row[0])
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
         self.pending[key] = (key, backend, _VALUE_JSON(value), time.time())
+        self.used.add(key)
         if len(self.pending) >= self.batch or time.monotonic() - self.flushed >= self.flush_seconds:
             self.flush()
 
     def flush(self) -> None:
-        if self.pending:
+        if self.pending or self.served:
+            now = time.time()
             try:
                 with self.connection:
                     self.connection.execute("BEGIN")
                     self.connection.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
                                                 list(self.pending.values()))
+                    self.connection.executemany("UPDATE responses SET created = ? WHERE key = ?",
+                                                [(now, key) for key in self.served])
             except sqlite3.OperationalError as error:  # full, read-only, locked past the busy timeout
                 raise UserError(f"cannot write the response cache {self.path} ({error}); free space or give another "
                                 f"--cache PATH, or --no-cache") from None
             except sqlite3.DatabaseError as error:
                 raise self.damaged(error) from None
             self.pending.clear()
+            self.served.clear()
         self.flushed = time.monotonic()
+
+    def size(self) -> int:
+        """Bytes the answers occupy (pages in use, not the free pages SQLite will reuse)."""
+        page_size, pages, free = (self.connection.execute(f"PRAGMA {name}").fetchone()[0]
+                                  for name in ("page_size", "page_count", "freelist_count"))
+        return int(page_size * (pages - free))
+
+    def evict(self) -> int:
+        """Past `max_bytes`, delete the answers least recently stored or served, but none this
+        process used, until the file is 90% full; returns how many went."""
+        self.flush()
+        evicted = 0
+        if self.size() <= self.max_bytes:
+            return 0
+        target = int(self.max_bytes * 0.9)
+        try:
+            while (size := self.size()) > target:
+                rows = self.connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+                if not rows:
+                    break
+                needed = max(1, math.ceil((size - target) / (size / rows)))  # at the mean size of an answer
+                oldest = [key for (key,) in self.connection.execute(
+                    "SELECT key FROM responses ORDER BY created LIMIT ?", (needed,))]
+                doomed = [key for key in oldest if key not in self.used]
+                if not doomed:
+                    break  # what is left was used by this process's own runs: kept, past the bound
+                with self.connection:
+                    self.connection.execute("BEGIN")
+                    self.connection.executemany("DELETE FROM responses WHERE key = ?", [(key,) for key in doomed])
+                evicted += len(doomed)
+                if len(doomed) < len(oldest):
+                    break
+        except sqlite3.OperationalError as error:
+            raise UserError(f"cannot trim the response cache {self.path} ({error}); give another --cache PATH, "
+                            f"or --no-cache") from None
+        return evicted
 
     def count(self) -> int:
         self.flush()
         return int(self.connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
-        self.flush()
+        self.evict()
         self.connection.close()
 
 
@@ -180,5 +240,5 @@ class CachedModel:
         return completion
 
     async def aclose(self) -> None:
-        self.store.flush()
+        self.store.evict()
         await self.inner.aclose()

@@ -34,6 +34,7 @@ from ..errors import BackendSpecError, ParameterError
 from ..secrets import credentials_for, redact, register_secret
 from .accounting import Budget
 from .base import LanguageModel
+from .cache import DEFAULT_MAX_BYTES
 from .health import HealthPolicy
 from .limiter import Limits
 from .retries import RetryPolicy
@@ -63,6 +64,7 @@ class BackendOptions:
     limits: Limits = field(default_factory=Limits)
     cache: bool = True
     cache_path: Path | None = None  # None: the user's cache directory
+    cache_max_bytes: int = DEFAULT_MAX_BYTES  # the least recently used answers go past it (llm/cache.py)
     replay: bool = False
     sample_locally: bool = False  # answer known prompts from their stored choice distribution (llm/choices.py)
     max_calls: int | None = None
@@ -75,6 +77,8 @@ class BackendOptions:
             check_url(self.base_url, "--base-url")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 86_400):
             raise ParameterError(f"--timeout must be a number of seconds in (0, 86400] (got {self.timeout_s})")
+        if not 2**20 <= self.cache_max_bytes <= 2**50:
+            raise ParameterError(f"--cache-max-mb must be between 1 and 2^30 (got {self.cache_max_bytes / 2**20:g})")
         if self.replay and not self.cache:
             raise ParameterError("--replay answers from the cache; drop --no-cache")
         if self.sample_locally and not self.cache:
@@ -128,6 +132,7 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) ->
 
 
 def _local(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+    require_local_model(spec)
     if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
         from .llamacpp import SMOLLM2, LlamaCppModel
 
@@ -135,6 +140,24 @@ def _local(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) 
     from .local import LocalModel
 
     return LocalModel(name=spec.text, path=spec.target)
+
+
+def require_local_model(spec: BackendSpec) -> None:
+    """A `local:` target that is SmolLM2, a file or directory here, or a Hugging Face id already
+    in the local cache; anything else fails at once, before transformers would try a model hub."""
+    target = spec.target
+    if target.lower() == "smollm2" or Path(target).expanduser().exists():
+        return
+    if "/" in target and not target.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # no transformers: LocalModel says which extra to install
+            return
+        if isinstance(try_to_load_from_cache(target, "config.json"), str):
+            return
+    raise BackendSpecError(f"backend '{spec.text}': '{target}' is neither a file or directory here nor a known local "
+                           f"model; use local:smollm2, local:PATH.gguf, local:MODEL_DIRECTORY, or a Hugging Face id "
+                           f"already downloaded to this machine's cache")
 
 
 PROVIDERS: dict[str, Factory] = {

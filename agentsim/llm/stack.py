@@ -39,7 +39,7 @@ def response_store(options: BackendOptions) -> ResponseStore:
     key = str(path.resolve())
     store = _STORES.get(key)
     if store is None:
-        store = _STORES[key] = ResponseStore(path)
+        store = _STORES[key] = ResponseStore(path, max_bytes=options.cache_max_bytes)
     return store
 
 

@@ -13,8 +13,22 @@
     transcript.py  a run's conversation, month by month
 """
 
+from .. import Family, register_family
 from .game import CommonsGame, allocate
+from .memory import MemoryItem
+from .metrics import MonthRecord
 from .params import CommonsParams
 from .standin import CommonsStandIn, CommonsStandInSettings
+from .state import CommonsState, StepStats
 
 __all__ = ["CommonsGame", "CommonsParams", "CommonsStandIn", "CommonsStandInSettings", "allocate"]
+
+
+register_family(Family(
+    name="commons",
+    summary="GovSim's commons (Piatti et al. 2024): fishing, pasture and pollution",
+    scenario_names=(CommonsGame.name,),
+    commands=f"{__name__}.commands",
+    report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(MonthRecord, StepStats, CommonsState, MemoryItem),
+))

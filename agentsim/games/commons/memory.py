@@ -24,8 +24,6 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ... import checkpoints
-
 RECENCY_WEIGHT, IMPORTANCE_WEIGHT, RELEVANCE_WEIGHT = 0.5, 3.0, 2.0
 RECENCY_DECAY = 0.99
 _WORD = re.compile(r"[a-z0-9]+")
@@ -97,6 +95,3 @@ def retrieve(memories: Sequence[MemoryItem], focal_points: Sequence[str], top_k:
 def _importance(item: MemoryItem) -> int:
     """An always-retrieved memory counts 10, as GovSim stores it; an unrated one the lowest."""
     return 10 if item.always else item.importance or 1
-
-
-checkpoints.register(MemoryItem)

@@ -31,8 +31,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import checkpoints
-
 
 @dataclass
 class MonthRecord:
@@ -168,6 +166,3 @@ def kaplan_meier(times: Sequence[int], events: Sequence[bool]) -> list[tuple[int
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-checkpoints.register(MonthRecord)

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from ...analysis.recorded import RecordedExperiment
-from ...analysis.report import ReportContext
+from ...analysis.report import ReportContext, register_section
 from .metrics import kaplan_meier
 
 
@@ -185,3 +185,6 @@ def _by_model_table(context: ReportContext, runs: list[dict[str, Any]]) -> None:
         context.add_table("commons_by_model", "Mixed groups: each model's villagers",
                           ["experiment", "run", "condition", "model", "villagers", "gain", "equality", "over_usage",
                            "survival_months"], rows)
+
+
+register_section("commons", "GovSim: governance of the commons", order=80, applies=commons_applies)(commons_section)

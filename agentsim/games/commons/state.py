@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Literal
 
-from ... import checkpoints
 from ...records import EncounterRecord
 from .metrics import MonthRecord
 
@@ -75,6 +74,3 @@ class CommonsState:
 
     def day(self, step: Literal["harvest", "discussion", "reflection"]) -> date:
         return month_day(self.month, step)
-
-
-checkpoints.register(StepStats, CommonsState)

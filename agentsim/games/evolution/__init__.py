@@ -12,7 +12,9 @@ evolving strategies and cultural norms (Liu 2025; Vallinder and Hughes 2024).
     report.py      the report's figures (Figs. 1-3) and the lineage of strategies and norms
 """
 
+from .. import Family, register_family
 from .donor import DonorGame
+from .metrics import EvolutionMetrics
 from .params import (
     CONDITION_LABELS,
     CONDITIONS,
@@ -20,6 +22,7 @@ from .params import (
     EvolutionParams,
     StagHuntParams,
 )
+from .population import RunState
 from .stag_hunt import StagHunt
 from .standin import EvolutionStandIn, EvolutionStandInSettings
 
@@ -30,3 +33,13 @@ __all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "Evolut
 def conditions(*names: str) -> list[dict[str, str]]:
     """The paper's conditions as a scenario file's VARIANTS (all four by default)."""
     return [{"condition": name} for name in (names or CONDITIONS)]
+
+
+register_family(Family(
+    name="evolution",
+    summary="cultural evolution of cooperation: the Donor game and the Stag Hunt over generations",
+    scenario_names=(DonorGame.name, StagHunt.name),
+    commands=f"{__name__}.commands",
+    report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(RunState, EvolutionMetrics),
+))

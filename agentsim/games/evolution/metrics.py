@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import checkpoints
 from ...records import EncounterRecord
 
 
@@ -86,6 +85,3 @@ class EvolutionMetrics:
 class _Stats(dict[str, Any]):
     def as_dict(self) -> dict[str, Any]:
         return dict(self)
-
-
-checkpoints.register(EvolutionMetrics)

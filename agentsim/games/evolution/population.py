@@ -12,7 +12,6 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ... import checkpoints
 from ...agents import PopulationAgent
 from ...scheduler import RoundPairing
 from .params import EvolutionParams
@@ -124,6 +123,3 @@ def select(scores: list[float], survivors: int, rule: str, rng: random.Random) -
         rng.shuffle(order)
         return order[:survivors]
     return ranking(scores, rng)[:survivors]
-
-
-checkpoints.register(RunState)

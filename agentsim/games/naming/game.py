@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from ...agents import PopulationAgent
 from ...llm.base import Grammar, Message, Request, Sampling
-from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
 from ...policies import CommittedPolicy, LLMPolicy, Policy
@@ -32,6 +31,7 @@ from ...scheduler import Encounter
 from ..pairwise import PairwiseGame, PairwiseParams, name_codes
 from .answers import AnswerReader, answer_replies
 from .fitness import probe_requests
+from .metrics import ConventionMetrics
 from .situation import Memory, NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 
@@ -344,6 +344,23 @@ class NamingGame(PairwiseGame[NamingParams]):
         # Fallback moves played their part in the game but are in none of the figures above.
         summary["fallback_moves"] = metrics.fallbacks
         return summary
+
+    def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
+        """Per step: success over the last window, agreement (the leading latest name's share
+        among the non-committed agents), the leading name and its share of the last window's
+        productions, and with a committed minority the alternative's share among the others'
+        latest choices (None before any)."""
+        metrics: ConventionMetrics = model.metrics
+        leading = metrics.leading_name()
+        series: dict[str, float | str | None] = {
+            "success_rate": metrics.success_rate,
+            "agreement": metrics.agreement,
+            "leading_name": leading,
+            "leading_share": metrics.window_shares().get(str(leading), 0.0) if leading is not None else 0.0,
+        }
+        if metrics.alternative is not None:
+            series["alternative_share"] = metrics.alternative_share()
+        return series
 
     def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
         metrics: ConventionMetrics = model.metrics

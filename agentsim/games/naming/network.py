@@ -18,17 +18,16 @@ Works for any NamingGame subclass's agents; `agentsim.analysis.networks` draws t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import networkx as nx
 
-from ... import checkpoints
-from ...metrics import ConventionMetrics
 from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology
 from .game import NamingGame, NamingParams
+from .metrics import ConventionMetrics
 
 Network = Literal["complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi"]
 NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
@@ -36,6 +35,12 @@ NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkNamingParams(NamingParams):
+    # The graph comes from the family of each replicate, never from the naming game's own
+    # topology settings: `--set topology=ring` is refused, naming `topologies`.
+    unread: ClassVar[dict[str, str]] = {"topology": "topologies", "topology_degree": "mean_degree",
+                                        "topology_probability": "rewiring", "topology_attachment": "mean_degree",
+                                        "graph_file": "topologies"}
+
     topologies: tuple[Network, ...] = NETWORKS
     mean_degree: int = 4  # ring and small-world neighbours, 2 × Barabási-Albert edges, Erdős-Rényi mean
     rewiring: float = 0.1  # small-world rewiring probability
@@ -130,6 +135,3 @@ class NetworkNamingGame(NamingGame):
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,
         }
-
-
-checkpoints.register(NetworkMetrics)

@@ -1,6 +1,7 @@
 """SIGN (Ren et al.): the naming game under three prompt conditions (free text, free text with
 partner history, a strict `@say {name: Ck}` schema), its schema parser, metrics and stand-in."""
 
+from .. import Family, register_family
 from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
 from .metrics import THRESHOLDS, SignMetrics
 from .schema import NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon, schema_regex
@@ -12,3 +13,12 @@ __all__ = [
     "SignStandIn", "SignStandInSettings",
     "decision_route", "lexicon", "schema_regex", "sign_grid",
 ]
+
+
+register_family(Family(
+    name="sign",
+    summary="SIGN (Zhang and Woisetschlaeger 2026): naming under free text, partner history or a strict schema",
+    scenario_names=(SignGame.name,),
+    report_sections=(f"{__name__}.report",),
+    checkpoint_classes=(SignMetrics,),
+))

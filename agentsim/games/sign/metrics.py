@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ... import checkpoints
-from ...metrics import ConventionMetrics
 from ...records import EncounterRecord
+from ..naming.metrics import ConventionMetrics
 from .schema import ROUTES, decision_route
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.9)
@@ -138,6 +137,3 @@ class SignMetrics(ConventionMetrics):
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-checkpoints.register(SignMetrics)

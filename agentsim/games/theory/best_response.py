@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from scipy.stats import binom
 
 from ...errors import ParameterError
 from ...model import PopulationModel
@@ -107,6 +106,8 @@ def mean_field_critical_mass(memory: int, *, tolerance: float = 1e-4) -> float:
     near x = 0. Found by bisection on p, iterating the map from x = 0."""
     if memory < 1:
         raise ParameterError(f"memory must be at least 1 (got {memory})")
+    from scipy.stats import binom  # here: every command line start imports the families (agentsim.games.discover)
+
     counts = np.arange(memory + 1)
     weight = np.where(2 * counts > memory, 1.0, np.where(2 * counts == memory, 0.5, 0.0))
 

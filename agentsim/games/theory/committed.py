@@ -18,7 +18,6 @@ Time is counted as Xie et al. count it: one unit is N interactions (two populati
 from __future__ import annotations
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ...errors import ParameterError
 from .minimal import run_to_consensus
@@ -41,6 +40,8 @@ def rate_equations(p: float):
 def reaches_consensus(p: float, *, horizon: float = 2_000.0) -> bool:
     """Whether the mean-field population that starts all-B ends with (almost) every
     uncommitted agent holding only A."""
+    from scipy.integrate import solve_ivp  # here: every command line start imports the families
+
     solution = solve_ivp(rate_equations(p), (0.0, horizon), [0.0, 1.0 - p], rtol=1e-8, atol=1e-10)
     return bool(solution.y[0, -1] > 0.5 * (1.0 - p))
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ... import checkpoints
 from ...agents import PopulationAgent
-from ...metrics import ConventionMetrics, Milestone
 from ...model import PopulationModel
 from ...policies import CommittedPolicy, RulePolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scheduler import Encounter
 from ..naming.game import NamingGame, NamingParams, NamingSituation
+from ..naming.metrics import ConventionMetrics, Milestone
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,6 +236,3 @@ class MinimalNamingGame(NamingGame):
 
     def standin_rules(self) -> list[Any]:
         return []
-
-
-checkpoints.register(InventoryMetrics)

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..games.naming import StrategyProbe
-from .recorded import RecordedExperiment
-from .stats import bias_test, proportion_interval
+from ...analysis.recorded import RecordedExperiment
+from ...analysis.stats import bias_test, proportion_interval
+from . import StrategyProbe
+from .recorded import choices
 
 State = tuple[tuple[str | None, str | None], ...]
 
@@ -149,7 +150,7 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
         elif pool_key(experiment) != key:
             continue
         rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
-        for choice in experiment.choices(fallbacks=True):
+        for choice in choices(experiment, fallbacks=True):
             state = state_of(choice.memory)
             strategy = table.states.get(state)
             if strategy is None:
@@ -190,7 +191,7 @@ def state_frequencies(experiments: Iterable[RecordedExperiment], *, length: int 
     for experiment in experiments:
         if experiment.scenario_name in (StrategyProbe.name, "individual_bias"):
             continue
-        for choice in experiment.choices():
+        for choice in choices(experiment):
             if length is None or len(choice.memory) == length:
                 frequencies[state_of(choice.memory)] += 1
     return frequencies

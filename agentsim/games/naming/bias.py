@@ -17,12 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..games.naming import FirstChoiceProbe, NamingGame, generate_names
-from ..llm.specs import build_backend
-from ..model import BackendShare, PopulationModel
-from ..records import EncounterRecord
-from .recorded import RecordedExperiment
-from .stats import BiasTest, bias_test, js_distance_from_uniform
+from ...analysis.recorded import RecordedExperiment
+from ...analysis.stats import BiasTest, bias_test, js_distance_from_uniform
+from ...llm.specs import build_backend
+from ...model import BackendShare, PopulationModel
+from ...records import EncounterRecord
+from . import FirstChoiceProbe, NamingGame, generate_names
+from . import recorded as naming_record
 
 PAPER_JS_THRESHOLD = 0.005
 
@@ -54,7 +55,7 @@ def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple
         if not experiment.names or has_own_section(experiment):
             continue
         tally = counts.setdefault(pool_key(experiment), Counter(dict.fromkeys(experiment.names, 0)))
-        tally.update(experiment.first_choices())
+        tally.update(naming_record.first_choices(experiment))
     return {key: tally for key, tally in counts.items() if sum(tally.values())}
 
 
@@ -65,7 +66,7 @@ def first_choice_fallbacks(experiments: Iterable[RecordedExperiment]) -> dict[tu
     for experiment in experiments:
         if not experiment.names or has_own_section(experiment):
             continue
-        fallbacks, decisions = experiment.first_choice_fallbacks()
+        fallbacks, decisions = naming_record.first_choice_fallbacks(experiment)
         before = rates.get(pool_key(experiment), (0, 0))
         rates[pool_key(experiment)] = (before[0] + fallbacks, before[1] + decisions)
     return rates
@@ -108,7 +109,7 @@ def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
         if not is_free_run(experiment) or not experiment.runs:
             continue
         tally = counts.setdefault(pool_key(experiment), Counter(dict.fromkeys(experiment.names, 0)))
-        for name in experiment.consensus_names():
+        for name in naming_record.consensus_names(experiment):
             tally[name or ""] += 1
     return counts
 
@@ -160,7 +161,7 @@ class PoolSearch:
     backend: str = "stand-in"
 
     def __post_init__(self) -> None:
-        from ..params import require
+        from ...params import require
 
         require(self.pool_size >= 2, f"pool_size must be at least 2 (got {self.pool_size})")
         require(self.samples >= 10, f"samples must be at least 10 (got {self.samples})")

@@ -16,11 +16,11 @@ From the run summaries (`summary.json`, one per experiment under the directory) 
   the retry, decoded from free text, fallback and no name, and the retry rate;
 - `sign_models` (mixed populations only): agreement split by model and the winning name.
 
-    python -m agentsim.analysis.sign DIR [--out DIR/sign]
+    python -m agentsim.games.sign.report DIR [--out DIR/sign]
 
 writes each as PNG (figures) and CSV. `sign_section(context)` builds the same items into a
-report context (`agentsim.analysis.report`): register it with
-`register_section("sign", "SIGN: schema-induced naming", order=70, applies=sign_applies)(sign_section)`.
+report context (`agentsim.analysis.report`), where this module registers it: the SIGN family
+names this module among its report sections (agentsim/games/sign/__init__.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
-from ..errors import UserError
+from ...analysis.report import register_section
+from ...errors import UserError
 
 THRESHOLDS = ("0.5", "0.6", "0.7", "0.9")
 CONDITIONS = ("nl", "nl-sw", "schema")
@@ -330,8 +331,11 @@ def models_table(runs: Sequence[dict[str, Any]]) -> SignTable | None:
                      "agents said most in their first encounters) is the population's most common name at the end.")
 
 
+register_section("sign", "SIGN: schema-induced naming", order=70, applies=sign_applies)(sign_section)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentsim.analysis.sign",
+    parser = argparse.ArgumentParser(prog="python -m agentsim.games.sign.report",
                                      description="SIGN's figures and tables (PNG and CSV) from an output directory.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: DIRECTORY/sign)")

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..games.theory import success_curve
-from .report import ReportContext, register_section
+from ...analysis.report import ReportContext, register_section
+from .minimal import success_curve
 
 MINIMAL = "minimal_naming_game"
 FAST_RUNS = 2_000

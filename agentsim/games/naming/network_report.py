@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..errors import UserError
-from ..store import DATABASE, Store
+from ...errors import UserError
+from ...store import DATABASE, Store
 
 SCENARIO_NAME = "network_naming_game"
 ORDER = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")  # as the issue lists them
@@ -160,7 +160,7 @@ def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
 
 def _register_report_section() -> None:
     """Add the section to the `report` command (whose `_load_sections` imports this module)."""
-    from .report import register_section
+    from ...analysis.report import register_section
 
     def applies(context: Any) -> bool:
         return any(experiment.scenario_name == SCENARIO_NAME for experiment in context.experiments)

@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, BackendFailedError, UserError
-from ..games.naming import QUESTIONS, ComprehensionStandIn, NamingGame, NamingSituation, question_messages, questions_for, score
-from ..llm.base import LanguageModel, Request, Sampling
-from ..llm.specs import build_backend
-from ..llm.standin import StandInModel
-from ..prompts import PromptTemplate
-from ..secrets import redact
-from ..seeding import derive_seed
-from .recorded import ANALYSIS_DIR, RecordedExperiment, save_artifact
-from .stats import proportion_interval
+from ...analysis.recorded import ANALYSIS_DIR, RecordedExperiment, save_artifact
+from ...analysis.stats import proportion_interval
+from ...errors import BackendError, BackendFailedError, UserError
+from ...llm.base import LanguageModel, Request, Sampling
+from ...llm.specs import build_backend
+from ...llm.standin import StandInModel
+from ...prompts import PromptTemplate
+from ...secrets import redact
+from ...seeding import derive_seed
+from . import QUESTIONS, ComprehensionStandIn, NamingGame, NamingSituation, question_messages, questions_for, score
+from . import recorded as naming_record
 
 ARTIFACT = "comprehension"
 
@@ -42,7 +43,7 @@ class ComprehensionCheck:
     max_tokens: int = 24
 
     def __post_init__(self) -> None:
-        from ..params import require
+        from ...params import require
 
         require(self.agents >= 1, f"agents must be at least 1 (got {self.agents})")
         require(self.max_states >= 1, f"max_states must be at least 1 (got {self.max_states})")
@@ -65,7 +66,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
         scenario = experiment.scenario
         if not isinstance(scenario, NamingGame):
             raise UserError(f"{directory} holds no naming-game run to question; give the directory of a naming-game run")
-        choices = [choice for choice in experiment.choices() if choice.run == check.run]
+        choices = [choice for choice in naming_record.choices(experiment) if choice.run == check.run]
         if not choices:
             raise UserError(f"{directory} holds no finished run {check.run} with LLM decisions; pick another --run")
     finally:

@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ..games.naming import StrategyProbe
+from ...analysis.recorded import RecordedExperiment
+from ...analysis.report import ReportContext, register_section, significance, whole_rounds, wrap
+from ...analysis.stats import mean_and_sem, proportion_interval
+from . import StrategyProbe
 from .bias import backend_label, has_own_section, individual_bias, is_free_run, pool_key
-from .comprehension import ARTIFACT as COMPREHENSION
+from .comprehension_check import ARTIFACT as COMPREHENSION
 from .critical_mass import ARTIFACT as CRITICAL_MASS
 from .critical_mass import committed_experiments
-from .recorded import RecordedExperiment
-from .report import ReportContext, register_section, significance, wrap
-from .stats import proportion_interval
+from .recorded import alternative_share_matrix, consensus_names, productions, success_matrix
 from .strategies import State, StrategyTable, state_frequencies, state_label, strategy_table
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
@@ -45,10 +46,12 @@ THEORY_RUNS = 1000
 
 def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int = THEORY_RUNS, seed: int = 0) -> np.ndarray | None:
     """The minimal naming game's success rate per population round (the dashed line of Fig.
-    1A), from the theory module when it is installed; None otherwise."""
-    try:
-        from ..games.theory import success_curve
-    except ImportError:
+    1A), from the curve the theory family registered (agentsim.games.naming.reference); None
+    otherwise."""
+    from .reference import success_curve as registered
+
+    success_curve = registered()
+    if success_curve is None:
         return None
     offered = {"n_agents": agents, "agents": agents, "population_rounds": rounds, "rounds": rounds,
                "pool_size": pool_size, "runs": runs, "seed": seed}
@@ -71,15 +74,13 @@ def emergence(context: ReportContext) -> None:
     longest: dict[tuple[int, int], int] = {}
     for experiment in free:
         key = (int(experiment.params.get("agents", 24)), len(experiment.names))
-        longest[key] = max(longest.get(key, 0), experiment.success_matrix().shape[1])
+        longest[key] = max(longest.get(key, 0), success_matrix(experiment).shape[1])
     theories = {key: theory_success_curve(*key, rounds) for key, rounds in longest.items()}
     for index, experiment in enumerate(free):
         colour = COLOURS[index % len(COLOURS)]
-        matrix = experiment.success_matrix()
+        matrix = success_matrix(experiment)
         rounds = np.arange(1, matrix.shape[1] + 1)
-        counts = np.sum(~np.isnan(matrix), axis=0)
-        mean = np.nanmean(matrix, axis=0)
-        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        mean, sem, counts = mean_and_sem(matrix)
         for run_rates in matrix[:5]:
             axis.plot(rounds, run_rates, color=colour, linewidth=0.6, alpha=0.3)
         axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
@@ -98,6 +99,7 @@ def emergence(context: ReportContext) -> None:
         context.note("The theory line (minimal naming game) is not drawn: agentsim.games.theory.minimal is not installed.")
     axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
+    whole_rounds(axis)
     context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
                        ["experiment", "agents_are", "agents", "pool_size", "round", "mean_success", "sem", "runs", "theory_success"],
                        rows, "Thick: mean over runs (a converged run keeps its last rate), band: ± one standard error; "
@@ -118,11 +120,11 @@ def competition(context: ReportContext) -> None:
     markers = "os^vD<>pxh"
     for axis, experiment in zip(panels, free):
         run = experiment.runs[0]["run"]
-        productions = experiment.productions(run)
+        produced = productions(experiment, run)
         names = list(experiment.names)
-        shares = np.array([[round_.get(name, 0) / max(1, sum(round_.values())) for name in names] for round_ in productions])
-        totals = np.array([max(1, sum(round_.values())) for round_ in productions])
-        rounds = np.arange(1, len(productions) + 1)
+        shares = np.array([[round_.get(name, 0) / max(1, sum(round_.values())) for name in names] for round_ in produced])
+        totals = np.array([max(1, sum(round_.values())) for round_ in produced])
+        rounds = np.arange(1, len(produced) + 1)
         for index, name in enumerate(names):
             if shares.size and shares[:, index].max() >= 0.05:
                 error = np.sqrt(shares[:, index] * (1 - shares[:, index]) / totals)
@@ -132,6 +134,7 @@ def competition(context: ReportContext) -> None:
         axis.set(xlabel="population round", ylabel="share of productions", ylim=(0, 1.02),
                  title=wrap(f"{experiment.label}: {who(experiment)}, run {run}", 55))
         axis.legend(fontsize=7, ncol=2, title="names shown: ≥ 5% in a round", title_fontsize=7)
+        whole_rounds(axis)
         for position, round_ in enumerate(rounds):
             shown = dict(zip(names, (float(value) for value in shares[position])))
             rows.append([experiment.label, run, int(round_), *[shown.get(name) for name in names_seen]])
@@ -150,7 +153,7 @@ def consensus(context: ReportContext) -> None:
     rows = []
     for index, (axis, experiment) in enumerate(zip(panels, free)):
         tally = Counter(dict.fromkeys(experiment.names, 0))
-        tally.update(name or "" for name in experiment.consensus_names())
+        tally.update(name or "" for name in consensus_names(experiment))
         runs = sum(tally.values())
         names = sorted(tally, key=lambda name: (-tally[name], name))
         labels = [name or "(none)" for name in names]
@@ -206,7 +209,7 @@ def bias(context: ReportContext) -> None:
             continue
         tallies = []
         for experiment in members:
-            tally = Counter(name or "" for name in experiment.consensus_names())
+            tally = Counter(name or "" for name in consensus_names(experiment))
             tallies.append((experiment, tally, sum(tally.values())))
         shown = names + ([""] if any(tally.get("") for _e, tally, _r in tallies) else [])
         width = 0.8 / len(tallies)
@@ -267,9 +270,7 @@ def stability(context: ReportContext) -> None:
         rounds = np.arange(1, width + 1)
         for run_shares in matrix:
             axis.plot(rounds, run_shares, color=colour, linewidth=0.6, alpha=0.35)
-        mean = np.nanmean(matrix, axis=0)
-        counts = np.sum(~np.isnan(matrix), axis=0)
-        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        mean, sem, _counts = mean_and_sem(matrix)
         axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
         axis.plot(rounds, mean, color=colour, linewidth=2.2, label=f"starts on {name}: {_label(experiment)}")
         for position, round_ in enumerate(rounds):
@@ -277,6 +278,7 @@ def stability(context: ReportContext) -> None:
     axis.set(xlabel="population round", ylabel=wrap("production probability of the initial convention", 32), ylim=(0, 1.02),
              title="Initial convention left alone (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="lower left")
+    whole_rounds(axis)
     context.add_figure("figs7_stability", "Production of the initial convention without committed agents", figure,
                        ["experiment", "agents_are", "initial_convention", "round", "mean_share", "sem", "runs"], rows,
                        "Populations start in consensus (every memory holds H successful plays); thin lines: runs.")
@@ -318,12 +320,10 @@ def critical_mass(context: ReportContext) -> None:
             colours = matplotlib_colours(len(sizes))
             for colour, size in zip(colours, sizes):
                 experiments = grouped[panel][size]
-                matrix = _stack([experiment.alternative_share_matrix() for experiment in experiments])
+                matrix = _stack([alternative_share_matrix(experiment) for experiment in experiments])
                 if not matrix.size:
                     continue
-                mean = np.nanmean(matrix, axis=0)
-                counts = np.sum(~np.isnan(matrix), axis=0)
-                sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+                mean, sem, _counts = mean_and_sem(matrix)
                 rounds = np.arange(1, mean.size + 1)
                 flipped = [bool(summary.get("flip")) for experiment in experiments for summary in experiment.summaries()]
                 bold = critical is not None and size == critical
@@ -339,7 +339,8 @@ def critical_mass(context: ReportContext) -> None:
             axis.axhline(threshold, color="black", linestyle="--", linewidth=1, label=f"flip: {threshold:.0%}")
             axis.set(xlabel="population round", ylabel=f"P({panel.alternative}) among others", ylim=(0, 1.02),
                      title=wrap(panel.title, 58))
-            axis.legend(fontsize=7, ncol=2, loc="center right")
+            axis.legend(fontsize=7, ncol=2, loc="best")  # where it hides the fewest curves
+            whole_rounds(axis)
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
                            ["group", "condition", "majority", "alternative", "committed", "round", "mean_alternative_share",
                             "sem", "runs", "runs_flipped", "is_critical_mass", "experiments"], rows,
@@ -554,59 +555,3 @@ def comprehension(context: ReportContext) -> None:
     context.add_figure("figs1_comprehension", "Accuracy on the comprehension questions", figure,
                        ["backend", "experiment", "question", "group", "correct", "asked", "accuracy", "ci_low", "ci_high"],
                        rows, "Table S7's questions asked at each decision of agents of a recorded run; bars: 95% Wilson intervals.")
-
-
-# --- usage -----------------------------------------------------------------------------------------
-def _usage_rows(context: ReportContext) -> list[list[Any]]:
-    rows = []
-    for experiment in context.experiments:
-        for entry in experiment.usage_by_model():
-            rows.append([experiment.label, experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
-                         entry["completion_tokens"], entry["errors"], entry["decisions"], entry["fallbacks"],
-                         round(entry["fallbacks"] / entry["decisions"], 4) if entry["decisions"] else None,
-                         entry["latency_p50_s"], entry["latency_p95_s"], entry["cost_usd"]])
-    return rows
-
-
-@register_section("usage", "LLM usage by model", order=90, applies=lambda context: bool(_usage_rows(context)))
-def usage(context: ReportContext) -> None:
-    rows = _usage_rows(context)
-    columns = ["experiment", "scenario", "model", "calls", "prompt_tokens", "completion_tokens", "errors",
-               "decisions", "fallbacks", "fallback_rate", "latency_p50_s", "latency_p95_s", "cost_usd"]
-    context.add_table("table_usage", "Calls, tokens, fallbacks, latency and cost by model", columns, rows,
-                      "From every recorded call; cost where the backend reported one. A fallback is a decision no "
-                      "reply gave (every attempt invalid or failed): it is left out of every choice, share and "
-                      "strategy in this report.")
-    totals: dict[str, list[float]] = {}
-    latencies: dict[str, list[float]] = {}
-    for experiment in context.experiments:
-        for entry in experiment.usage_by_model():
-            latencies.setdefault(entry["model"], []).extend(entry["latencies"])
-    for row in rows:
-        total = totals.setdefault(row[2], [0, 0, 0, 0, 0])
-        for column in range(5):  # calls, prompt and completion tokens, decisions, fallbacks
-            total[column] += row[(3, 4, 5, 7, 8)[column]]
-    models = list(totals)
-    figure, axes = context.figure(width=max(13, 4.2 * len(models)), height=3.6, ncols=4)
-    calls, tokens, fell, latency = axes[0]
-    calls.bar(models, [totals[model][0] for model in models], color=COLOURS[0])
-    calls.set(title="calls")
-    tokens.bar(models, [totals[model][1] + totals[model][2] for model in models], color=COLOURS[1])
-    tokens.set(title="tokens (prompt + completion)")
-    rates = [totals[model][4] / totals[model][3] if totals[model][3] else 0.0 for model in models]
-    bars = fell.bar(models, rates, color=COLOURS[3])
-    fell.bar_label(bars, labels=[f"{totals[model][4]} of {totals[model][3]}" for model in models], fontsize=7)
-    fell.set(title="fallback rate", ylim=(0, max(0.05, *rates) * 1.25))
-    seconds = [np.maximum(np.asarray(latencies.get(model) or [0.0]), 1e-6) for model in models]
-    latency.boxplot(seconds, tick_labels=models, showfliers=False, whis=(5, 95))
-    latency.set(title="latency per call", ylabel="seconds", yscale="log")
-    for axis in axes[0]:
-        axis.tick_params(axis="x", labelrotation=20 if max(map(len, models)) > 12 else 0)
-    context.add_figure("usage_by_model", "Calls, tokens, fallbacks and latency by model", figure,
-                       ["model", "calls", "prompt_tokens", "completion_tokens", "decisions", "fallbacks", "latency_p05_s",
-                        "latency_p50_s", "latency_p95_s"],
-                       [[model, *totals[model], *(float(np.percentile(values, q)) for q in (5, 50, 95))]
-                        for model, values in zip(models, seconds)],
-                       "Summed over every experiment in the directory. Fallbacks (decisions no reply gave) are left out "
-                       "of every choice. Latency of every recorded call, retries included: boxes span the quartiles, "
-                       "whiskers 5-95% (the stand-in answers in microseconds).")

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
-from . import checkpoints
-from .records import EncounterRecord
+from ... import checkpoints
+from ...records import EncounterRecord
 
 
 class MovingSum:
@@ -230,4 +230,7 @@ class _Missing(Enum):
 _NOTHING: Final = _Missing.MISSING
 
 
-checkpoints.register(MovingSum, RoundStats, Milestone, ConventionMetrics)
+# Stored under the names they had at the top level (agentsim.metrics), so that checkpoints written
+# before the naming family owned them still resume.
+for _cls in (MovingSum, RoundStats, Milestone, ConventionMetrics):
+    checkpoints.register(_cls, name=f"agentsim.metrics.{_cls.__qualname__}")

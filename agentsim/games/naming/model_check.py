@@ -30,14 +30,14 @@ from typing import Any
 
 from scipy import stats
 
-from ..errors import BackendError, UserError
-from ..games.naming import NamingGame, NamingSituation, question_messages, questions_for, score
-from ..games.naming.fitness import naming_request, probe_requests, probe_situations
-from ..llm.base import Completion, LanguageModel, Request, Sampling
-from ..llm.specs import BackendOptions, build_backend, parse_spec
-from ..llm.standin import NAME as STAND_IN
-from ..seeding import derive_seed
-from .stats import proportion_interval
+from ...analysis.stats import proportion_interval
+from ...errors import BackendError, UserError
+from ...llm.base import Completion, LanguageModel, Request, Sampling
+from ...llm.specs import BackendOptions, build_backend, parse_spec
+from ...llm.standin import NAME as STAND_IN
+from ...seeding import derive_seed
+from . import NamingGame, NamingSituation, question_messages, questions_for, score
+from .fitness import naming_request, probe_requests, probe_situations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +171,7 @@ async def calibrate(model: LanguageModel, game: NamingGame, check: ModelCheck,
 async def _comprehension(model: LanguageModel, game: NamingGame, check: ModelCheck,
                          limit: asyncio.Semaphore) -> dict[str, tuple[int, int]]:
     """Table S7's questions at a few states, answered greedily (as `agentsim comprehension`)."""
-    from ..games.naming import QUESTIONS
+    from . import QUESTIONS
 
     rng = random.Random(derive_seed(check.seed, 3))
     params = game.params

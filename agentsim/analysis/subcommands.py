@@ -1,0 +1,90 @@
+"""The registry of `python -m agentsim NAME` subcommands and what their parsers share.
+
+A subcommand is a function of its arguments returning an exit code, registered with
+`@command(NAME, SUMMARY)` from any module: the framework's own (`report`, `transcript`) in
+`agentsim.analysis.commands`, a game family's in its package (`agentsim/games/naming/commands.py`),
+imported when the family registers itself (`agentsim.games.register_family`). The wrapper turns
+a `UserError` into one line and exit code 2 and a stopped run into its line and exit code.
+Keep a command module light: heavy imports (matplotlib, the runner) go inside each command,
+so that `python -m agentsim` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from ..errors import EXIT_USER_ERROR, RunStopped, UserError
+from ..secrets import redact
+
+if TYPE_CHECKING:
+    from .recorded import RecordedExperiment
+
+# name -> main(argv) returning an exit code, and a one-line summary for `python -m agentsim --help`
+# (else the first line of main's docstring); the command line dispatches to these.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+SUBCOMMAND_HELP: dict[str, str] = {}
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the fix, with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
+
+
+def command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+    """Register the decorated function as the subcommand `name` (a later one replaces it)."""
+    def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
+        def main(argv: list[str]) -> int:
+            try:
+                return function(argv)
+            except UserError as error:
+                print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
+                return EXIT_USER_ERROR
+            except RunStopped as error:  # a backend that failed, a budget spent: one line, its exit code
+                print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
+                return error.exit_code
+        main.__doc__ = function.__doc__
+        SUBCOMMANDS[name] = main
+        SUBCOMMAND_HELP[name] = summary
+        return main
+    return decorate
+
+
+def results_directory(text: str) -> Path:
+    """A results directory argument; a UserError when it is not a directory."""
+    path = Path(text)
+    if not path.is_dir():
+        raise UserError(f"'{text}' is not a directory; give the output directory of a run")
+    return path
+
+
+SCENARIO_HELP = ("a scenario file whose classes the recorded runs use (repeatable): agentsim runs no code a results "
+                 "directory names, the scenario file recorded there included")
+
+
+def scenario_option(parser: argparse.ArgumentParser) -> None:
+    """`--scenario FILE` (repeatable): the scenario files whose classes recorded runs name."""
+    parser.add_argument("--scenario", dest="scenario_files", action="append", default=[], metavar="FILE",
+                        help=SCENARIO_HELP)
+
+
+def recorded(path: Path, scenario_files: list[str], *, keep: bool = True) -> list[RecordedExperiment]:
+    """The experiments under `path` (closed unless `keep`), after loading the scenario
+    files the user named; a UserError naming what to pass if one's scenario class cannot be
+    used safely."""
+    from .recorded import find_experiments, load_scenario_files, require_scenarios
+
+    load_scenario_files(scenario_files)
+    experiments = find_experiments(path)
+    try:
+        require_scenarios(experiments)
+    finally:
+        if not keep:
+            for experiment in experiments:
+                experiment.close()
+    return experiments

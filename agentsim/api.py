@@ -1,0 +1,187 @@
+"""agentsim from Python: run an experiment and get its results, in three lines.
+
+    import agentsim
+    results = agentsim.run("scenarios/critical_mass.py", runs=4, overrides={"committed": 8})
+    results.runs()          # a pandas DataFrame, one row per run
+
+`run` is synchronous and works in a script and in a notebook alike (where Jupyter's event loop
+is already running, the experiment runs on a worker thread); inside async code, `await
+agentsim.arun(...)`. Both go through the same experiment runner as the command line (its
+checks, store, checkpoints, resume, budget and executors), and return a `Results` over the
+output directory; `agentsim.open(DIR)` reads a finished directory (the command line's too) as
+the same object. Mistakes a user can make (a bad parameter, an unknown backend, a missing key)
+raise `agentsim.errors.UserError` with the one line the command line would print.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .llm.specs import BackendOptions
+    from .results import Results
+    from .runner import Experiment
+    from .scenario import Scenario
+
+
+def run(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+        population: str | None = None, runs: int | None = None, seed: int = 0,
+        overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
+        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+        ) -> Results:
+    """Run `scenario` and return its results.
+
+    scenario    a scenario file (its RUNS, POPULATION and VARIANTS are read as the command line
+                reads them), a Scenario object, or a Scenario subclass (built with its defaults)
+    backend     the model every agent asks: "stand-in" (the default: the built-in rule, no
+                network), "openai:MODEL", "anthropic:MODEL", "tgi:URL", "local:NAME"
+    population  a mixed-model population instead: "SPEC=COUNT,SPEC=COUNT"
+    runs, seed  seeded replicates (default: the file's RUNS, else 1) and the first one's seed
+    overrides   parameter changes, as `--set` takes them: {"agents": 12, "standin.noise": 0.1};
+                text values are read as the command line reads them ("max_rounds": "30")
+    options     how backends are reached and bounded (`agentsim.llm.specs.BackendOptions`:
+                base URL, timeouts, retries, rate limits, cache, --max-calls/--max-cost budget)
+    out         the output directory; default `results/NAME/YYYYMMDD-HHMMSS` under the current
+                directory, as the command line makes it (NAME: the file's stem or the scenario's
+                name), so that the runs stay on disk for `report` and `agentsim.open`
+    resume      continue the runs recorded in `out`
+    executor    "local" (this process) or "ray"
+    progress    log a line per run's progress (the command line's --no-live lines)
+
+    Raises `UserError` for a mistake in the input, before any run, and `RunStopped` when a
+    backend fails or the budget is spent (everything recorded is in the output directory:
+    `agentsim.open(DIR)` reads it, `resume=True` continues)."""
+    from .blocking import run_blocking
+
+    return run_blocking(arun(scenario, backend=backend, population=population, runs=runs, seed=seed,
+                             overrides=overrides, options=options, out=out, resume=resume, executor=executor,
+                             progress=progress))
+
+
+async def arun(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+               population: str | None = None, runs: int | None = None, seed: int = 0,
+               overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
+               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+               ) -> Results:
+    """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
+    from .results import Results
+
+    experiment = prepare(scenario, backend=backend, population=population, runs=runs, seed=seed,
+                         overrides=overrides, options=options, out=out, resume=resume, executor=executor,
+                         progress=progress)
+    await experiment.run()
+    return Results(experiment.config.out)
+
+
+def open(directory: str | Path) -> Results:
+    """The results of a finished (or stopped) output directory: the command line's or `run`'s."""
+    from .results import Results
+
+    return Results(directory)
+
+
+def prepare(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+            population: str | None = None, runs: int | None = None, seed: int = 0,
+            overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
+            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+            ) -> Experiment:
+    """The experiment `run` would run, opened (every input checked, the output directory locked)."""
+    from .errors import ParameterError, ScenarioFileError, UserError
+    from .llm.specs import BackendOptions
+    from .runner import Experiment, ExperimentConfig
+    from .scenario import Scenario
+    from .scenario_files import load_scenario
+    from .variants import pinned_variants
+
+    module: Any = None
+    file = ""
+    if isinstance(scenario, (str, Path)):
+        file = str(scenario)
+        built, module = load_scenario(scenario)
+    elif isinstance(scenario, type) and issubclass(scenario, Scenario):
+        built = scenario()
+    elif isinstance(scenario, Scenario):
+        built = scenario
+    else:
+        raise UserError(f"scenario must be a scenario file's path, a Scenario object or a Scenario subclass "
+                        f"(got {type(scenario).__name__})")
+    if backend is not None and population is not None:
+        raise UserError("backend= and population= both choose the agents' models; give one of them")
+    changes = dict(overrides or {})
+    built = _with_overrides(built, changes)
+    if runs is None:
+        runs = getattr(module, "RUNS", 1)
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise ScenarioFileError(f"scenario file '{file}': RUNS must be a whole number >= 1 (got {runs!r}); "
+                                    f"fix the file or pass runs=")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ParameterError(f"runs must be a whole number of at least 1 (got {runs!r})")
+    if population is None and backend is None and module is not None:
+        population = getattr(module, "POPULATION", None)
+        if population is not None and not isinstance(population, str):
+            raise ScenarioFileError(f"scenario file '{file}': POPULATION must be text like \"openai:gpt-4o-mini=12,"
+                                    f"anthropic:claude-3-5-haiku-latest=12\" (got {population!r}); fix the file")
+    name = Path(file).stem if file else built.name
+    config = ExperimentConfig(
+        scenario=built,
+        variants=pinned_variants(getattr(module, "VARIANTS", ()), {key: str(value) for key, value in changes.items()}),
+        out=Path(out) if out is not None else _fresh_directory(Path("results") / name),
+        backend=backend or "stand-in",
+        population=population or "",
+        llm=options or BackendOptions(),
+        runs=runs,
+        seed=seed,
+        resume=resume,
+        scenario_file=str(Path(file).resolve()) if file else "",
+        executor=executor,
+    )
+    if progress:
+        from .live import LogView, configure_logging
+
+        configure_logging()
+        view: Any = LogView()
+    else:
+        view = _Quiet()
+    experiment = Experiment(config, view)
+    experiment.open()
+    return experiment
+
+
+def _with_overrides(scenario: Scenario[Any], changes: dict[str, Any]) -> Scenario[Any]:
+    """`--set`-style changes: text is read as the command line reads it, other values are used
+    as they are (a parameter, or the stand-in's setting `standin.KEY`)."""
+    from .params import StandInSettings
+
+    texts = {key: value for key, value in changes.items() if isinstance(value, str)}
+    values = {key: value for key, value in changes.items() if not isinstance(value, str)}
+    if texts:
+        scenario = scenario.with_overrides(texts)
+    prefix = StandInSettings.key_prefix
+    settings = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
+    params = {key: value for key, value in values.items() if not key.startswith(prefix)}
+    if params:
+        scenario = scenario.with_params(**params)
+    if settings:
+        scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
+    return scenario
+
+
+def _fresh_directory(base: Path) -> Path:
+    """`base/YYYYMMDD-HHMMSS`, with `-2`, `-3`... when a run of the same second took it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path, number = base / stamp, 1
+    while path.exists():
+        number += 1
+        path = base / f"{stamp}-{number}"
+    return path
+
+
+class _Quiet:
+    """No live view: a notebook shows the results, not a terminal dashboard."""
+
+    def start(self, experiment: dict[str, Any]) -> None: ...
+    def update(self, runs: list[Any], *, final: bool = False) -> None: ...
+    def stop(self) -> None: ...

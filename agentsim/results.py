@@ -1,0 +1,199 @@
+"""An output directory's results as pandas DataFrames: what `agentsim.run(...)` returns and
+`agentsim.open(DIR)` reads (docs/data.md describes every table and column).
+
+    results = agentsim.open("results/critical_mass/20250101-120000")
+    results.runs()             one row per run: its summary, flat (as runs.csv)
+    results.moves()            one row per decision: run, t, round, agent, model, kind, action, payoff, ...
+    results.decisions(prompts=True)
+                               one row per call, with the prompt rebuilt from the store and the reply
+    results.rounds()           one row per run and population round: the round's tallies, flat
+    results.by_model()         one row per model (per run and model with per_run=True)
+    results.report()           the HTML report and its figures (python -m agentsim report DIR)
+
+Everything is read from the database (`agentsim.db`), so a directory the command line wrote, a
+stopped one and a resumed one read alike. pandas is imported when a table is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import UserError
+from .flat import by_model_rows, flatten, run_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analysis.recorded import RecordedExperiment
+    from .store import Store
+
+REPORT_DIR = "report"
+
+
+class Results:
+    """The results of one output directory (an experiment; a grid's cells are its runs'
+    `variant` column)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        from .analysis.recorded import RecordedExperiment  # (`import agentsim` stays light)
+        from .store import DATABASE, Store
+
+        self.directory = Path(directory)
+        if not Store.exists(self.directory):
+            raise UserError(f"'{self.directory}' holds no {DATABASE}; give the output directory of a run "
+                            f"(e.g. results/naming_game/TIMESTAMP)")
+        self._recorded: RecordedExperiment = RecordedExperiment(self.directory)
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.directory)!r})"
+
+    def __enter__(self) -> Results:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._recorded.close()
+
+    @property
+    def store(self) -> Store:
+        return self._recorded.store
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        """What the experiment was: scenario, parameters, seed, backend, code version (the
+        database's `experiment` table)."""
+        return dict(self._recorded.experiment)
+
+    def summary(self) -> dict[str, Any]:
+        """`summary.json` as written at the experiment's end ({} while it runs)."""
+        path = self.directory / "summary.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    # --- tables --------------------------------------------------------------------------------
+    def runs(self) -> pd.DataFrame:
+        """One row per run: the `runs` table's status and times with the run's summary, flat
+        (nested keys dotted, as in runs.csv)."""
+        import pandas as pd
+
+        rows = []
+        for row in self.store.runs():
+            summary = dict(row["summary"] or {})
+            base = {key: row[key] for key in ("run", "replicate", "seed", "backend", "status", "stop_reason", "started",
+                                              "finished")}
+            rows.append(base | {key: value for key, value in run_rows([summary])[0].items() if key not in base})
+        return pd.DataFrame(rows)
+
+    def moves(self, *, situations: bool = False) -> pd.DataFrame:
+        """One row per decision, in sequence order: `run`, `t`, `round`, `outcome` (the
+        encounter's: naming game 1 success, 0 failure), `agent`, `model`, `kind`, `action` (the
+        choice as the game reads it: a name), `payoff`, `fallback` (no reply gave it: keep it
+        out of any share). With `situations`, where the game decodes its contexts (the naming
+        games), `options` (in the order the prompt listed them) and `memory` ((own, partner,
+        payoff) of each remembered encounter) that the choice was made from."""
+        import pandas as pd
+
+        frame = pd.read_sql_query(
+            "SELECT m.run, m.t, e.round, e.outcome, m.agent, a.model, a.kind, m.action, m.payoff, m.fallback "
+            "FROM moves m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) ORDER BY m.run, m.t, m.agent",
+            self.store.connection)
+        frame["fallback"] = frame["fallback"].astype(bool)
+        if situations:
+            scenario = self._scenario()
+            if not hasattr(scenario, "decode"):
+                raise UserError(f"{type(scenario).__name__} keeps no decodable situation in its contexts; "
+                                f"read them with decisions(prompts=True)")
+            contexts = {(run, t, agent): context for run, t, agent, context in self.store.rows(
+                "SELECT run, t, agent, context FROM decisions WHERE attempt = 0 AND context IS NOT NULL")}
+            decoded: dict[str, Any] = {}
+
+            def situation(key: tuple[int, int, int]) -> Any:
+                context = contexts.get(key)
+                if not context:
+                    return None
+                if context not in decoded:
+                    decoded[context] = scenario.decode(context)
+                return decoded[context]
+
+            found = [situation((int(run), int(t), int(agent)))
+                     for run, t, agent in zip(frame["run"], frame["t"], frame["agent"], strict=True)]
+            frame["options"] = [None if each is None else tuple(each.options) for each in found]
+            frame["memory"] = [None if each is None else tuple(each.memory) for each in found]
+        return frame
+
+    def decisions(self, *, prompts: bool = False) -> pd.DataFrame:
+        """Every row of the `decisions` table (a row per call; a bare row for a decision taken
+        without a call) with the agent's `model` and `kind`. With `prompts`, each call's
+        `prompt`, rebuilt exactly from its stored context (`Store.messages`) as the text of
+        its messages ("[role] content" each), beside its `reply`: one query per call, so ask
+        for it on small experiments or filter first."""
+        import pandas as pd
+
+        frame = pd.read_sql_query(
+            "SELECT d.*, a.model, a.kind FROM decisions d JOIN agents a USING (run, agent) "
+            "ORDER BY d.run, d.t, d.agent, d.attempt", self.store.connection)
+        if prompts:
+            scenario = self._scenario()
+            frame["prompt"] = [
+                None if pd.isna(reply) else "\n\n".join(
+                    f"[{message.role}] {message.content}"
+                    for message in self.store.messages(scenario, int(run), int(t), int(agent), int(attempt)))
+                for run, t, agent, attempt, reply in zip(frame["run"], frame["t"], frame["agent"], frame["attempt"],
+                                                         frame["reply"], strict=True)]
+        return frame
+
+    def rounds(self) -> pd.DataFrame:
+        """One row per run and population round: the round's tallies (the `rounds` table's
+        JSON, spread into columns: naming game `interactions`, `successes`, `success_rate`,
+        `productions.NAME`, `fallbacks`, `alternative_share`)."""
+        import pandas as pd
+
+        rows = [{"run": run, "round": round_} | flatten(json.loads(stats)) for run, round_, stats in
+                self.store.rows("SELECT run, round, stats FROM rounds ORDER BY run, round")]
+        return pd.DataFrame(rows)
+
+    def by_model(self, *, per_run: bool = False) -> pd.DataFrame:
+        """Each model's decisions, fallbacks, answers, mean payoff and `choices.ACTION` (how
+        often its answers chose each action; fallbacks left out): one row per model over the
+        finished runs, or with `per_run` one row per run and model (as by_model.csv)."""
+        import pandas as pd
+
+        from .runner import total_by_model
+
+        counted = self.store.by_model()
+        if per_run:
+            return pd.DataFrame(by_model_rows(counted))
+        done = {row["run"] for row in self.store.runs() if row["status"] == "done"}
+        totals = total_by_model([models for run, models in counted.items() if run in done])
+        rows = []
+        for model, entry in sorted(totals.items()):
+            row = {"model": model} | {key: value for key, value in entry.items() if key != "choices"}
+            row.update({f"choices.{action}": count for action, count in sorted(entry["choices"].items())})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    # --- the report ------------------------------------------------------------------------------
+    def report(self, out: str | Path | None = None) -> Path:
+        """Build the report (`python -m agentsim report DIR`): figures (PNG, with their data as
+        CSV), tables and `report.html`, under `out` (default DIR/report); returns the HTML's path."""
+        from .analysis.report import REPORT_HTML, build_report
+
+        target = Path(out) if out is not None else self.directory / REPORT_DIR
+        build_report(self.directory, target)
+        return target / REPORT_HTML
+
+    def figures(self, out: str | Path | None = None) -> list[Path]:
+        """The report's figures (PNG), building the report first if it is not there."""
+        target = Path(out) if out is not None else self.directory / REPORT_DIR
+        if not target.is_dir():
+            self.report(target)
+        return sorted(target.glob("*.png"))
+
+    def _scenario(self) -> Any:
+        scenario = self._recorded.scenario
+        if scenario is None:
+            raise UserError(self._recorded.unresolved or f"the scenario of {self.directory} cannot be rebuilt")
+        return scenario

@@ -1,0 +1,91 @@
+"""The Python API: the three lines a notebook writes (run, then DataFrames), in and out of a
+running event loop, with a file, a Scenario object or a subclass; `agentsim.open(DIR)` reads a
+finished directory as the same results."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers import ROOT
+
+import agentsim
+from agentsim.errors import UserError
+from agentsim.games.naming import NamingGame, NamingStandInSettings
+
+CRITICAL_MASS = str(ROOT / "scenarios" / "critical_mass.py")
+
+
+def test_the_three_line_notebook_use(tmp_path: Path) -> None:
+    results = agentsim.run(CRITICAL_MASS, runs=2, overrides={"max_rounds": 3, "committed": "8"})
+    runs, moves = results.runs(), results.moves()
+
+    assert results.directory.parent == Path("results") / "critical_mass"  # as the command line names it
+    assert list(runs["run"]) == [1, 2] and set(runs["status"]) == {"done"} and set(runs["committed"]) == {8}
+    connection = sqlite3.connect(results.directory / "agentsim.db")
+    assert len(moves) == connection.execute("SELECT COUNT(*) FROM moves").fetchone()[0] == 2 * 3 * 12 * 2
+    assert set(moves["action"]) == {"Q", "M"} and not moves["fallback"].any()
+    assert (moves.loc[moves["kind"] == "committed", "action"] == "Q").all()
+    assert set(moves["round"]) == {0, 1, 2}
+    rounds = results.rounds()
+    assert len(rounds) == 2 * 3 and (rounds["interactions"] == 12).all()
+    assert (rounds["productions.Q"] + rounds["productions.M"] == 24).all()
+    by_model = results.by_model().set_index("model")
+    assert by_model.loc["committed:Q", "agents"] == 8 and by_model.loc["stand-in", "agents"] == 16
+    assert by_model["decisions"].sum() == len(moves)
+    situations = results.moves(situations=True)
+    first = situations[(situations["kind"] == "llm")].iloc[0]
+    assert set(first["options"]) == {"Q", "M"} and len(first["memory"]) == 5  # the consensus on M it started from
+
+
+def test_decisions_come_with_their_rebuilt_prompts_and_replies(tmp_path: Path) -> None:
+    results = agentsim.run(NamingGame(agents=4, max_rounds=1, names=("Q", "M")), out=tmp_path / "out")
+    decisions = results.decisions(prompts=True)
+    assert len(decisions) == 4 and decisions["prompt"].notna().all() and decisions["reply"].notna().all()
+    assert all("[system]" in prompt and ("[Q, M]" in prompt or "[M, Q]" in prompt) for prompt in decisions["prompt"])
+    assert "prompt" not in results.decisions().columns
+
+
+def test_run_inside_a_running_event_loop_and_arun(tmp_path: Path) -> None:
+    """A notebook cell runs inside Jupyter's loop: `run` still works; async code awaits `arun`."""
+    game = NamingGame(agents=4, max_rounds=2)
+
+    async def cell() -> tuple[agentsim.Results, agentsim.Results]:
+        return (agentsim.run(game, out=tmp_path / "sync", seed=3),
+                await agentsim.arun(game, out=tmp_path / "async", seed=3))
+
+    synchronous, awaited = asyncio.run(cell())
+    assert synchronous.moves().equals(awaited.moves()) and len(awaited.moves()) == 2 * 2 * 2
+
+
+def test_open_reads_a_directory_as_the_same_results(tmp_path: Path) -> None:
+    ran = agentsim.run(NamingGame, overrides={"agents": 6, "max_rounds": 2, "standin.noise": 0.2}, runs=2,
+                       out=tmp_path / "out")
+    opened = agentsim.open(tmp_path / "out")
+    pd.testing.assert_frame_equal(ran.runs(), opened.runs())
+    pd.testing.assert_frame_equal(ran.moves(), opened.moves())
+    assert opened.experiment["standin"]["noise"] == 0.2 and opened.summary()["stand_in"] is True
+    html = opened.report()
+    assert html.is_file() and opened.figures()
+
+
+def test_a_subclass_and_python_valued_overrides(tmp_path: Path) -> None:
+    class Favouring(NamingGame):
+        standin = NamingStandInSettings(bias_name="M", bias=1.0, noise=0.0)
+
+    results = agentsim.run(Favouring, overrides={"agents": 4, "max_rounds": 2, "names": ("Q", "M")},
+                           out=tmp_path / "out")
+    assert set(results.moves()["action"]) == {"M"}
+
+
+def test_mistakes_raise_the_one_line_the_command_line_prints(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="unknown parameter 'agent'"):
+        agentsim.run(NamingGame, overrides={"agent": 4}, out=tmp_path / "a")
+    with pytest.raises(UserError, match="provider"):
+        agentsim.run(NamingGame, backend="nonsense:x", out=tmp_path / "b")
+    with pytest.raises(UserError, match=r"holds no agentsim\.db"):
+        agentsim.open(tmp_path)
+    assert not (tmp_path / "a").exists()
