@@ -10,7 +10,8 @@
    the calls that reached the model each way (the closing note: the calls saved).
 2. A strategy table (scenarios/strategies.py: every memory of interactions 1-3, `--samples`
    decisions each): each configuration's exact P(M) (the mean of the stored distributions of
-   its calls) against the sampled share and its 95% Wilson interval, and how many exact values
+   its calls) against the sampled share and its exact (Clopper-Pearson) 95% interval, as the
+   strategies table prints it, and how many exact values
    lie inside (with 95% intervals, about one line in twenty lies outside by chance alone), and
    inside the family-wise intervals (Bonferroni over the lines: with exact values every line
    lies inside them with probability at least 95%).
@@ -122,8 +123,8 @@ def strategies(options: argparse.Namespace, work: Path) -> None:
 
 
 def strategy_check(out: Path) -> None:
-    """Each configuration's exact P(M) against its sampled share: inside the 95% Wilson interval
-    on its line, and inside the family-wise one (each line at 1 - 0.05/lines, Bonferroni: with
+    """Each configuration's exact P(M) against its sampled share: inside the 95% interval on its
+    line (the table's, exact binomial), and inside the family-wise one (each line at 1 - 0.05/lines, Bonferroni: with
     exact values, all lines lie inside with probability at least 95%)."""
     table = strategy_table(find_experiments(out))
     assert table is not None
@@ -133,7 +134,7 @@ def strategy_check(out: Path) -> None:
     for row in rows:
         exact, low, high = row["p_M"], row["ci_low"], row["ci_high"]
         chosen = round((row["sampled_p_M"] or 0) * row["samples"])
-        family_low, family_high = proportion_interval(chosen, row["samples"], confidence=family)
+        family_low, family_high = proportion_interval(chosen, row["samples"], confidence=family, method="exact")
         within, within_family = low <= exact <= high, family_low <= exact <= family_high
         inside += within
         inside_family += within_family
