@@ -17,7 +17,8 @@ and SQLite reuses their pages, so the file stops growing. An answer this process
 served is never evicted by it, so the runs it just served rerun from the cache exactly as
 before; an evicted answer is only a miss (the backend is asked again, and the experiment's
 own store keeps every answer a run recorded). The column `created` holds when an answer was
-last stored or served.
+last stored or served; those stamped since this process opened the file are the ones it used,
+so it keeps no set of them in memory (RSS stays flat over a long run: benchmarks/memory.py).
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ class ResponseStore:
         self.max_bytes = max_bytes
         self.pending: dict[str, tuple[str, str, str, float]] = {}
         self.served: set[str] = set()  # answers served from the file since the last flush: their time is renewed
-        self.used: set[str] = set()  # every answer this process stored or served: never evicted by it
+        # Every answer this process stores or serves is stamped (`created`) at or after this
+        # moment, so the file itself says which ones it used: none of those is evicted by it,
+        # and no set of keys grows in memory with the calls.
+        self.opened = time.time()
         self.flushed = time.monotonic()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,12 +117,10 @@ class ResponseStore:
         if row is None:
             return None
         self.served.add(key)
-        self.used.add(key)
         return json.loads(row[0])
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
         self.pending[key] = (key, backend, _VALUE_JSON(value), time.time())
-        self.used.add(key)
         if len(self.pending) >= self.batch or time.monotonic() - self.flushed >= self.flush_seconds:
             self.flush()
 
@@ -161,16 +163,16 @@ class ResponseStore:
                 if not rows:
                     break
                 needed = max(1, math.ceil((size - target) / (size / rows)))  # at the mean size of an answer
-                oldest = [key for (key,) in self.connection.execute(
-                    "SELECT key FROM responses ORDER BY created LIMIT ?", (needed,))]
-                doomed = [key for key in oldest if key not in self.used]
+                doomed = [key for (key,) in self.connection.execute(
+                    "SELECT key FROM responses WHERE created IS NULL OR created < ? ORDER BY created LIMIT ?",
+                    (self.opened, needed))]
                 if not doomed:
                     break  # what is left was used by this process's own runs: kept, past the bound
                 with self.connection:
                     self.connection.execute("BEGIN")
                     self.connection.executemany("DELETE FROM responses WHERE key = ?", [(key,) for key in doomed])
                 evicted += len(doomed)
-                if len(doomed) < len(oldest):
+                if len(doomed) < needed:
                     break
         except sqlite3.OperationalError as error:
             raise UserError(f"cannot trim the response cache {self.path} ({error}); give another --cache PATH, "
