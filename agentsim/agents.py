@@ -22,7 +22,7 @@ class PopulationAgent(mesa.Agent):
 
     model: PopulationModel
 
-    def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int | None) -> None:
+    def __init__(self, model: PopulationModel, policy: Policy[Any], *, memory_length: int | None) -> None:
         super().__init__(model)
         # The agent's number in the store and in its call seeds: Mesa's `unique_id` (1, 2, ...
         # in the order agents are made), counted from 0.

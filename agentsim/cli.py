@@ -276,7 +276,7 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
     )
 
 
-def _output_directory(options: argparse.Namespace, scenario: Scenario[Any]) -> Path:
+def _output_directory(options: argparse.Namespace, scenario: Scenario[Any, Any, Any]) -> Path:
     if options.out is not None:
         return options.out
     base = Path("results") / Path(options.scenario).stem  # named after the file: two files of one game stay apart

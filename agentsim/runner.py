@@ -118,7 +118,7 @@ class StoreSink:
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
-    scenario: Scenario[Any]
+    scenario: Scenario[Any, Any, Any]
     out: Path
     backend: str = "stand-in"
     runs: int = 1
@@ -199,12 +199,12 @@ def run_outcome(error: BaseException) -> tuple[str, str]:
 class Experiment:
     config: ExperimentConfig
     view: View
-    scenario: Scenario[Any] = field(init=False)
+    scenario: Scenario[Any, Any, Any] = field(init=False)
     store: Store = field(init=False)
     backends: dict[str, LanguageModel] = field(init=False, default_factory=dict)
     shares: list[tuple[str, int | None]] = field(init=False, default_factory=list)
     budget: Budget = field(init=False)
-    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
+    variant_scenarios: list[Scenario[Any, Any, Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
     lock: DirectoryLock = field(init=False)
@@ -371,7 +371,7 @@ class Experiment:
                                      f"were sent with (its file was edited since); restore it to continue them, or start "
                                      f"afresh with --out NEW_DIR")
 
-    def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
+    def run_cell(self, replicate: int) -> tuple[Scenario[Any, Any, Any], int, int | None]:
         """The scenario, seed and variant index (None without variants) of a replicate."""
         if not self.variant_scenarios:
             return self.scenario, self.config.seed + replicate, None

@@ -15,18 +15,21 @@ between generations) is a new scenario, not a new scheduler:
     stop_reason(model)        why the run should stop now, or None
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
-A game whose agents ask a language model (`policies.LLMPolicy`) also implements the prompt
-hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `rebuild_messages`,
-and may offer `readable_probes` for the start-up check of a model's replies.
+    new_state(model)          the run's own state (`model.state`), checkpointed as plain data
+
+A game whose agents ask a language model (`policies.LLMPolicy`) gives a prompt codec
+(`codec`, agentsim/codec.py): building messages, parsing, re-asks, salvage, fallbacks and the
+store's encoding live there, not here, and the policy is handed it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar, cast
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
+from .codec import Parsed as Parsed  # where families and user code found it before the codec
+from .codec import PromptCodec, Situation
 from .errors import ParameterError
-from .llm.base import Message, Request
 from .params import Params, StandInSettings
 
 if TYPE_CHECKING:
@@ -39,15 +42,30 @@ if TYPE_CHECKING:
 P = TypeVar("P", bound=Params)
 
 
-class Parsed(NamedTuple):
-    """A reply read by the game: an action, or the problem that made it unusable."""
-
-    action: str | None
-    problem: str | None = None
+S = TypeVar("S", bound=Situation)
+St = TypeVar("St")
 
 
-class Scenario(Generic[P]):
-    """Base of every experiment. Subclass it, set `name` and `Params`, override hooks."""
+class RoundStats(Protocol):
+    """One population round's line in the store's `rounds` table."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+class RunMetrics(Protocol):
+    """What is measured while a run goes (`Scenario.new_metrics`): it sees every record in
+    order t, and hands the runner each finished round's line for the store."""
+
+    def update(self, record: EncounterRecord) -> None: ...
+
+    def pop_rounds(self, before: int) -> Iterable[tuple[int, RoundStats]]: ...
+
+
+class Scenario(Generic[P, S, St]):
+    """Base of every experiment: the rules of a game over parameters `P`, whose agents are
+    shown situations `S` (through the prompt codec, `codec`) and whose run keeps its world
+    in a state `St` (`new_state`: `model.state`). Subclass it, set `name` and `Params`,
+    override hooks."""
 
     name: ClassVar[str] = "scenario"
     Params: ClassVar[type[Params]] = Params
@@ -130,7 +148,20 @@ class Scenario(Generic[P]):
         the encounter then also waits for their earlier encounters."""
         return ()
 
-    def new_metrics(self, model: PopulationModel) -> Any:
+    def new_metrics(self, model: PopulationModel) -> RunMetrics | None:
+        return None
+
+    def new_state(self, model: PopulationModel) -> St:
+        """The run's own state besides its agents' (a month's stock, a generation's order):
+        `model.state`, made after the population is built, checkpointed as plain data (its
+        class registered with the family: `Family(checkpoint_classes=...)`). None: none."""
+        return cast(St, None)
+
+    @property
+    def codec(self) -> PromptCodec[S] | None:
+        """How this game's LLM agents are prompted and their replies read (agentsim/codec.py);
+        None for a game whose agents all follow rules. Handed to `LLMPolicy` when the
+        population is built."""
         return None
 
     def stop_reason(self, model: PopulationModel) -> str | None:
@@ -138,13 +169,6 @@ class Scenario(Generic[P]):
 
     def on_round_end(self, model: PopulationModel) -> None:
         """Between population rounds; the population may change here (generations)."""
-
-    def model_state(self, model: PopulationModel) -> Any:
-        """Run state this scenario keeps outside agents and metrics, for checkpoints."""
-        return None
-
-    def restore_model_state(self, model: PopulationModel, state: Any) -> None:
-        """Undo `model_state` on a fresh model (before its agents' states are restored)."""
 
     def max_rounds(self) -> int:
         return int(getattr(self.params, "max_rounds", 0))
@@ -157,46 +181,6 @@ class Scenario(Generic[P]):
         """Parameters the stand-in's rule does not read (payoffs, sampling): a run that changes
         them warns that on the stand-in they change nothing a language model would see."""
         return ()
-
-    # --- the prompt hooks an LLM policy (policies.LLMPolicy) calls, for games that prompt ------
-    def messages(self, situation: Any) -> tuple[Message, ...]:
-        """What the agent is asked, for the situation `start` gave it."""
-        raise NotImplementedError
-
-    def parse(self, text: str, situation: Any) -> Parsed:
-        """The action a reply answers with, or the problem that makes it unusable."""
-        raise NotImplementedError
-
-    def reminder(self, situation: Any, parsed: Parsed) -> str:
-        """The user turn that re-asks after an unusable reply."""
-        raise NotImplementedError
-
-    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, Any]]:
-        """Requests as this scenario's LLM agents send them, each with its situation, for the
-        start-up check that a model's replies can be read at all (agentsim/model_fitness.py).
-        None (the default): no check."""
-        return []
-
-    def unreadable_advice(self) -> str:
-        """What to change when a model's replies cannot be read (the check's advice)."""
-        return ""
-
-    def salvage(self, reply: str, situation: Any) -> str | None:
-        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
-        return None
-
-    def fallback(self, situation: Any, unit: float) -> str | None:
-        """The recorded fallback once re-asks are spent; `unit` is a uniform draw from the seed."""
-        raise NotImplementedError
-
-    def encode(self, situation: Any) -> str:
-        """The situation in a few bytes for the store; `rebuild_messages` must rebuild from it."""
-        raise NotImplementedError
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        """The exact messages of a recorded call, from its stored context and the replies of
-        the attempts before it (a re-ask continues the conversation)."""
-        raise NotImplementedError
 
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         return {}

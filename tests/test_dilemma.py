@@ -67,10 +67,10 @@ def test_reputation_carries_the_first_move_through_the_population(tmp_path: Path
 
 def test_the_codec_reads_replies_and_rebuilds_recorded_prompts(tmp_path: Path) -> None:
     codec = PrisonersDilemma().codec
-    assert [codec.parse(text).action for text in ("C", "d", "I choose to cooperate.", "Defect!")] == ["C", "D", "C", "D"]
-    assert codec.parse("C or D? Hard to say.").problem == "names both actions"
-    assert codec.parse("Let me think.").problem == "names no action"
     view = DilemmaView(4, (Play("C", "D", 0), Play("D", "D", 1)), ("C", "C", "D"))
+    assert [codec.parse(text, view).action for text in ("C", "d", "I choose to cooperate.", "Defect!")] == ["C", "D", "C", "D"]
+    assert codec.parse("C or D? Hard to say.", view).problem == "names both actions"
+    assert codec.parse("Let me think.", view).problem == "names no action"
     assert codec.decode(codec.encode(view)) == view
     assert "C in 2 of their last 3 moves" in codec.messages(view)[1].content
 
@@ -82,7 +82,7 @@ def test_the_codec_reads_replies_and_rebuilds_recorded_prompts(tmp_path: Path) -
     store.close()
     assert [message.role for message in messages] == ["system", "user", "assistant", "user"]
     assert "Every player's reputation is public" in messages[0].content and messages[1].content.startswith("Round ")
-    assert messages[2].content == reply and messages[3].content == codec.reminder()
+    assert messages[2].content == reply and messages[3].content == codec.reminder(view, codec.parse(reply, view))
 
 
 def test_a_checkpoint_resumes_the_same_run() -> None:

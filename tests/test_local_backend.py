@@ -94,11 +94,11 @@ def test_same_seed_same_answer_and_no_option_probabilities(tiny_model: Path) -> 
     sampling = Sampling(temperature=0.7, top_k=10, max_tokens=4)
 
     def request(seed: int) -> Request:
-        return Request(messages=game.messages(situation), sampling=sampling, seed=seed, options=situation.options)
+        return Request(messages=game.codec.messages(situation), sampling=sampling, seed=seed, options=situation.options)
 
     async def ask() -> list[Any]:
         answers = await asyncio.gather(*(model.complete(request(seed)) for seed in (1, 1, 2)))
-        forced = await model.complete(Request(messages=(game.messages(situation)[0],), seed=3, options=("A", "B"),
+        forced = await model.complete(Request(messages=(game.codec.messages(situation)[0],), seed=3, options=("A", "B"),
                                               sampling=Sampling(temperature=0.0, max_tokens=1)))
         await model.aclose()
         return [*answers, forced]
