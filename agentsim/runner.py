@@ -519,7 +519,7 @@ class Experiment:
 
     def _collect_rounds(self, model: PopulationModel, recorder: Recorder, *, everything: bool = False) -> None:
         metrics = model.metrics
-        if metrics is None or not hasattr(metrics, "pop_rounds"):
+        if metrics is None:
             return
         pending_rounds = [encounter.round for encounter in model.scheduler.pending()]
         before = 1 << 62 if everything else min(pending_rounds + [model.rounds_done])
