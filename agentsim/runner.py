@@ -27,6 +27,7 @@ from .errors import (
     RunStopped,
     UserError,
 )
+from .figures import LiveFigures
 from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
@@ -166,7 +167,7 @@ class RunView:
     max_rounds: int
     interactions: int
     stop_reason: str | None
-    metrics: dict[str, Any]
+    metrics: LiveFigures
     usage: dict[str, Any]
     calls_per_second: float
     cell: str = ""  # the run's VARIANTS cell ("condition=nl, memory_length=0"), empty outside a grid
@@ -569,7 +570,7 @@ class Experiment:
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
             max_rounds=model.scenario.max_rounds(), interactions=model.completed,
             stop_reason=stop_reason or model.stop_reason or (None if status == "running" else "max_rounds"),
-            metrics=model.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
+            metrics=model.scenario.live_figures(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed, cell=self._cell(model),
         )
         now = time.monotonic()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 from .codec import Parsed as Parsed  # where families and user code found it before the codec
 from .codec import PromptCodec, Situation
 from .errors import ParameterError
+from .figures import LiveFigures
 from .params import Params, StandInSettings
 
 if TYPE_CHECKING:
@@ -189,15 +190,14 @@ class Scenario(Generic[P, S, St]):
         """The model-level series Mesa's DataCollector records after each step (one column
         each; the keys must not change during a run): by default the live view's success rate
         and each name's share (`share_NAME`), where it shows them. A family names its own."""
-        shown = self.live_metrics(model)
+        shown = self.live_figures(model)
         series: dict[str, float | str | None] = {}
-        if isinstance(shown.get("success_rate"), (int, float)):
-            series["success_rate"] = float(shown["success_rate"])
-        for name, share in (shown.get("shares") or {}).items():
+        if shown.success_rate is not None:
+            series["success_rate"] = float(shown.success_rate)
+        for name, share in shown.shares.items():
             series[f"share_{name}"] = float(share)
         return series
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
-        """Plain data for the live view. Keys it knows: success_rate, success_history (a list),
-        shares ({name: share}), and lines ([(label, text)]) for anything else."""
-        return {}
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
+        """What the live view and the log lines show of the run now (agentsim/figures.py)."""
+        return LiveFigures()

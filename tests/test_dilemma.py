@@ -116,9 +116,9 @@ def test_a_payoff_that_is_no_dilemma_is_refused_in_one_line() -> None:
 
 def test_the_live_view_shows_cooperation_and_payoff() -> None:
     model = run_model(PrisonersDilemma(agents=6, max_rounds=4), seed=2)
-    figures = model.scenario.live_metrics(model)
+    figures = model.scenario.live_figures(model)
     rate = model.metrics.total.cooperation_rate
-    assert figures["shares"] == {"C": rate, "D": 1 - rate}
+    assert figures.shares == {"C": rate, "D": 1 - rate}
     view = RunView(run=1, seed=2, status="done", rounds_done=4, max_rounds=4, interactions=12, stop_reason=None,
                    metrics=figures, usage={}, calls_per_second=0.0)
     console = Console(width=110, record=True, color_system=None, file=io.StringIO())

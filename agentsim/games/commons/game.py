@@ -48,6 +48,7 @@ from functools import cached_property
 from typing import Any
 
 from ...agents import PopulationAgent
+from ...figures import LiveFigures
 from ...llm.standin import StandInRule
 from ...model import PopulationModel
 from ...policies import LLMPolicy
@@ -357,15 +358,15 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
                                       ("no-communication", not params.communication)) if on]
         return "+".join(parts) or "default"
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         state: CommonsState = model.state
         limits = [record.limit for record in state.history if record.limit is not None]
-        return {"lines": [
+        return LiveFigures(lines=(
             ("month", f"{state.month} of {self.params.horizon}, {state.phase}"),
             ("stock", f"{state.stock} of {self.params.capacity} {self.words.stock_unit}"
              + (" (collapsed)" if state.history and state.current.collapsed else "")),
             ("agreed limit", f"{limits[-1]} {self.words.unit} per person" if limits else "none yet"),
-        ]}
+        ))
 
     def standin_rules(self) -> list[StandInRule]:
         return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit)]

@@ -15,13 +15,14 @@ from functools import cached_property
 from typing import Any
 
 from ...agents import PopulationAgent
+from ...figures import LiveFigures
 from ...model import PopulationModel
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
 from ...scheduler import Encounter, RoundPairing
 from .codec import DilemmaCodec
-from .metrics import DilemmaMetrics, LiveFigures
+from .metrics import DilemmaFigures, DilemmaMetrics
 from .params import COOPERATE, DilemmaParams, DilemmaStandInSettings
 from .situation import DilemmaView, Play
 from .standin import DilemmaStandIn
@@ -96,8 +97,8 @@ class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
             "fallback_moves": metrics.total.fallbacks,
         }
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
-        return LiveFigures.of(model.metrics).as_view()
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
+        return DilemmaFigures.of(model.metrics).as_live()
 
     # --- the stand-in ----------------------------------------------------------------------
     def standin_rules(self) -> list[DilemmaStandIn]:

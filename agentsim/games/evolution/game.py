@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from ...figures import LiveFigures
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Parsed, Scenario
@@ -244,7 +245,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
                 "rounds_per_game": self.params.rounds, "games_per_generation": self.params.games,
                 "generations": metrics.summary()}
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: EvolutionMetrics = model.metrics
         scenario = model.scenario  # the run's variant, not necessarily self
         assert isinstance(scenario, CulturalEvolution)
@@ -256,7 +257,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
         if metrics.generations:
             last = metrics.generations[-1]
             lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
-        return {"lines": lines}
+        return LiveFigures(lines=tuple(lines))
 
     def standin_rules(self) -> list[StandInRule]:
         return [EvolutionStandIn(self.standin)]

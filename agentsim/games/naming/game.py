@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ...agents import PopulationAgent
+from ...figures import LiveFigures
 from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
@@ -291,7 +292,7 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
             series["alternative_share"] = metrics.alternative_share()
         return series
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
         committed = bool(metrics.committed)
@@ -307,16 +308,16 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
                           f"not yet ({metrics.alternative} at {share:.0%} of the others' "
                           f"{metrics.uncommitted.total} latest choices)"))
         fallbacks = f"; {metrics.fallbacks} fallbacks left out" if metrics.fallbacks else ""
-        return {
-            "success_rate": metrics.success_rate,
-            "success_history": metrics.success_history[-60:],
-            "shares": {name: shares.get(name, 0.0) for name in self.names},
-            "shares_label": "choices",
-            "shares_note": (f"last {len(metrics.window_productions)} choices, committed agents' plays included"
-                            f"{fallbacks}" if committed else
-                            f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
-            "lines": lines,
-        }
+        return LiveFigures(
+            success_rate=metrics.success_rate,
+            success_history=tuple(metrics.success_history[-60:]),
+            shares={name: shares.get(name, 0.0) for name in self.names},
+            shares_label="choices",
+            shares_note=(f"last {len(metrics.window_productions)} choices, committed agents' plays included"
+                         f"{fallbacks}" if committed else
+                         f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
+            lines=tuple(lines),
+        )
 
     def standin_ignores(self) -> tuple[str, ...]:
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens")

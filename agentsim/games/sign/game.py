@@ -36,6 +36,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...agents import PopulationAgent
+from ...figures import LiveFigures
 from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
@@ -242,7 +243,7 @@ class SignGame(PairwiseGame[SignParams, SignSituation]):
             **metrics.summary(),
         }
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: SignMetrics = model.metrics
         shares = metrics.window_shares()
         agreement = metrics.agreement_history[-1] if metrics.agreement_history else 0.0
@@ -251,14 +252,14 @@ class SignGame(PairwiseGame[SignParams, SignSituation]):
                    for threshold in THRESHOLDS if threshold in metrics.reached]
         if reached:
             lines.append(("reached", ", ".join(reached)))
-        return {
-            "success_rate": metrics.success_rate,
-            "success_history": metrics.success_history[-60:],
+        return LiveFigures(
+            success_rate=metrics.success_rate,
+            success_history=tuple(metrics.success_history[-60:]),
             # The five most produced names: twelve rows per run would crowd a grid of runs.
-            "shares": dict(sorted(((name, share) for name, share in shares.items() if share > 0),
-                                  key=lambda item: -item[1])[:5]),
-            "lines": lines,
-        }
+            shares=dict(sorted(((name, share) for name, share in shares.items() if share > 0),
+                               key=lambda item: -item[1])[:5]),
+            lines=tuple(lines),
+        )
 
     def standin_ignores(self) -> tuple[str, ...]:
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens", "repetition_penalty")
