@@ -77,7 +77,6 @@ class PopulationModel(mesa.Model):
         self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
-        self.immediate = all(agent.policy.immediate for agent in self.agents)
         # The run's own typed state (a month's stock, a generation's order), made by the rules.
         self.state: Any = scenario.new_state(self)
         # What is measured (a `RunMetrics`), typed loosely: each family reads it as its own class.
@@ -147,7 +146,7 @@ class PopulationModel(mesa.Model):
             run_blocking(self._play_round(), self._loop)
             if self.finished:
                 run_blocking(self.scheduler.drain(), self._loop)  # as `arun` ends
-            if self.immediate or self.finished:
+            if self.scheduler.immediate or self.finished:
                 self.close()
         self._round_played = False
         self.running = not self.finished

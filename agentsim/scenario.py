@@ -120,7 +120,7 @@ class Scenario(Generic[P, S, St]):
     def pairing(self, model: PopulationModel) -> Pairing:
         raise NotImplementedError
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> Any:
+    async def play(self, model: PopulationModel, encounter: Encounter) -> object:
         """Ask the participants; change no state here (an interrupted encounter is asked again)."""
         raise NotImplementedError
 
@@ -131,13 +131,13 @@ class Scenario(Generic[P, S, St]):
         belongs in the metrics, which get the records in order t."""
         raise NotImplementedError
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def draw(self, model: PopulationModel, encounter: Encounter) -> object:
         """Every random draw the encounter needs (option orders, dice), from `model.random`,
         kept as `encounter.drawn`. Called in sequence order, possibly long before the
         encounter starts: read no agent's state here."""
         return None
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def start(self, model: PopulationModel, encounter: Encounter) -> object:
         """What the participants see (their memories, with what `draw` drew), kept as
         `encounter.views` for `play`. Called when the encounter starts, once every earlier
         encounter of its participants has resolved: read their state, and other agents'

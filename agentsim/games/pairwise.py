@@ -11,12 +11,12 @@ the compact record and its inverse), the outcome (`resolve`) and what is measure
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, Self, TypeVar
 
+from ..agents import ask_together
 from ..codec import Situation
 from ..llm.base import Sampling
 from ..model import PopulationModel
@@ -131,12 +131,8 @@ class PairwiseGame(Scenario[P, S, None]):
         return SequentialPairing(params.max_in_flight, graph)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if first.policy.immediate and second.policy.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
+        first, second = await ask_together(encounter.agents, encounter.views)
+        return first, second
 
 
 def name_codes(names: tuple[str, ...]) -> dict[str, str]:

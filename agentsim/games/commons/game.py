@@ -39,7 +39,6 @@ at the utterance it was at.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from dataclasses import replace
@@ -47,7 +46,7 @@ from datetime import date
 from functools import cached_property
 from typing import Any
 
-from ...agents import PopulationAgent
+from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
 from ...llm.standin import StandInRule
 from ...model import PopulationModel
@@ -153,10 +152,7 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         return tuple(self.situation(model, state, agent) for agent in encounter.agents)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, ...]:
-        agents, views = encounter.agents, encounter.views
-        if model.immediate:
-            return tuple([await agent.astep(view) for agent, view in zip(agents, views)])
-        return tuple(await asyncio.gather(*(agent.astep(view) for agent, view in zip(agents, views))))
+        return await ask_together(encounter.agents, encounter.views)
 
     def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, ...]) -> EncounterRecord:
         state: CommonsState = model.state

@@ -10,11 +10,10 @@ are the codec's (codec.py), which the game gives its LLM policies.
 
 from __future__ import annotations
 
-import asyncio
 from functools import cached_property
 from typing import Any
 
-from ...agents import PopulationAgent
+from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
 from ...model import PopulationModel
 from ...policies import LLMPolicy
@@ -61,12 +60,8 @@ class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
         return DilemmaView(encounter.round + 1, tuple(history), tuple(record))
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if model.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
+        first, second = await ask_together(encounter.agents, encounter.views)
+        return first, second
 
     def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, Decision]) -> EncounterRecord:
         (first, second), (first_decision, second_decision) = encounter.agents, decisions
