@@ -62,6 +62,16 @@ class RunMetrics(Protocol):
     def pop_rounds(self, before: int) -> Iterable[tuple[int, RoundStats]]: ...
 
 
+_CODEC = "prompts are the codec's now: subclass the game's codec and return it from `codec`"
+_MOVED_HOOKS = {
+    **dict.fromkeys(("messages", "parse", "reminder", "salvage", "fallback", "encode", "decode", "rebuild_messages",
+                     "readable_probes", "unreadable_advice"), _CODEC),
+    "live_metrics": "the live view's figures are `live_figures`, returning a LiveFigures",
+    "model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
+    "restore_model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
+}
+
+
 class Scenario(Generic[P, S, St]):
     """Base of every experiment: the rules of a game over parameters `P`, whose agents are
     shown situations `S` (through the prompt codec, `codec`) and whose run keeps its world
@@ -76,6 +86,17 @@ class Scenario(Generic[P, S, St]):
     # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
     # game narrows the type and a subclass or `standin=` changes the value.
     standin: StandInSettings = StandInSettings()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass that overrides a hook the scenario no longer calls (the prompt
+        hooks moved to the codec, the live view's dict to `live_figures`, the run's extra state
+        to `new_state`): left alone, it would be ignored without a word."""
+        super().__init_subclass__(**kwargs)
+        moved = sorted(name for name in _MOVED_HOOKS if name in vars(cls))
+        if moved:
+            raise TypeError(f"{cls.__qualname__} overrides {', '.join(moved)}, which a scenario no longer has: "
+                            + "; ".join(dict.fromkeys(_MOVED_HOOKS[name] for name in moved))
+                            + " (docs/writing-a-game.md)")
 
     def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
         # `Params` is the class of P (a class variable cannot name a type variable).

@@ -14,6 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import agentsim
 import agentsim.analysis
 
@@ -209,3 +211,15 @@ def test_any_is_absent_from_the_public_signatures_of_the_scheduler_and_the_polic
               "def run(*, y: typing.Any) -> None: ...\n")
     assert [where for where, annotation in _public_annotations(sample) if _says_any(annotation)] == [
         "Alias", "Thing.field", "Thing.go -> ", "run(y)"]
+
+
+def test_a_scenario_overriding_a_hook_that_moved_is_refused_not_ignored() -> None:
+    """A prompt hook overridden on a scenario (as before the codec) would change nothing: it is
+    refused when the class is made, naming where the hook lives now."""
+    from agentsim.games.naming import NamingGame
+
+    with pytest.raises(TypeError, match=r"overrides messages, parse.*subclass the game's codec"):
+        type("Old", (NamingGame,), {"messages": lambda self, situation: (), "parse": lambda self, text, situation: None})
+    with pytest.raises(TypeError, match="live_figures"):
+        type("Older", (NamingGame,), {"live_metrics": lambda self, model: {}})
+    type("Fine", (NamingGame,), {"prompt_fields": lambda self: {}})
