@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from ...figures import LiveFigures
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
+from ...scenario import Scenario
 from . import prompts
 from .codec import EvolutionCodec
 from .metrics import EvolutionMetrics
@@ -48,16 +48,13 @@ E = TypeVar("E", bound=EvolutionParams)
 class CulturalEvolution(Scenario[E, Situation, RunState]):
     name: ClassVar[str] = "cultural_evolution"
     game_label: ClassVar[str] = ""
-    norms_in_system: ClassVar[str] = prompts.NORMS_IN_SYSTEM  # the paper's sentence on norms, per game
     params: E
     standin: EvolutionStandInSettings = EvolutionStandInSettings()
 
     # --- what a subclass provides -------------------------------------------------------
-    def system_prompt(self, norms: str) -> str:
-        raise NotImplementedError
-
-    def strategy_brief(self) -> str:
-        """The game-specific part of the strategy prompts."""
+    @cached_property
+    def codec(self) -> EvolutionCodec:
+        """The game's prompt codec: the text tasks' prompts (codec.py) and its own turns'."""
         raise NotImplementedError
 
     def game_order(self, model: PopulationModel, game: int, previous: list[int]) -> list[int]:
@@ -79,21 +76,6 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
 
     def resolve_round(self, model: PopulationModel, encounter: Encounter, answers: Any, phase: Phase) -> EncounterRecord:
         raise NotImplementedError
-
-    def game_messages(self, situation: Any) -> str:
-        raise NotImplementedError
-
-    def parse_turn(self, text: str, situation: Any) -> Parsed:
-        raise NotImplementedError
-
-    def remind_turn(self, situation: Any, parsed: Parsed) -> str:
-        raise NotImplementedError
-
-    @cached_property
-    def codec(self) -> EvolutionCodec:
-        """The prompts, the reading of replies and the store's encoding (codec.py); a game's
-        turns are worded by the hooks above."""
-        return EvolutionCodec(self)
 
     # --- the schedule -------------------------------------------------------------------------
     @cached_property
@@ -234,9 +216,6 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
                 agent.sources = [parent.name] if mutated else [agents[p].name for p in surviving]
         for agent in agents:
             agent.scores = []
-
-    def norms_block(self, norms: str) -> str:
-        return self.norms_in_system.format(norms=norms) if norms else ""
 
     # --- results ---------------------------------------------------------------------------------
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
