@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import difflib
+import json
 import math
+import os
 import signal
 import sqlite3
 import sys
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import __version__
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
 from .llm.cache import DEFAULT_MAX_BYTES
@@ -44,6 +49,7 @@ from .secrets import redact
 from .variants import pinned_variants
 
 EXIT_INTERRUPTED = 130
+LOG_FORMATS = ("text", "json")  # --log-format
 EXIT_TERMINATED = 143
 
 
@@ -70,21 +76,32 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_subcommands_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("scenario", help="a scenario file, e.g. scenarios/critical_mass.py")
+    parser.add_argument("--version", action="version", version=f"agentsim {__version__}")
+    parser.add_argument("scenario", nargs="?", default=None,
+                        help="a scenario file, e.g. scenarios/critical_mass.py (with --resume: default, the one "
+                             "recorded in --out)")
     parser.add_argument("--backend", default=None,
                         help="the language model every agent uses: stand-in (default, the built-in rule policy), "
-                             "openai:MODEL, anthropic:MODEL, tgi:URL, local:HF_ID_OR_PATH")
+                             "openai:MODEL, anthropic:MODEL, tgi:URL, local:smollm2 (SmolLM2-135M-Instruct in "
+                             "process, no download), local:PATH.gguf (llama.cpp), local:HF_ID_OR_PATH (transformers)")
     parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
                         help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
                              "(default: the file's POPULATION, else every agent on --backend)")
     parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
-    parser.add_argument("--seed", type=int, default=0, help="the first replicate's seed; replicate k uses seed+k (default 0)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the first replicate's seed; replicate k uses seed+k (default 0; --resume without a "
+                             "scenario file: the recorded one)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario parameter (repeatable)")
     parser.add_argument("--out", type=_directory_path, default=None,
                         help="output directory (default: results/SCENARIO/TIMESTAMP)")
     parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
-    parser.add_argument("--resume", action="store_true", help="continue the runs recorded in --out (default: the latest)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                        help="the log lines (--no-live, or no terminal): text (key=value, default) or json (one JSON "
+                             "object per line and event; the last, experiment_ended, gives the outcome)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the runs recorded in --out (default: the latest); the scenario file, its "
+                             "--set values, the seed and the backend default to the recorded ones")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
     sweep = parser.add_argument_group("where the runs execute")
@@ -142,8 +159,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _main(arguments)
+        finally:
+            sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
+    except BrokenPipeError:  # `... | head -1`: the reader has seen enough; nothing recorded is lost
+        silence_stdout()
+        return 0
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not print the
+    BrokenPipeError again (the recipe of Python's signal documentation)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _main(arguments: list[str]) -> int:
     if arguments and arguments[0] in SUBCOMMANDS:
         return SUBCOMMANDS[arguments[0]](arguments[1:])
+    if arguments and _misspelt_subcommand(arguments[0]):
+        (close,) = difflib.get_close_matches(arguments[0], SUBCOMMANDS, n=1)
+        return _user_error(UserError(f"unknown subcommand '{arguments[0]}'; did you mean '{close}'? "
+                                     f"(python -m agentsim --help lists them)"))
     options = build_parser().parse_args(arguments)
     try:
         experiment = _prepare(options)
@@ -154,24 +194,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      f"a writable --out DIR"))
     received: list[int] = []
     out = experiment.config.out
+    code, outcome, message = 0, "done", ""
     try:
         asyncio.run(_run(experiment, received))
     except UserError as error:
-        return _user_error(error)
+        code, outcome, message = EXIT_USER_ERROR, "user_error", f"agentsim: error: {error}"
     except RunStopped as error:
-        print(f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
-              f"continue with --resume --out {out}", file=sys.stderr)
-        return error.exit_code
+        code, outcome = error.exit_code, error.status
+        message = (f"agentsim: {error.status}: {redact(str(error))}; everything recorded so far is in {out}; "
+                   f"continue with --resume --out {out}")
     except (OSError, sqlite3.Error) as error:  # a disk that filled up or turned read-only during the run
-        print(f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free space, "
-              f"then continue with --resume --out {out}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        code, outcome = EXIT_USER_ERROR, "disk_error"
+        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free "
+                   f"space, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
-        print(f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
-              f"continue with --resume --out {out}", file=sys.stderr)
-        return EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED
-    return 0
+        code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
+        message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
+                   f"continue with --resume --out {out}")
+    conclude = getattr(experiment.view, "conclude", None)
+    try:
+        if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
+            conclude(outcome=outcome, exit_code=code, out=str(out), message=message,
+                     runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
+        from .live import LogView
+
+        json_lines = options.log_format == "json" and isinstance(experiment.view, LogView)
+        if message and not json_lines:  # last, so that a failure ends with its one line (JSON: in experiment_ended)
+            print(message, file=sys.stderr)
+    except BrokenPipeError:  # nobody reads any more: the exit code still says how it ended
+        silence_stdout()
+    return code
+
+
+def _misspelt_subcommand(word: str) -> bool:
+    """A first argument that is no file and reads like a subcommand (`reprot`): not a scenario."""
+    return (not word.startswith("-") and not word.endswith(".py") and not Path(word).exists()
+            and bool(difflib.get_close_matches(word, SUBCOMMANDS, n=1)))
 
 
 def _prepare(options: argparse.Namespace) -> Experiment:
@@ -192,32 +251,49 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         from .distributed import require_ray
 
         require_ray()
-    scenario, module = load_scenario(options.scenario)
+    out = _output_directory(options)
+    recorded = recorded_settings(out) if options.resume else {}
+    scenario_file = options.scenario or recorded.get("scenario_file")
+    if not scenario_file:
+        raise UserError("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR "
+                        "to continue a recorded experiment)")
+    if options.scenario is None and not Path(scenario_file).is_file():
+        raise ScenarioFileError(f"the scenario file recorded in {out}, '{scenario_file}', is not there any more; name "
+                                f"it: python -m agentsim FILE --resume --out {out}")
+    scenario, module = load_scenario(scenario_file)
     overrides = parse_overrides(options.overrides)
+    if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
+        scenario = _with_recorded(scenario, recorded, overrides)
     scenario = scenario.with_overrides(overrides)
     runs = options.runs if options.runs is not None else getattr(module, "RUNS", 1)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ScenarioFileError(f"scenario file '{options.scenario}': RUNS must be a whole number >= 1 "
+        raise ScenarioFileError(f"scenario file '{scenario_file}': RUNS must be a whole number >= 1 "
                                 f"(got {runs!r}); fix the file or pass --runs")
-    population = options.population
-    if population is None and options.backend is None:
+    population, backend = options.population, options.backend
+    if options.scenario is None and population is None and backend is None:
+        population, backend = _recorded_backend(recorded)
+    if population is None and backend is None:
         population = getattr(module, "POPULATION", None)
         if population is not None and not isinstance(population, str):
-            raise ScenarioFileError(f"scenario file '{options.scenario}': POPULATION must be text like "
+            raise ScenarioFileError(f"scenario file '{scenario_file}': POPULATION must be text like "
                                     f"\"openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12\" (got "
                                     f"{population!r}); fix the file or pass --population")
+    variants = pinned_variants(getattr(module, "VARIANTS", ()), overrides)
+    if options.scenario is None and "variants" in recorded:
+        variants = pinned_variants(recorded["variants"], overrides)
+    seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
     config = ExperimentConfig(
         scenario=scenario,
-        variants=pinned_variants(getattr(module, "VARIANTS", ()), overrides),
-        out=_output_directory(options, scenario),
-        backend=options.backend or "stand-in",
+        variants=variants,
+        out=out,
+        backend=backend or "stand-in",
         population=population or "",
         llm=backend_options(options),
         runs=runs,
-        seed=options.seed,
+        seed=seed,
         resume=options.resume,
         checkpoint_seconds=options.checkpoint_seconds,
-        scenario_file=str(options.scenario),
+        scenario_file=str(Path(scenario_file).resolve()),  # absolute: analysis names it from any directory
         executor=options.executor,
         ray_address=options.ray_address,
         cpus_per_run=options.cpus_per_run,
@@ -226,7 +302,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
 
     live = not options.no_live and sys.stdout.isatty()
     if not live:
-        configure_logging()
+        configure_logging(options.log_format)
     experiment = Experiment(config, RichView() if live else LogView())
     experiment.open()
     return experiment
@@ -276,9 +352,14 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
     )
 
 
-def _output_directory(options: argparse.Namespace, scenario: Scenario[Any, Any, Any]) -> Path:
+def _output_directory(options: argparse.Namespace) -> Path:
     if options.out is not None:
-        return options.out
+        return Path(options.out)
+    if options.scenario is None and not options.resume:
+        raise UserError("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR "
+                        "to continue a recorded experiment)")
+    if options.scenario is None:
+        raise UserError("--resume without a scenario file needs the output directory: --resume --out DIR")
     base = Path("results") / Path(options.scenario).stem  # named after the file: two files of one game stay apart
     if options.resume:
         previous = sorted(path for path in base.glob("*") if path.is_dir()) if base.is_dir() else []
@@ -286,6 +367,46 @@ def _output_directory(options: argparse.Namespace, scenario: Scenario[Any, Any, 
             raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
         return previous[-1]
     return base / time.strftime("%Y%m%d-%H%M%S")
+
+
+def recorded_settings(out: Path) -> dict[str, Any]:
+    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
+    without changing the database; empty when there is none (the runner then says so)."""
+    database = out / "agentsim.db"
+    if not database.is_file() or database.stat().st_size == 0:
+        return {}
+    try:
+        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return {key: json.loads(value) for key, value in connection.execute("SELECT key, value FROM experiment")}
+        finally:
+            connection.close()
+    except (sqlite3.Error, ValueError):  # damaged: Experiment.open says so in its own words
+        return {}
+
+
+def _with_recorded(scenario: Scenario[Any, Any, Any], recorded: dict[str, Any],
+                   overrides: dict[str, str]) -> Scenario[Any, Any, Any]:
+    """The scenario file's scenario with the recorded parameters and stand-in settings where
+    they differ from the file's (what `--set` gave when the runs started)."""
+    params, settings = scenario.params.as_dict(), scenario.standin.as_dict()
+    changes = {key: value for key, value in (recorded.get("params") or {}).items()
+               if key in params and params[key] != value and key not in overrides}
+    standin = {key: value for key, value in (recorded.get("standin") or {}).items()
+               if key in settings and settings[key] != value and f"standin.{key}" not in overrides}
+    if not changes and not standin:
+        return scenario
+    return type(scenario)(scenario.params.replace(**changes), standin=scenario.standin.replace(**standin))
+
+
+def _recorded_backend(recorded: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(population, backend) as the recorded experiment had them."""
+    shares = [(str(spec), count) for spec, count in recorded.get("population") or []]
+    if len(shares) == 1 and shares[0][1] is None:
+        return None, shares[0][0]
+    if shares:
+        return ",".join(f"{spec}={count}" for spec, count in shares), None
+    return None, None
 
 
 def _directory_path(text: str) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, TextIO, cast
 
 import structlog
 from rich.console import Console, Group, RenderableType
@@ -83,8 +83,8 @@ def _line(*parts: str | tuple[str, str]) -> Text:
 
 
 def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float | None = None,
-           height: int = 24) -> RenderableType:
-    """The whole view, in at most `height` lines (24 by default) of any width from 80: the
+           height: int = 24, width: int = 80) -> RenderableType:
+    """The whole view, in at most `height` lines (24 by default) of any `width` from 80: the
     table of runs shows as many as fit and counts the others."""
     backend = str(experiment.get("backend", "?"))
     stand_in = bool(experiment.get("stand_in", backend.startswith("stand-in")))  # every agent on it (runner.stand_in)
@@ -99,14 +99,21 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
         left = eta(experiment, runs, elapsed_s) if runs and any(view.status == "running" for view in runs) else None
         if left is not None:
             timing += f"  ETA ≤ {clock(left)}"
-    header.append(_line(f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}  → {experiment.get('out', '')}"))
+    settings = f"seed {experiment.get('seed')}  runs {experiment.get('runs')}{timing}"
+    out = f"→ {experiment.get('out', '')}"
+    header.append(_line(f"{settings}  {out}"))
+    where = len(header) - 1  # split below if the line is too long and there is a line to spare
     if any(view.worker for view in runs):
         header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
+    header.extend(_line((str(note), "cyan")) for note in experiment.get("notes", []))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
-    if not runs:
+    focus = next((view for view in runs if view.status == "running"), runs[-1]) if runs else None
+    panel, panel_height = _run_panel(focus) if focus is not None else (None, 0)
+    spare = height - 2 - len(header) - panel_height - (4 if len(runs) > 1 else 0)  # (a table: heading, 2 rows, more)
+    if len(settings) + 2 + len(out) > width - 4 and spare >= 1:  # (the border and padding take 4)
+        header[where:where + 1] = [_line(settings), _line(out)]  # the output directory whole: the user types it next
+    if focus is None or panel is None:
         return Panel(Group(*header), title="agentsim")
-    focus = next((view for view in runs if view.status == "running"), runs[-1])
-    panel, panel_height = _run_panel(focus)
     parts: list[RenderableType] = list(header)
     if len(runs) > 1:
         room = max(1, height - 2 - len(header) - panel_height - 2)
@@ -122,17 +129,20 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     shown = ordered[:room] if len(ordered) + (planned > len(runs)) <= room else ordered[:max(1, room - 1)]
     table = Table(box=None, pad_edge=False, show_edge=False)
     cells = any(view.cell for view in runs)
+    short = short_cells([view.cell for view in runs])  # values only: the focused run's title names the keys
     for column in ("run", "seed", *(("cell",) if cells else ()), "status", "round", "success", "leading", "state"):
-        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=20 if column == "cell" else None,
-                         min_width=None if column in ("cell", "state") else len(column))
+        table.add_column(column, no_wrap=column != "state", overflow="fold" if column == "state" else "ellipsis",
+                         max_width=20 if column == "cell" else None,
+                         min_width=None if column in ("cell", "state") else len("running") if column == "status"
+                         else len(column))
     for view in sorted(shown, key=lambda view: view.run):
         shares = view.metrics.shares
         leading = max(shares, key=shares.__getitem__) if shares else "-"
         rate = view.metrics.success_rate
         success = f"{rate:.0%}" if rate is not None else "-"  # none: not 0%
-        table.add_row(str(view.run), str(view.seed), *((view.cell,) if cells else ()), view.status,
+        table.add_row(str(view.run), str(view.seed), *((short.get(view.cell, view.cell),) if cells else ()), view.status,
                       f"{view.rounds_done}/{view.max_rounds}", success, leading,
-                      view.stop_reason or "")
+                      (view.stop_reason or "").replace("_", " "))  # words wrap in a narrow terminal
     hidden = [view for view in runs if view not in shown]
     waiting = max(0, planned - len(runs))
     if not hidden and not waiting:
@@ -144,6 +154,16 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
     return Group(table, _line((f"… {len(hidden) + waiting} more runs: {more}", "dim")))
 
 
+def short_cells(cells: list[str]) -> dict[str, str]:
+    """Grid cells ("condition=nl, memory_length=0") as their values only ("nl, 0") where every
+    cell names the same keys, so that a table row at 80 columns shows what tells them apart."""
+    parsed = {cell: [part.partition("=") for part in cell.split(", ")] for cell in set(cells) if cell}
+    keys = {tuple(key for key, _sep, _value in parts) for parts in parsed.values()}
+    if len(keys) != 1 or not all(sep for parts in parsed.values() for _key, sep, _value in parts):
+        return {}
+    return {cell: ", ".join(value for _key, _sep, value in parts) for cell, parts in parsed.items()}
+
+
 _SHOWN_NAMES = 3
 
 
@@ -151,7 +171,7 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     """The focused run's panel and its height in lines."""
     metrics, usage = view.metrics, view.usage
     rows = Table.grid(padding=(0, 1))
-    labels = ["progress", "success", "names", "calls", "latency", "backend", "replies",
+    labels = ["progress", "stopped", "success", "names", "calls", "latency", "backend", "replies",
               metrics.shares_label, *(label for label, _text in metrics.lines)]
     rows.add_column(style="bold", justify="right", no_wrap=True, min_width=min(14, max(map(len, labels))))
     rows.add_column(no_wrap=True, overflow="ellipsis")
@@ -160,9 +180,10 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     progress.add_column(no_wrap=True)
     progress.add_column(no_wrap=True, overflow="ellipsis")
     progress.add_row(ProgressBar(total=total, completed=min(view.rounds_done, total), width=20),
-                     f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions"
-                     f"{', stopped: ' + view.stop_reason if view.stop_reason else ''}")
+                     f"round {view.rounds_done}/{view.max_rounds}, {view.interactions} interactions")
     rows.add_row("progress", progress)
+    if view.stop_reason:  # its own line: at 80 columns the progress line has no room left for it
+        rows.add_row("stopped", Text(view.stop_reason.replace("_", " ")))
     if metrics.success_rate is not None:
         rows.add_row("success", f"{metrics.success_rate:.0%}  {sparkline(list(metrics.success_history[-40:]))}")
     shares = metrics.shares
@@ -191,15 +212,34 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
     names = min(len(shares), _SHOWN_NAMES) + (len(shares) > _SHOWN_NAMES) + bool(shares and metrics.shares_note)
-    lines = 1 + (metrics.success_rate is not None) + names + len(metrics.lines) + 3 + bool(
+    lines = 1 + bool(view.stop_reason) + (metrics.success_rate is not None) + names + len(metrics.lines) + 3 + bool(
         usage.get("cost_usd") or usage.get("cache_hits") or usage.get("retries") or usage.get("errors"))
     cell = f", {view.cell}" if view.cell else ""
     return Panel(rows, title=f"run {view.run} (seed {view.seed}{cell}) — {view.status}"), lines + 2
 
 
+def outcome_lines(*, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]], message: str = "") -> list[str]:
+    """What a finished experiment says last: its runs by status and stop reason, its calls,
+    and the next step."""
+    statuses = Counter(str(run.get("status")) for run in runs)
+    reasons = Counter(str(run.get("stop_reason")) for run in runs if run.get("status") == "done")
+    calls = sum(int(run.get("calls") or 0) for run in runs)
+    fallbacks = sum(int(run.get("fallbacks") or 0) for run in runs)
+    said = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())) or "none recorded"
+    why = ", ".join(f"{reason.replace('_', ' ')} {count}" for reason, count in sorted(reasons.items()))
+    lines = [f"{len(runs)} run{'' if len(runs) == 1 else 's'}: {said}{f' ({why})' if why else ''}; "
+             f"{calls} calls, {fallbacks} fallbacks; results in {out}"]
+    if statuses.get("done"):
+        lines.append(f"next: python -m agentsim report {out}")
+    if outcome != "user_error" and (outcome != "done" or exit_code):  # (a user's mistake: its line names the fix)
+        lines.append(f"to continue: python -m agentsim --resume --out {out}")
+    return lines
+
+
 class RichView:
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, notes: list[str] | None = None) -> None:
         self.console = console or Console()
+        self.notes = list(notes or [])  # lines of a larger task under the title (a critical-mass search's step)
         self.experiment: dict[str, Any] = {}
         self.live: Live | None = None
         self.runs: list[RunView] = []
@@ -211,7 +251,7 @@ class RichView:
         self.update(self.runs)
 
     def start(self, experiment: dict[str, Any]) -> None:
-        self.experiment = experiment
+        self.experiment = experiment | ({"notes": self.notes} if self.notes else {})
         self.started = time.monotonic()
         self.live = Live(self._render([]), console=self.console, auto_refresh=False, transient=False)
         self.live.start()
@@ -222,12 +262,19 @@ class RichView:
             self.live.update(self._render(runs), refresh=True)
 
     def _render(self, runs: list[RunView]) -> RenderableType:
-        return render(self.experiment, runs, elapsed_s=time.monotonic() - self.started, height=self.console.height)
+        return render(self.experiment, runs, elapsed_s=time.monotonic() - self.started, height=self.console.height,
+                      width=self.console.width)
 
     def stop(self) -> None:
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+    def conclude(self, **outcome: Any) -> None:
+        """Below the last picture of the runs: the summary and the next step (a failure's own
+        line follows on stderr)."""
+        for line in outcome_lines(**outcome):
+            self.console.print(Text(line, style="bold" if line.startswith("next") else ""))
 
 
 class LogView:
@@ -283,11 +330,49 @@ class LogView:
     def stop(self) -> None:
         return None
 
+    def conclude(self, *, outcome: str, exit_code: int, out: str, runs: list[dict[str, Any]], message: str = "") -> None:
+        """The last line: the experiment's outcome (done, stopped, failed, interrupted,
+        user_error, ...), its exit code, its runs by status, why it stopped (`message`, the
+        command's one line) and the next step."""
+        lines = outcome_lines(outcome=outcome, exit_code=exit_code, out=out, runs=runs)
+        (self.log.info if outcome == "done" and not exit_code else self.log.warning)(
+            "experiment_ended", outcome=outcome, exit_code=exit_code, out=out, runs=len(runs),
+            statuses=dict(Counter(str(run.get("status")) for run in runs)),
+            calls=sum(int(run.get("calls") or 0) for run in runs),
+            fallbacks=sum(int(run.get("fallbacks") or 0) for run in runs),
+            **({"message": message} if message else {}),
+            next=next((line.partition(": ")[2] for line in lines[1:]), ""))
 
-def configure_logging() -> None:
+
+def configure_logging(log_format: str = "text") -> None:
+    """The log lines, on stderr: `key=value` text, or one JSON object per line (`json`)."""
+    renderer: Any = (structlog.processors.JSONRenderer() if log_format == "json" else
+                     structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"]))
     structlog.configure(
-        processors=[structlog.processors.TimeStamper(fmt="iso"), structlog.processors.add_log_level,
-                    structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"])],
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        processors=[structlog.processors.TimeStamper(fmt="iso"), structlog.processors.add_log_level, renderer],
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, QuietStream(sys.stderr))),
         cache_logger_on_first_use=True,
     )
+
+
+class QuietStream:
+    """A stream whose reader may go away (`2>&1 | head -1`): the lines after that are dropped,
+    and the run goes on recording rather than failing on a log line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream: TextIO | None = stream
+
+    def write(self, text: str) -> int:
+        if self.stream is not None:
+            try:
+                self.stream.write(text)
+            except (BrokenPipeError, ValueError):  # a closed pipe, or a closed stream
+                self.stream = None
+        return len(text)
+
+    def flush(self) -> None:
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.stream = None

@@ -5,7 +5,7 @@
   refused here with one line (the backend's side is refused where the backend is built,
   llm/choices.require_scoring).
 - A model run in process (`local:`) is asked `PROBES` of the scenario's own prompts
-  (`Scenario.readable_probes`: the requests its agents send, grammar and sampling included).
+  (`PromptCodec.readable_probes`, the scenario codec's: the requests its agents send, grammar and sampling included).
   If fewer than `READABLE` of its replies can be read, most decisions would be the game's
   fallbacks rather than the model's choices, and the run stops before it starts with the
   scenario's advice (exit 2, nothing recorded). Unconstrained, SmolLM2-135M writes a readable

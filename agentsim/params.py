@@ -8,6 +8,7 @@ impossible value stops the run before anything starts, with a message naming the
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
 import types
@@ -26,6 +27,9 @@ class Params:
     # what the messages call one, so that a typo is reported in the user's own words.
     key_prefix: ClassVar[str] = ""
     kind: ClassVar[str] = "parameter"
+    # Fields a subclass inherits but its scenario never reads, each with the field that does
+    # the job there (`topology` -> `topologies`): `--set` refuses them rather than ignore them.
+    unread: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -63,6 +67,11 @@ class Params:
         for key, text in overrides.items():
             if key not in hints or key not in self.field_names():
                 raise ParameterError(self._unknown_message(key))
+            if key in self.unread:
+                instead = self.unread[key]
+                raise ParameterError(f"this scenario does not read {self.kind} '{self.key_prefix}{key}', so setting it "
+                                     f"would change nothing; did you mean '{self.key_prefix}{instead}'? "
+                                     f"(--set {self.key_prefix}{instead}=...)")
             changes[key] = convert(text, hints[key], self.key_prefix + key)
         return self.replace(**changes)
 
@@ -72,10 +81,13 @@ class Params:
 
     @classmethod
     def _unknown_message(cls, key: str) -> str:
-        known = ", ".join(cls.key_prefix + name for name in sorted(cls.field_names()))
+        names = sorted(cls.field_names() - set(cls.unread))
+        known = ", ".join(cls.key_prefix + name for name in names)
         if not known:
             return f"unknown {cls.kind} '{cls.key_prefix}{key}'; this scenario has none"
-        return f"unknown {cls.kind} '{cls.key_prefix}{key}'; known {cls.kind}s are: {known}"
+        close = difflib.get_close_matches(key, names, n=1)
+        guess = f"; did you mean '{cls.key_prefix}{close[0]}'? " if close else "; "
+        return f"unknown {cls.kind} '{cls.key_prefix}{key}'{guess}known {cls.kind}s are: {known}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

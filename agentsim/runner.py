@@ -156,6 +156,26 @@ class ExperimentConfig:
         return self.population or self.backend
 
 
+_FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
+
+
+def _difference(key: str, recorded: Any, given: Any) -> str:
+    """Which setting of a resumed experiment differs, in the words of the command line."""
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        prefix = "standin." if key == "standin" else ""
+        for name in sorted(set(recorded) | set(given)):
+            if recorded.get(name) != given.get(name):
+                return (f"{prefix}{name} was {_shown(recorded.get(name))} there, {_shown(given.get(name))} here: "
+                        f"--set {prefix}{name}={_shown(recorded.get(name))}")
+    return f"{_FLAGS.get(key, key)} was {_shown(recorded)} there, {_shown(given)} here"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "true" if value is True else "false" if value is False else str(value)
+
+
 @dataclass(frozen=True)
 class RunView:
     """An immutable picture of one run for the live view and the log lines."""
@@ -237,6 +257,9 @@ class Experiment:
             if isinstance(agents, int) and agents > MAX_AGENTS:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
+        for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
+            if scenario.codec is not None:
+                scenario.codec.readable_probes(1, config.seed)
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
@@ -291,12 +314,16 @@ class Experiment:
                     f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
                     f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
                     f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
-            for key, value in identity.items():
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
                 # (a directory whose experiment recorded no run yet is started afresh)
                 if recorded and config.resume and recorded.get(key) != value:
                     store.close()
                     raise OutputDirError(
-                        f"{config.out} holds a different experiment ({key} differs); drop --resume and use --out NEW_DIR")
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
             if recorded and config.resume:
                 self._check_templates(recorded.get("prompt_templates") or {}, store)
             self.store = store

@@ -143,7 +143,8 @@ def test_a_dead_backend_in_the_analysis_commands_is_one_line(tmp_path: Path) -> 
                        "--out", str(tmp_path / "search"), "--runs", "1")):
         result = cli(*arguments, timeout=120)
         assert result.returncode == 3, result.stderr
-        (line,) = result.stderr.strip().splitlines()
+        *progress, line = result.stderr.strip().splitlines()  # (a search says which size it tries first)
+        assert all(earlier.startswith("critical-mass: against") for earlier in progress), progress
         assert line.startswith(f"agentsim {arguments[0]}: failed: backend ") and "start-up probe" in line, line
 
 

@@ -99,7 +99,7 @@ def test_an_output_directory_with_results_is_not_overwritten(tmp_path: Path) -> 
     before = dump(out / "agentsim.db")
     assert_user_error(cli(CRITICAL_MASS, "--out", str(out), *QUICK), "already holds results", "--resume")
     assert_user_error(cli(CRITICAL_MASS, "--out", str(out), "--resume", "--set", "agents=30", "--no-live"),
-                      "holds a different experiment (params differs)")
+                      "holds a different experiment (agents was 24 there, 30 here: --set agents=24)")
     assert dump(out / "agentsim.db") == before
 
 

@@ -169,8 +169,9 @@ class RecordedExperiment:
         path = str(self.experiment.get("scenario_class", ""))
         if not path or _import_class(path, self.directory) is not None:
             return None
-        file = Path(str(self.experiment.get("scenario_file") or "")).name
-        named = f" ({file} when the runs were recorded)" if file else ""
+        file = str(self.experiment.get("scenario_file") or "")  # absolute since issue 30; a name only, before
+        named = (f" (when the runs were recorded: --scenario {file})" if Path(file).is_absolute() else
+                 f" ({Path(file).name} when the runs were recorded)" if file else "")
         return (f"the scenario class {path} of '{self.where or self.directory}' does not import from an installed "
                 f"package, and agentsim runs no code a results directory names; pass --scenario FILE, the scenario "
                 f"file that defines it{named}")

@@ -216,6 +216,13 @@ def wrap(text: str, width: int = 60) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
+def whole_rounds(axis: Any) -> None:
+    """Ticks at whole population rounds only (matplotlib would mark 1.5 on a short run)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 # --- writing -----------------------------------------------------------------------------------
 def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as file:
@@ -235,8 +242,8 @@ body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; 
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption, .caption { color: #555; font-size: .92em; margin: .3em 0; }
-table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
-td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+table { border-collapse: collapse; font-size: .85em; margin: .5em 0; display: block; max-width: 100%; overflow-x: auto; }
+td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } details { margin: .3em 0 1em; } .note { color: #8a5a00; }
 """
 

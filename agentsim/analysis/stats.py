@@ -97,3 +97,19 @@ def bias_test(counts: Mapping[str, int], *, alpha: float = 0.05) -> BiasTest:
         test, statistic, p_value = "chi-square", float(chi.statistic), float(chi.pvalue)
     return BiasTest(names=names, counts=values, test=test, statistic=float(statistic), p_value=p_value,
                     js_distance=js_distance_from_uniform(values), alpha=alpha)
+
+
+def mean_and_sem(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of runs x rounds (NaN: no value): the mean, its standard error and the count
+    of values, as `np.nanmean` and `np.nanstd(ddof=1) / sqrt(count)` give them, without their
+    RuntimeWarnings: a column with no value has a NaN mean, one with a single value a NaN
+    standard error (undefined, not 0); a matrix of one run has no error band (0)."""
+    present = ~np.isnan(matrix)
+    counts = present.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(present, matrix, 0.0).sum(axis=0) / counts
+        squares = (np.where(present, matrix - mean, 0.0) ** 2).sum(axis=0)
+        sem = np.sqrt(squares / (counts - 1)) / np.sqrt(counts)
+    if matrix.shape[0] <= 1:
+        return mean, np.zeros_like(mean), counts
+    return mean, np.where(counts > 1, sem, np.nan), counts

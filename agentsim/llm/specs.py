@@ -132,6 +132,7 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendO
 
 
 def _local(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+    require_local_model(spec)
     if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
         from .llamacpp import SMOLLM2, LlamaCppModel
 
@@ -139,6 +140,24 @@ def _local(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Backen
     from .local import LocalModel
 
     return LocalModel(name=spec.text, path=spec.target)
+
+
+def require_local_model(spec: BackendSpec) -> None:
+    """A `local:` target that is SmolLM2, a file or directory here, or a Hugging Face id already
+    in the local cache; anything else fails at once, before transformers would try a model hub."""
+    target = spec.target
+    if target.lower() == "smollm2" or Path(target).expanduser().exists():
+        return
+    if "/" in target and not target.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # no transformers: LocalModel says which extra to install
+            return
+        if isinstance(try_to_load_from_cache(target, "config.json"), str):
+            return
+    raise BackendSpecError(f"backend '{spec.text}': '{target}' is neither a file or directory here nor a known local "
+                           f"model; use local:smollm2, local:PATH.gguf, local:MODEL_DIRECTORY, or a Hugging Face id "
+                           f"already downloaded to this machine's cache")
 
 
 PROVIDERS: dict[str, Factory] = {

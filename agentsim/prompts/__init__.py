@@ -82,7 +82,14 @@ class PromptTemplate:
         return self
 
     def render(self, section: str, /, **values: object) -> str:
-        return self.sections[section].format(**values)
+        try:
+            return self.sections[section].format(**values)
+        except (KeyError, IndexError) as error:  # a field the game does not fill in: the template's author to fix
+            field = error.args[0] if isinstance(error, KeyError) else "}"
+            raise ParameterError(
+                f"prompt template '{self.name}' uses the field {{{field}}} in its [{section}] section, which this "
+                f"scenario does not supply; remove it from the template, or supply it from the scenario's "
+                f"prompt_fields() (docs/writing-a-scenario.md)") from None
 
     def read(self, section: str, text: str, only: tuple[str, ...] | None = None) -> dict[str, str] | None:
         """The field values that render `section` into `text`, or None if it does not fit;

@@ -58,6 +58,13 @@ def band(runs: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
                     np.nanmax(matrix, axis=0))
 
 
+def _with_generations(data: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+    """The runs that finished at least one generation, by condition (a run stopped by
+    max_rounds inside its first has none: nothing to draw, and no generation 1 to tabulate)."""
+    kept = {condition: [run for run in runs if run] for condition, runs in data.items()}
+    return {condition: runs for condition, runs in kept.items() if runs}
+
+
 def applies(experiments: list[RecordedExperiment]) -> bool:
     return any(experiment.scenario_name in GAMES for experiment in experiments)
 
@@ -76,14 +83,15 @@ def build_section(context: Any) -> None:
         params = experiment.experiment.get("params") or {}
         setting = f"{GAMES[game]}, {params.get('agents')} agents, {params.get('rounds')} rounds, backend {experiment.backend}"
         suffix = f"{game}_{number}"
-        payoffs = series(cells, "mean_payoff")
+        payoffs = _with_generations(series(cells, "mean_payoff"))
         if not payoffs:
-            context.note(f"{experiment.directory}: no finished runs yet")
+            context.note(f"{experiment.directory}: no run has finished a generation yet")
             continue
         key, label = SECOND_SERIES[game]
         for name, title, data, ylabel in (
                 (f"evolution_payoff_{suffix}", f"Mean payoff per generation: {setting}", payoffs, "mean payoff"),
-                (f"evolution_{key}_{suffix}", f"{label.capitalize()} per generation: {setting}", series(cells, key), label)):
+                (f"evolution_{key}_{suffix}", f"{label.capitalize()} per generation: {setting}",
+                 _with_generations(series(cells, key)), label)):
             figure, axes = context.figure()
             rows = []
             for condition, runs in data.items():

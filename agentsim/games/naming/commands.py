@@ -58,6 +58,7 @@ def strategies(argv: list[str]) -> int:
                              "distributions, or the stand-in's rule); refuse when any is only sampled")
     scenario_option(parser)
     options = parser.parse_args(argv)
+    from ...llm.choices import SCORING_BACKENDS
     from .strategies import strategy_table
 
     table = strategy_table(recorded(results_directory(options.directory), options.scenario_files))
@@ -70,7 +71,7 @@ def strategies(argv: list[str]) -> int:
     if options.exact and sampled_only:
         raise UserError(f"{sampled_only} of {len(table.states)} configurations have no exact probability: backend "
                         f"'{table.backend}' stored no scored option distribution (docs/backends.md); run the probe on "
-                        f"local:smollm2 or local:PATH.gguf with --set constrained_decoding=true, or drop --exact")
+                        f"{SCORING_BACKENDS} with --set constrained_decoding=true, or drop --exact")
     for row in table.rows(focus):
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"
@@ -135,7 +136,20 @@ def critical_mass(argv: list[str]) -> int:
                                                  limits=Limits(max_in_flight=options.max_in_flight)),
                               parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
                               cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
-    for result in search_both(spec, options.out):
+    lines: list[str] = []
+
+    def progress(line: str) -> None:  # stderr: the results below stay alone on stdout
+        lines.append(line)
+        print(f"critical-mass: {line}", file=sys.stderr, flush=True)
+
+    view = None
+    if sys.stdout.isatty() and options.parallel == 1 and options.executor == "local":
+        from ...live import RichView
+
+        def view() -> RichView:  # each size's runs live, under the search's latest line
+            return RichView(notes=lines[-1:])
+
+    for result in search_both(spec, options.out, progress=progress, view=view):
         found = "none up to N-1" if result.critical_mass is None else f"{result.critical_mass} of {result.agents} ({result.fraction:.0%})"
         tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(result.tried.items()))
         print(f"against {result.majority} (committed say {result.alternative}): critical mass {found}; flips by size {tried}")

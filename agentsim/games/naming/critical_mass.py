@@ -12,6 +12,10 @@ on Ray (`executor="ray"`), where the sizes' runs spread over the cluster. Each s
 (`<majority>_to_<alternative>/committed_NNN`): a search run again, or widened to more runs,
 reuses every finished run and only runs what is missing. `search_both` measures both
 conventions of a pair: a stronger convention needs a larger minority to be overturned.
+
+A search takes minutes on a hosted model, so it reports as it goes: `progress` gets one line
+per step (the sizes about to be tried) and one per size tried (its flips and where the
+critical mass now lies); `view` makes the live view each size's runs are shown in.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +31,14 @@ from typing import Any
 from ...analysis.recorded import RecordedExperiment, save_artifact
 from ...llm.specs import BackendOptions
 from ...params import require
-from ...runner import Experiment, ExperimentConfig
+from ...runner import Experiment, ExperimentConfig, View
 from ...store import Store
 from . import NamingGame
 
 ARTIFACT = "critical_mass"
+
+Progress = Callable[[str], None]  # one line at a time, as the search goes
+ViewFactory = Callable[[], View]  # a fresh view for each size's experiment
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,13 +117,14 @@ def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str
     return asyncio.run(_flips_at(search, root, committed))
 
 
-async def _flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
+async def _flips_at(search: CriticalMassSearch, root: Path, committed: int,
+                    view: ViewFactory | None = None) -> dict[str, Any]:
     directory = search.directory(root, committed)
     config = ExperimentConfig(scenario=search.scenario_for(committed), out=directory, backend=search.backend,
                               llm=search.llm, runs=search.runs, seed=search.seed, resume=Store.exists(directory),
                               checkpoint_seconds=5.0, executor=search.executor, ray_address=search.ray_address,
                               cpus_per_run=search.cpus_per_run, scenario_file=search.scenario_file)
-    experiment = Experiment(config, _Quiet())
+    experiment = Experiment(config, view() if view is not None else _Quiet())
     experiment.open()
     summaries = await experiment.run()
     flips = sum(1 for summary in summaries if summary.get("flip"))
@@ -131,26 +139,42 @@ def probes(low: int, high: int, parallel: int) -> list[int]:
     return sorted({low + (high - low) * step // (parallel + 1) for step in range(1, parallel + 1)})
 
 
-def search(search: CriticalMassSearch, root: Path | str) -> CriticalMass:
+def search(search: CriticalMassSearch, root: Path | str, *, progress: Progress | None = None,
+           view: ViewFactory | None = None) -> CriticalMass:
     """Search for the smallest committed minority that flips the convention."""
     with _executor(search):
-        return asyncio.run(_search(search, Path(root)))
+        return asyncio.run(_search(search, Path(root), progress or (lambda line: None), view))
 
 
-async def _search(search: CriticalMassSearch, root: Path) -> CriticalMass:
+async def _search(search: CriticalMassSearch, root: Path, progress: Progress, view: ViewFactory | None) -> CriticalMass:
     result = CriticalMass(search.majority, search.alternative, search.agents, search.runs, search.required_share,
                           search.max_rounds, None)
+    against = f"against {search.majority} (committed say {search.alternative})"
+    low, high = 1, search.agents - 1
 
     async def try_sizes(sizes: list[int]) -> None:
         new = [size for size in sizes if size not in result.tried]
-        for size, tried in zip(new, await asyncio.gather(*(_flips_at(search, root, size) for size in new))):
+        if not new:
+            return
+        progress(f"{against}: trying {', '.join(map(str, new))} committed of {search.agents}, {search.runs} runs "
+                 f"each (finished runs are reused)")
+        one_view = view if len(new) == 1 else None  # (one live view at a time)
+        for size, tried in zip(new, await asyncio.gather(*(_flips_at(search, root, size, one_view) for size in new))):
             result.tried[size] = tried
 
     def enough(size: int) -> bool:
         return bool(result.tried[size]["share"] >= search.required_share)
 
-    low, high = 1, search.agents - 1
+    def report(sizes: list[int]) -> None:
+        for size in sizes:
+            tried = result.tried[size]
+            where = (f"critical mass {high}" if low >= high else
+                     f"critical mass between {low} and {high}" if enough(search.agents - 1) else "no flip up to N-1")
+            progress(f"{against}: {size} of {search.agents} committed flipped {tried['flips']}/{tried['runs']} runs "
+                     f"within {search.max_rounds} rounds ({'enough' if enough(size) else 'not enough'}); {where}")
+
     await try_sizes([high])
+    report([high])
     if not enough(high):
         return result
     while low < high:
@@ -158,6 +182,7 @@ async def _search(search: CriticalMassSearch, root: Path) -> CriticalMass:
         await try_sizes(sizes)
         high = min([size for size in sizes if enough(size)] + [high])
         low = max([size + 1 for size in sizes if size < high and not enough(size)] + [low])
+        report(sizes)
     result.critical_mass = high
     return result
 
@@ -178,12 +203,14 @@ def _executor(search: CriticalMassSearch) -> Iterator[None]:
             ray.shutdown()
 
 
-def search_both(search_spec: CriticalMassSearch, root: Path | str) -> list[CriticalMass]:
+def search_both(search_spec: CriticalMassSearch, root: Path | str, *, progress: Progress | None = None,
+                view: ViewFactory | None = None) -> list[CriticalMass]:
     """The critical mass against each convention of the pair, saved for the report."""
     root = Path(root)
     reverse = dataclasses.replace(search_spec, majority=search_spec.alternative, alternative=search_spec.majority)
     with _executor(search_spec):
-        results = [search(search_spec, root), search(reverse, root)]
+        results = [search(search_spec, root, progress=progress, view=view),
+                   search(reverse, root, progress=progress, view=view)]
     save_artifact(root, ARTIFACT, {"backend": search_spec.backend, "results": [result.as_dict() for result in results]})
     return results
 

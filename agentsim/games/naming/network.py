@@ -18,7 +18,7 @@ Works for any NamingGame subclass's agents; `agentsim.analysis.networks` draws t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import networkx as nx
 
@@ -35,6 +35,12 @@ NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkNamingParams(NamingParams):
+    # The graph comes from the family of each replicate, never from the naming game's own
+    # topology settings: `--set topology=ring` is refused, naming `topologies`.
+    unread: ClassVar[dict[str, str]] = {"topology": "topologies", "topology_degree": "mean_degree",
+                                        "topology_probability": "rewiring", "topology_attachment": "mean_degree",
+                                        "graph_file": "topologies"}
+
     topologies: tuple[Network, ...] = NETWORKS
     mean_degree: int = 4  # ring and small-world neighbours, 2 × Barabási-Albert edges, Erdős-Rényi mean
     rewiring: float = 0.1  # small-world rewiring probability

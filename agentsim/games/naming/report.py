@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ...analysis.recorded import RecordedExperiment
-from ...analysis.report import ReportContext, register_section, significance, wrap
-from ...analysis.stats import proportion_interval
+from ...analysis.report import ReportContext, register_section, significance, whole_rounds, wrap
+from ...analysis.stats import mean_and_sem, proportion_interval
 from . import StrategyProbe
 from .bias import backend_label, has_own_section, individual_bias, is_free_run, pool_key
 from .comprehension_check import ARTIFACT as COMPREHENSION
@@ -80,9 +80,7 @@ def emergence(context: ReportContext) -> None:
         colour = COLOURS[index % len(COLOURS)]
         matrix = success_matrix(experiment)
         rounds = np.arange(1, matrix.shape[1] + 1)
-        counts = np.sum(~np.isnan(matrix), axis=0)
-        mean = np.nanmean(matrix, axis=0)
-        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        mean, sem, counts = mean_and_sem(matrix)
         for run_rates in matrix[:5]:
             axis.plot(rounds, run_rates, color=colour, linewidth=0.6, alpha=0.3)
         axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
@@ -101,6 +99,7 @@ def emergence(context: ReportContext) -> None:
         context.note("The theory line (minimal naming game) is not drawn: agentsim.games.theory.minimal is not installed.")
     axis.set(xlabel="population round", ylabel="success rate", ylim=(0, 1.02), title="Success rate (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
+    whole_rounds(axis)
     context.add_figure("fig1a_success_rate", "Success rate against population rounds", figure,
                        ["experiment", "agents_are", "agents", "pool_size", "round", "mean_success", "sem", "runs", "theory_success"],
                        rows, "Thick: mean over runs (a converged run keeps its last rate), band: ± one standard error; "
@@ -135,6 +134,7 @@ def competition(context: ReportContext) -> None:
         axis.set(xlabel="population round", ylabel="share of productions", ylim=(0, 1.02),
                  title=wrap(f"{experiment.label}: {who(experiment)}, run {run}", 55))
         axis.legend(fontsize=7, ncol=2, title="names shown: ≥ 5% in a round", title_fontsize=7)
+        whole_rounds(axis)
         for position, round_ in enumerate(rounds):
             shown = dict(zip(names, (float(value) for value in shares[position])))
             rows.append([experiment.label, run, int(round_), *[shown.get(name) for name in names_seen]])
@@ -270,9 +270,7 @@ def stability(context: ReportContext) -> None:
         rounds = np.arange(1, width + 1)
         for run_shares in matrix:
             axis.plot(rounds, run_shares, color=colour, linewidth=0.6, alpha=0.35)
-        mean = np.nanmean(matrix, axis=0)
-        counts = np.sum(~np.isnan(matrix), axis=0)
-        sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+        mean, sem, _counts = mean_and_sem(matrix)
         axis.fill_between(rounds, mean - sem, mean + sem, color=colour, alpha=0.25, linewidth=0)
         axis.plot(rounds, mean, color=colour, linewidth=2.2, label=f"starts on {name}: {_label(experiment)}")
         for position, round_ in enumerate(rounds):
@@ -280,6 +278,7 @@ def stability(context: ReportContext) -> None:
     axis.set(xlabel="population round", ylabel=wrap("production probability of the initial convention", 32), ylim=(0, 1.02),
              title="Initial convention left alone (mean ± SEM over runs)")
     axis.legend(fontsize=7, loc="lower left")
+    whole_rounds(axis)
     context.add_figure("figs7_stability", "Production of the initial convention without committed agents", figure,
                        ["experiment", "agents_are", "initial_convention", "round", "mean_share", "sem", "runs"], rows,
                        "Populations start in consensus (every memory holds H successful plays); thin lines: runs.")
@@ -324,9 +323,7 @@ def critical_mass(context: ReportContext) -> None:
                 matrix = _stack([alternative_share_matrix(experiment) for experiment in experiments])
                 if not matrix.size:
                     continue
-                mean = np.nanmean(matrix, axis=0)
-                counts = np.sum(~np.isnan(matrix), axis=0)
-                sem = np.nanstd(matrix, axis=0, ddof=1) / np.sqrt(counts) if matrix.shape[0] > 1 else np.zeros_like(mean)
+                mean, sem, _counts = mean_and_sem(matrix)
                 rounds = np.arange(1, mean.size + 1)
                 flipped = [bool(summary.get("flip")) for experiment in experiments for summary in experiment.summaries()]
                 bold = critical is not None and size == critical
@@ -342,7 +339,8 @@ def critical_mass(context: ReportContext) -> None:
             axis.axhline(threshold, color="black", linestyle="--", linewidth=1, label=f"flip: {threshold:.0%}")
             axis.set(xlabel="population round", ylabel=f"P({panel.alternative}) among others", ylim=(0, 1.02),
                      title=wrap(panel.title, 58))
-            axis.legend(fontsize=7, ncol=2, loc="center right")
+            axis.legend(fontsize=7, ncol=2, loc="best")  # where it hides the fewest curves
+            whole_rounds(axis)
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
                            ["group", "condition", "majority", "alternative", "committed", "round", "mean_alternative_share",
                             "sem", "runs", "runs_flipped", "is_critical_mass", "experiments"], rows,
@@ -422,7 +420,7 @@ def strategies(context: ReportContext) -> None:
         context.add_table("table1_strategies", f"P({focus}) for each memory configuration, interactions 1-3 (Table 1)",
                           list(early[0]), [list(row.values()) for row in early],
                           "Memory: own,partner per past interaction, oldest first. p: exact where the backend or the stand-in "
-                          "gives probabilities, else sampled; CI: 95% Wilson interval of the sampled share.")
+                          "gives probabilities, else sampled; CI: exact (Clopper-Pearson) 95% interval of the sampled share.")
         tests = [test for length in sorted({len(state) for state in table.states}) if length <= 2
                  for test in [table.interaction_bias(focus, length)] if test]
         if tests:
