@@ -3,7 +3,9 @@ encounter at a time; its state changes only through the outcome of its own encou
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import mesa
@@ -22,7 +24,7 @@ class PopulationAgent(mesa.Agent):
 
     model: PopulationModel
 
-    def __init__(self, model: PopulationModel, policy: Policy, *, memory_length: int | None) -> None:
+    def __init__(self, model: PopulationModel, policy: Policy[Any], *, memory_length: int | None) -> None:
         super().__init__(model)
         # The agent's number in the store and in its call seeds: Mesa's `unique_id` (1, 2, ...
         # in the order agents are made), counted from 0.
@@ -62,3 +64,12 @@ class PopulationAgent(mesa.Agent):
         self.memory.extend(state["memory"])
         self.encounters = state["encounters"]
         self.calls = 0
+
+
+async def ask_together(agents: Sequence[PopulationAgent], views: Sequence[object]) -> tuple[Decision, ...]:
+    """Ask each participant of an encounter for its decision on its view, all at once. Where
+    every policy decides without suspending (rules, the in-process stand-in) they are asked one
+    after another, which is what tasks would do, without their cost: a game need not know."""
+    if all(agent.policy.immediate for agent in agents):
+        return tuple([await agent.astep(view) for agent, view in zip(agents, views, strict=True)])
+    return tuple(await asyncio.gather(*(agent.astep(view) for agent, view in zip(agents, views, strict=True))))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 
-def run(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
         population: str | None = None, runs: int | None = None, seed: int = 0,
         overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
         out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
@@ -61,7 +61,7 @@ def run(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: 
                              progress=progress))
 
 
-async def arun(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
                population: str | None = None, runs: int | None = None, seed: int = 0,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
                out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
@@ -83,7 +83,7 @@ def open(directory: str | Path) -> Results:
     return Results(directory)
 
 
-def prepare(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backend: str | None = None,
+def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
             population: str | None = None, runs: int | None = None, seed: int = 0,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
             out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
@@ -150,7 +150,7 @@ def prepare(scenario: str | Path | Scenario[Any] | type[Scenario[Any]], *, backe
     return experiment
 
 
-def _with_overrides(scenario: Scenario[Any], changes: dict[str, Any]) -> Scenario[Any]:
+def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) -> Scenario[Any, Any, Any]:
     """`--set`-style changes: text is read as the command line reads it, other values are used
     as they are (a parameter, or the stand-in's setting `standin.KEY`)."""
     from .params import StandInSettings

@@ -386,7 +386,8 @@ def recorded_settings(out: Path) -> dict[str, Any]:
         return {}
 
 
-def _with_recorded(scenario: Scenario[Any], recorded: dict[str, Any], overrides: dict[str, str]) -> Scenario[Any]:
+def _with_recorded(scenario: Scenario[Any, Any, Any], recorded: dict[str, Any],
+                   overrides: dict[str, str]) -> Scenario[Any, Any, Any]:
     """The scenario file's scenario with the recorded parameters and stand-in settings where
     they differ from the file's (what `--set` gave when the runs started)."""
     params, settings = scenario.params.as_dict(), scenario.standin.as_dict()

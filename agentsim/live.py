@@ -136,9 +136,10 @@ def _runs_table(runs: list[RunView], focus: RunView, room: int, planned: int) ->
                          min_width=None if column in ("cell", "state") else len("running") if column == "status"
                          else len(column))
     for view in sorted(shown, key=lambda view: view.run):
-        shares = view.metrics.get("shares") or {}
+        shares = view.metrics.shares
         leading = max(shares, key=shares.__getitem__) if shares else "-"
-        success = f"{view.metrics['success_rate']:.0%}" if "success_rate" in view.metrics else "-"  # none: not 0%
+        rate = view.metrics.success_rate
+        success = f"{rate:.0%}" if rate is not None else "-"  # none: not 0%
         table.add_row(str(view.run), str(view.seed), *((short.get(view.cell, view.cell),) if cells else ()), view.status,
                       f"{view.rounds_done}/{view.max_rounds}", success, leading,
                       (view.stop_reason or "").replace("_", " "))  # words wrap in a narrow terminal
@@ -171,7 +172,7 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     metrics, usage = view.metrics, view.usage
     rows = Table.grid(padding=(0, 1))
     labels = ["progress", "stopped", "success", "names", "calls", "latency", "backend", "replies",
-              str(metrics.get("shares_label") or ""), *(label for label, _text in metrics.get("lines", []))]
+              metrics.shares_label, *(label for label, _text in metrics.lines)]
     rows.add_column(style="bold", justify="right", no_wrap=True, min_width=min(14, max(map(len, labels))))
     rows.add_column(no_wrap=True, overflow="ellipsis")
     total = max(view.max_rounds, 1)
@@ -183,10 +184,9 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
     rows.add_row("progress", progress)
     if view.stop_reason:  # its own line: at 80 columns the progress line has no room left for it
         rows.add_row("stopped", Text(view.stop_reason.replace("_", " ")))
-    if "success_rate" in metrics:
-        history = metrics.get("success_history") or []
-        rows.add_row("success", f"{metrics['success_rate']:.0%}  {sparkline(history[-40:])}")
-    shares = metrics.get("shares") or {}
+    if metrics.success_rate is not None:
+        rows.add_row("success", f"{metrics.success_rate:.0%}  {sparkline(list(metrics.success_history[-40:]))}")
+    shares = metrics.shares
     if shares:
         ranked = sorted(shares.items(), key=lambda item: -item[1])
         bars = Table.grid(padding=(0, 1))
@@ -197,10 +197,10 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
         if len(ranked) > _SHOWN_NAMES:
             bars.add_row(Text(f"{len(ranked) - _SHOWN_NAMES} others", style="dim"),
                          ProgressBar(total=1.0, completed=rest, width=20), f"{rest:.0%}")
-        rows.add_row(str(metrics.get("shares_label") or "names"), bars)
-        if metrics.get("shares_note"):
-            rows.add_row("", Text(str(metrics["shares_note"]), style="dim"))
-    for label, text in metrics.get("lines", []):
+        rows.add_row(metrics.shares_label or "names", bars)
+        if metrics.shares_note:
+            rows.add_row("", Text(metrics.shares_note, style="dim"))
+    for label, text in metrics.lines:
         rows.add_row(label, text)
     rows.add_row("calls", f"{usage.get('calls', 0)} ({view.calls_per_second:.0f}/s), in flight {usage.get('in_flight', 0)}, "
                           f"tokens {usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)}")
@@ -211,8 +211,8 @@ def _run_panel(view: RunView) -> tuple[RenderableType, int]:
                                 f"{usage.get('retries', 0)} retries" + (f", errors: {errors}" if errors else ""))
     rows.add_row("replies", f"{usage.get('invalid_replies', 0)} invalid, {usage.get('reasks', 0)} re-asks, "
                             f"{usage.get('fallbacks', 0)} fallbacks")
-    names = min(len(shares), _SHOWN_NAMES) + (len(shares) > _SHOWN_NAMES) + bool(metrics.get("shares_note"))
-    lines = 1 + bool(view.stop_reason) + ("success_rate" in metrics) + names + len(metrics.get("lines", [])) + 3 + bool(
+    names = min(len(shares), _SHOWN_NAMES) + (len(shares) > _SHOWN_NAMES) + bool(shares and metrics.shares_note)
+    lines = 1 + bool(view.stop_reason) + (metrics.success_rate is not None) + names + len(metrics.lines) + 3 + bool(
         usage.get("cost_usd") or usage.get("cache_hits") or usage.get("retries") or usage.get("errors"))
     cell = f", {view.cell}" if view.cell else ""
     return Panel(rows, title=f"run {view.run} (seed {view.seed}{cell}) — {view.status}"), lines + 2
@@ -306,7 +306,7 @@ class LogView:
                 **({"worker": view.worker} if view.worker else {}),
                 "round": view.rounds_done, "interactions": view.interactions,
                 # (a game without a notion of success, the commons or the donor game, shows none: not 0)
-                **({"success_rate": round(view.metrics["success_rate"], 3)} if "success_rate" in view.metrics else {}),
+                **({"success_rate": round(view.metrics.success_rate, 3)} if view.metrics.success_rate is not None else {}),
                 "calls": view.usage.get("calls", 0), "invalid_replies": view.usage.get("invalid_replies", 0),
                 "fallbacks": view.usage.get("fallbacks", 0),  # beside every share: never inside one
             }
@@ -318,7 +318,7 @@ class LogView:
                     self.ended.add(view.run)
                     ended = self.log.info if view.status == "done" else self.log.warning
                     ended("run_ended", status=view.status, stop_reason=view.stop_reason,
-                                  **fields, **dict(view.metrics.get("lines", [])))
+                                  **fields, **dict(view.metrics.lines))
             elif now - self.last.get(view.run, 0.0) >= self.every:
                 self.last[view.run] = now
                 self.log.info("run_progress", **fields, elapsed_s=round(now - self.started, 1),

@@ -49,7 +49,7 @@ class PopulationModel(mesa.Model):
 
     def __init__(
         self,
-        scenario: Scenario[Any],
+        scenario: Scenario[Any, Any, Any],
         *,
         seed: int,
         replicate: int = 0,
@@ -77,8 +77,10 @@ class PopulationModel(mesa.Model):
         self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
-        self.immediate = all(agent.policy.immediate for agent in self.agents)
-        self.metrics = scenario.new_metrics(self)
+        # The run's own typed state (a month's stock, a generation's order), made by the rules.
+        self.state: Any = scenario.new_state(self)
+        # What is measured (a `RunMetrics`), typed loosely: each family reads it as its own class.
+        self.metrics: Any = scenario.new_metrics(self)
         self.scheduler = make_scheduler(self, scenario.pairing(self))
         self._series: tuple[int, dict[str, Any]] | None = None
         self.datacollector = mesa.DataCollector(model_reporters={
@@ -144,7 +146,7 @@ class PopulationModel(mesa.Model):
             run_blocking(self._play_round(), self._loop)
             if self.finished:
                 run_blocking(self.scheduler.drain(), self._loop)  # as `arun` ends
-            if self.immediate or self.finished:
+            if self.scheduler.immediate or self.finished:
                 self.close()
         self._round_played = False
         self.running = not self.finished
@@ -185,7 +187,7 @@ class PopulationModel(mesa.Model):
     # --- checkpoints -------------------------------------------------------------------
     def checkpoint(self) -> bytes:
         """Everything needed to continue this run exactly: generators, agents, counters,
-        metrics, accounting, and the open part of the sequence (what was drawn for each
+        metrics, the run's state (`state`), accounting, and the open part of the sequence (what was drawn for each
         encounter, and the record of those applied but not recorded yet), as plain data
         (agentsim/checkpoints.py: JSON, objects of registered classes only)."""
         state = {
@@ -200,14 +202,15 @@ class PopulationModel(mesa.Model):
             "usage": self.usage,
             "pending": self.scheduler.pending_state(),
             "reach": getattr(self.scheduler, "reach", 0),  # how far the sequence may be asked ahead
-            "extra": self.scenario.model_state(self),
+            "state": self.state,
         }
         return checkpoints.dumps(state)
 
     def restore(self, blob: bytes) -> list[Pending]:
         """Load a checkpoint; returns the encounters to relaunch with `Scheduler.resume`."""
         state = checkpoints.loads(blob)
-        self.scenario.restore_model_state(self, state["extra"])
+        # "extra": where checkpoints before `model.state` kept a scenario's run state (evolution's).
+        self.state = state["state"] if "state" in state else state.get("extra")
         self.random.setstate(state["random"])
         self.rng.bit_generator.state = state["rng"]
         self.encounters_begun = state["time"]

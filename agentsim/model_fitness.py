@@ -5,7 +5,7 @@
   refused here with one line (the backend's side is refused where the backend is built,
   llm/choices.require_scoring).
 - A model run in process (`local:`) is asked `PROBES` of the scenario's own prompts
-  (`Scenario.readable_probes`: the requests its agents send, grammar and sampling included).
+  (`PromptCodec.readable_probes`, the scenario codec's: the requests its agents send, grammar and sampling included).
   If fewer than `READABLE` of its replies can be read, most decisions would be the game's
   fallbacks rather than the model's choices, and the run stops before it starts with the
   scenario's advice (exit 2, nothing recorded). Unconstrained, SmolLM2-135M writes a readable
@@ -33,22 +33,23 @@ READABLE = 0.5  # the share of readable replies below which a run is refused
 IN_PROCESS = frozenset({"local"})  # providers whose model runs here: probing costs nothing but time
 
 
-def refuse_unscorable(scenarios: Iterable[Scenario[Any]], options: BackendOptions) -> None:
+def refuse_unscorable(scenarios: Iterable[Scenario[Any, Any, Any]], options: BackendOptions) -> None:
     """Refuse `--sample-locally` where the scenario's requests carry no choice grammar."""
     if not options.sample_locally:
         return
     for scenario in scenarios:
-        probes = scenario.readable_probes(1, 0)
-        if not probes:
+        codec = scenario.codec
+        probes = codec.readable_probes(1, 0) if codec is not None else []
+        if codec is None or not probes:
             raise UnfitModelError(f"--sample-locally draws from exact option distributions, and {scenario.name}'s "
                                   f"requests have none (no choice grammar holds their replies); drop --sample-locally")
         if not can_score(probes[0][0]):
             raise UnfitModelError(f"--sample-locally draws from exact option distributions, which exist only when "
                                   f"the answer grammar holds each reply to a finite set; "
-                                  f"{scenario.unreadable_advice()}, or drop --sample-locally")
+                                  f"{codec.unreadable_advice()}, or drop --sample-locally")
 
 
-async def require_readable(scenarios: Iterable[Scenario[Any]], backends: Mapping[str, LanguageModel],
+async def require_readable(scenarios: Iterable[Scenario[Any, Any, Any]], backends: Mapping[str, LanguageModel],
                            options: BackendOptions, seed: int) -> None:
     """Ask every in-process model the scenarios' probes; refuse a model whose replies mostly
     cannot be read."""
@@ -56,8 +57,9 @@ async def require_readable(scenarios: Iterable[Scenario[Any]], backends: Mapping
         return
     checked: set[tuple[Any, ...]] = set()  # a grid's variants that ask alike are checked once
     for scenario in scenarios:
-        probes = scenario.readable_probes(PROBES, seed)
-        if not probes:
+        codec = scenario.codec
+        probes = codec.readable_probes(PROBES, seed) if codec is not None else []
+        if codec is None or not probes:
             continue
         first = probes[0][0]
         for spec, backend in backends.items():
@@ -71,9 +73,9 @@ async def require_readable(scenarios: Iterable[Scenario[Any]], backends: Mapping
                     completion = await _bare(backend).complete(request)
                 except BackendError:
                     continue  # no reply: not a readable one
-                readable += scenario.parse(completion.text, situation).problem is None
+                readable += codec.parse(completion.text, situation).problem is None
             if readable < READABLE * len(probes):
-                advice = scenario.unreadable_advice()
+                advice = codec.unreadable_advice()
                 raise UnfitModelError(
                     f"backend '{spec}' wrote a readable answer to {readable} of {len(probes)} of this scenario's prompts, "
                     f"so most decisions would be fallbacks, not its choices; {advice + '; ' if advice else ''}"

@@ -1,6 +1,7 @@
 """How an agent decides: by asking a language model, by commitment, or by a rule.
 
-One protocol: `decide(agent, situation) -> Decision`. The LLM policy owns the invalid-reply
+One protocol: `decide(agent, situation) -> Decision`. The LLM policy, given the game's
+prompt codec (agentsim/codec.py), owns the invalid-reply
 policy of the paper's setting: re-ask up to `max_reasks` times with a reminder, then a recorded
 fallback; nothing is dropped silently and every attempt is a CallRecord. A fallback stands for
 a model that answered badly; a backend that failed (a call that spent its retries or its
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from .codec import PromptCodec, Situation
 from .errors import BackendError, BackendFailedError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
 from .records import CallRecord, Decision
@@ -25,22 +27,28 @@ if TYPE_CHECKING:
     from .llm.health import BackendHealth
 
 
-class Policy(Protocol):
+S = TypeVar("S", bound=Situation)
+S_contra = TypeVar("S_contra", bound=Situation, contravariant=True)
+
+
+class Policy(Protocol[S_contra]):
     kind: str  # "llm", "committed" or "rule"
     label: str  # what the store records as the agent's model
     immediate: bool  # decides without suspending (no I/O), so encounters need no concurrency
 
-    async def decide(self, agent: PopulationAgent, situation: Any) -> Decision: ...
+    async def decide(self, agent: PopulationAgent, situation: S_contra) -> Decision: ...
 
 
-class LLMPolicy:
-    """Ask a backend; parse with the game; re-ask with a reminder; salvage what the game can
-    read from the unusable replies; else fall back. Every attempt is recorded."""
+class LLMPolicy(Generic[S]):
+    """Ask a backend; parse with the game's codec; re-ask with its reminder; salvage what the
+    codec can read from the unusable replies; else its fallback. Every attempt is recorded.
+    The codec is the game's (`Scenario.codec`), handed over when the population is built."""
 
     kind = "llm"
 
-    def __init__(self, backend: LanguageModel, sampling: Sampling, *, max_reasks: int,
+    def __init__(self, backend: LanguageModel, sampling: Sampling, codec: PromptCodec[S], *, max_reasks: int,
                  grammar: Grammar | None = None) -> None:
+        self.codec = codec
         self.backend = backend
         self.sampling = sampling
         self.max_reasks = max_reasks
@@ -50,9 +58,8 @@ class LLMPolicy:
         # The backend's health (llm/health.py), told of every decision: fallbacks trip its breaker.
         self.health: BackendHealth | None = getattr(backend, "health", None)
 
-    async def decide(self, agent: PopulationAgent, situation: Any) -> Decision:
-        model = agent.model
-        game = model.scenario
+    async def decide(self, agent: PopulationAgent, situation: S) -> Decision:
+        model, game = agent.model, self.codec
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
         request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
                           options=situation.options, replicate=model.replicate, grammar=self.grammar,
@@ -130,21 +137,21 @@ class CommittedPolicy:
         self.action = action
         self.label = f"committed:{action}"
 
-    async def decide(self, agent: PopulationAgent, situation: Any) -> Decision:
+    async def decide(self, agent: PopulationAgent, situation: object) -> Decision:
         return Decision(self.action)
 
 
-class RulePolicy:
+class RulePolicy(Generic[S]):
     """A rule of theory (best response, a minimal naming game rule): a function of the
     situation and a uniform draw derived from the run's seed."""
 
     kind = "rule"
     immediate = True
 
-    def __init__(self, label: str, rule: Callable[[Any, float], str | None]) -> None:
+    def __init__(self, label: str, rule: Callable[[S, float], str | None]) -> None:
         self.label = label
         self.rule = rule
 
-    async def decide(self, agent: PopulationAgent, situation: Any) -> Decision:
+    async def decide(self, agent: PopulationAgent, situation: S) -> Decision:
         unit = unit_uniforms(agent.next_call_seed(), 1)[0]
         return Decision(self.rule(situation, unit))

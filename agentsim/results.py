@@ -102,9 +102,9 @@ class Results:
             self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
         if situations:
-            scenario = self._scenario()
-            if not hasattr(scenario, "decode"):
-                raise UserError(f"{type(scenario).__name__} keeps no decodable situation in its contexts; "
+            codec = self._scenario().codec
+            if codec is None:
+                raise UserError(f"{type(self._scenario()).__name__} keeps no decodable situation in its contexts; "
                                 f"read them with decisions(prompts=True)")
             contexts = {(run, t, agent): context for run, t, agent, context in self.store.rows(
                 "SELECT run, t, agent, context FROM decisions WHERE attempt = 0 AND context IS NOT NULL")}
@@ -115,7 +115,7 @@ class Results:
                 if not context:
                     return None
                 if context not in decoded:
-                    decoded[context] = scenario.decode(context)
+                    decoded[context] = codec.decode(context)
                 return decoded[context]
 
             found = [situation((int(run), int(t), int(agent)))

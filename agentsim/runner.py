@@ -27,6 +27,7 @@ from .errors import (
     RunStopped,
     UserError,
 )
+from .figures import LiveFigures
 from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
@@ -118,7 +119,7 @@ class StoreSink:
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
-    scenario: Scenario[Any]
+    scenario: Scenario[Any, Any, Any]
     out: Path
     backend: str = "stand-in"
     runs: int = 1
@@ -186,7 +187,7 @@ class RunView:
     max_rounds: int
     interactions: int
     stop_reason: str | None
-    metrics: dict[str, Any]
+    metrics: LiveFigures
     usage: dict[str, Any]
     calls_per_second: float
     cell: str = ""  # the run's VARIANTS cell ("condition=nl, memory_length=0"), empty outside a grid
@@ -219,12 +220,12 @@ def run_outcome(error: BaseException) -> tuple[str, str]:
 class Experiment:
     config: ExperimentConfig
     view: View
-    scenario: Scenario[Any] = field(init=False)
+    scenario: Scenario[Any, Any, Any] = field(init=False)
     store: Store = field(init=False)
     backends: dict[str, LanguageModel] = field(init=False, default_factory=dict)
     shares: list[tuple[str, int | None]] = field(init=False, default_factory=list)
     budget: Budget = field(init=False)
-    variant_scenarios: list[Scenario[Any]] = field(init=False, default_factory=list)
+    variant_scenarios: list[Scenario[Any, Any, Any]] = field(init=False, default_factory=list)
     views: dict[int, RunView] = field(init=False, default_factory=dict)
     summaries: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
     lock: DirectoryLock = field(init=False)
@@ -257,7 +258,8 @@ class Experiment:
                 raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
                                      f"--set agents={MAX_AGENTS} or fewer")
         for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
-            scenario.readable_probes(1, config.seed)
+            if scenario.codec is not None:
+                scenario.codec.readable_probes(1, config.seed)
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
@@ -397,7 +399,7 @@ class Experiment:
                                      f"were sent with (its file was edited since); restore it to continue them, or start "
                                      f"afresh with --out NEW_DIR")
 
-    def run_cell(self, replicate: int) -> tuple[Scenario[Any], int, int | None]:
+    def run_cell(self, replicate: int) -> tuple[Scenario[Any, Any, Any], int, int | None]:
         """The scenario, seed and variant index (None without variants) of a replicate."""
         if not self.variant_scenarios:
             return self.scenario, self.config.seed + replicate, None
@@ -545,7 +547,7 @@ class Experiment:
 
     def _collect_rounds(self, model: PopulationModel, recorder: Recorder, *, everything: bool = False) -> None:
         metrics = model.metrics
-        if metrics is None or not hasattr(metrics, "pop_rounds"):
+        if metrics is None:
             return
         pending_rounds = [encounter.round for encounter in model.scheduler.pending()]
         before = 1 << 62 if everything else min(pending_rounds + [model.rounds_done])
@@ -595,7 +597,7 @@ class Experiment:
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
             max_rounds=model.scenario.max_rounds(), interactions=model.completed,
             stop_reason=stop_reason or model.stop_reason or (None if status == "running" else "max_rounds"),
-            metrics=model.scenario.live_metrics(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
+            metrics=model.scenario.live_figures(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed, cell=self._cell(model),
         )
         now = time.monotonic()

@@ -17,18 +17,22 @@ between generations) is a new scenario, not a new scheduler:
                               how many more records at least before it could (look-ahead)
     on_round_end(model)       between population rounds (selection, newcomers, reports)
 
-A game whose agents ask a language model (`policies.LLMPolicy`) also implements the prompt
-hooks: `messages`, `parse`, `reminder`, `salvage`, `fallback`, `encode` and `rebuild_messages`,
-and may offer `readable_probes` for the start-up check of a model's replies.
+    new_state(model)          the run's own state (`model.state`), checkpointed as plain data
+
+A game whose agents ask a language model (`policies.LLMPolicy`) gives a prompt codec
+(`codec`, agentsim/codec.py): building messages, parsing, re-asks, salvage, fallbacks and the
+store's encoding live there, not here, and the policy is handed it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Self, TypeVar, cast
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
+from .codec import Parsed as Parsed  # where families and user code found it before the codec
+from .codec import PromptCodec, Situation
 from .errors import ParameterError
-from .llm.base import Message, Request
+from .figures import LiveFigures
 from .params import Params, StandInSettings
 
 if TYPE_CHECKING:
@@ -41,15 +45,40 @@ if TYPE_CHECKING:
 P = TypeVar("P", bound=Params)
 
 
-class Parsed(NamedTuple):
-    """A reply read by the game: an action, or the problem that made it unusable."""
-
-    action: str | None
-    problem: str | None = None
+S = TypeVar("S", bound=Situation)
+St = TypeVar("St")
 
 
-class Scenario(Generic[P]):
-    """Base of every experiment. Subclass it, set `name` and `Params`, override hooks."""
+class RoundStats(Protocol):
+    """One population round's line in the store's `rounds` table."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+class RunMetrics(Protocol):
+    """What is measured while a run goes (`Scenario.new_metrics`): it sees every record in
+    order t, and hands the runner each finished round's line for the store."""
+
+    def update(self, record: EncounterRecord) -> None: ...
+
+    def pop_rounds(self, before: int) -> Iterable[tuple[int, RoundStats]]: ...
+
+
+_CODEC = "prompts are the codec's now: subclass the game's codec and return it from `codec`"
+_MOVED_HOOKS = {
+    **dict.fromkeys(("messages", "parse", "reminder", "salvage", "fallback", "encode", "decode", "rebuild_messages",
+                     "readable_probes", "unreadable_advice"), _CODEC),
+    "live_metrics": "the live view's figures are `live_figures`, returning a LiveFigures",
+    "model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
+    "restore_model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
+}
+
+
+class Scenario(Generic[P, S, St]):
+    """Base of every experiment: the rules of a game over parameters `P`, whose agents are
+    shown situations `S` (through the prompt codec, `codec`) and whose run keeps its world
+    in a state `St` (`new_state`: `model.state`). Subclass it, set `name` and `Params`,
+    override hooks."""
 
     name: ClassVar[str] = "scenario"
     Params: ClassVar[type[Params]] = Params
@@ -59,6 +88,17 @@ class Scenario(Generic[P]):
     # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
     # game narrows the type and a subclass or `standin=` changes the value.
     standin: StandInSettings = StandInSettings()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass that overrides a hook the scenario no longer calls (the prompt
+        hooks moved to the codec, the live view's dict to `live_figures`, the run's extra state
+        to `new_state`): left alone, it would be ignored without a word."""
+        super().__init_subclass__(**kwargs)
+        moved = sorted(name for name in _MOVED_HOOKS if name in vars(cls))
+        if moved:
+            raise TypeError(f"{cls.__qualname__} overrides {', '.join(moved)}, which a scenario no longer has: "
+                            + "; ".join(dict.fromkeys(_MOVED_HOOKS[name] for name in moved))
+                            + " (docs/writing-a-game.md)")
 
     def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
         # `Params` is the class of P (a class variable cannot name a type variable).
@@ -103,7 +143,7 @@ class Scenario(Generic[P]):
     def pairing(self, model: PopulationModel) -> Pairing:
         raise NotImplementedError
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> Any:
+    async def play(self, model: PopulationModel, encounter: Encounter) -> object:
         """Ask the participants; change no state here (an interrupted encounter is asked again)."""
         raise NotImplementedError
 
@@ -114,13 +154,13 @@ class Scenario(Generic[P]):
         belongs in the metrics, which get the records in order t."""
         raise NotImplementedError
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def draw(self, model: PopulationModel, encounter: Encounter) -> object:
         """Every random draw the encounter needs (option orders, dice), from `model.random`,
         kept as `encounter.drawn`. Called in sequence order, possibly long before the
         encounter starts: read no agent's state here."""
         return None
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def start(self, model: PopulationModel, encounter: Encounter) -> object:
         """What the participants see (their memories, with what `draw` drew), kept as
         `encounter.views` for `play`. Called when the encounter starts, once every earlier
         encounter of its participants has resolved: read their state, and other agents'
@@ -132,7 +172,20 @@ class Scenario(Generic[P]):
         the encounter then also waits for their earlier encounters."""
         return ()
 
-    def new_metrics(self, model: PopulationModel) -> Any:
+    def new_metrics(self, model: PopulationModel) -> RunMetrics | None:
+        return None
+
+    def new_state(self, model: PopulationModel) -> St:
+        """The run's own state besides its agents' (a month's stock, a generation's order):
+        `model.state`, made after the population is built, checkpointed as plain data (its
+        class registered with the family: `Family(checkpoint_classes=...)`). None: none."""
+        return cast(St, None)
+
+    @property
+    def codec(self) -> PromptCodec[S] | None:
+        """How this game's LLM agents are prompted and their replies read (agentsim/codec.py);
+        None for a game whose agents all follow rules. Handed to `LLMPolicy` when the
+        population is built."""
         return None
 
     def stop_reason(self, model: PopulationModel) -> str | None:
@@ -155,13 +208,6 @@ class Scenario(Generic[P]):
     def on_round_end(self, model: PopulationModel) -> None:
         """Between population rounds; the population may change here (generations)."""
 
-    def model_state(self, model: PopulationModel) -> Any:
-        """Run state this scenario keeps outside agents and metrics, for checkpoints."""
-        return None
-
-    def restore_model_state(self, model: PopulationModel, state: Any) -> None:
-        """Undo `model_state` on a fresh model (before its agents' states are restored)."""
-
     def max_rounds(self) -> int:
         return int(getattr(self.params, "max_rounds", 0))
 
@@ -174,46 +220,6 @@ class Scenario(Generic[P]):
         them warns that on the stand-in they change nothing a language model would see."""
         return ()
 
-    # --- the prompt hooks an LLM policy (policies.LLMPolicy) calls, for games that prompt ------
-    def messages(self, situation: Any) -> tuple[Message, ...]:
-        """What the agent is asked, for the situation `start` gave it."""
-        raise NotImplementedError
-
-    def parse(self, text: str, situation: Any) -> Parsed:
-        """The action a reply answers with, or the problem that makes it unusable."""
-        raise NotImplementedError
-
-    def reminder(self, situation: Any, parsed: Parsed) -> str:
-        """The user turn that re-asks after an unusable reply."""
-        raise NotImplementedError
-
-    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, Any]]:
-        """Requests as this scenario's LLM agents send them, each with its situation, for the
-        start-up check that a model's replies can be read at all (agentsim/model_fitness.py).
-        None (the default): no check."""
-        return []
-
-    def unreadable_advice(self) -> str:
-        """What to change when a model's replies cannot be read (the check's advice)."""
-        return ""
-
-    def salvage(self, reply: str, situation: Any) -> str | None:
-        """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
-        return None
-
-    def fallback(self, situation: Any, unit: float) -> str | None:
-        """The recorded fallback once re-asks are spent; `unit` is a uniform draw from the seed."""
-        raise NotImplementedError
-
-    def encode(self, situation: Any) -> str:
-        """The situation in a few bytes for the store; `rebuild_messages` must rebuild from it."""
-        raise NotImplementedError
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        """The exact messages of a recorded call, from its stored context and the replies of
-        the attempts before it (a re-ask continues the conversation)."""
-        raise NotImplementedError
-
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         return {}
 
@@ -221,15 +227,14 @@ class Scenario(Generic[P]):
         """The model-level series Mesa's DataCollector records after each step (one column
         each; the keys must not change during a run): by default the live view's success rate
         and each name's share (`share_NAME`), where it shows them. A family names its own."""
-        shown = self.live_metrics(model)
+        shown = self.live_figures(model)
         series: dict[str, float | str | None] = {}
-        if isinstance(shown.get("success_rate"), (int, float)):
-            series["success_rate"] = float(shown["success_rate"])
-        for name, share in (shown.get("shares") or {}).items():
+        if shown.success_rate is not None:
+            series["success_rate"] = float(shown.success_rate)
+        for name, share in shown.shares.items():
             series[f"share_{name}"] = float(share)
         return series
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
-        """Plain data for the live view. Keys it knows: success_rate, success_history (a list),
-        shares ({name: share}), and lines ([(label, text)]) for anything else."""
-        return {}
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
+        """What the live view and the log lines show of the run now (agentsim/figures.py)."""
+        return LiveFigures()

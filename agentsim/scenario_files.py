@@ -25,7 +25,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
-def load_scenario(path: str | Path) -> tuple[Scenario[Any], Any]:
+def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
     """The scenario a file defines: its `scenario` variable, else its one Scenario object, else
     its one Scenario subclass (built with default parameters)."""
     file = Path(path)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import networkx as nx
 
@@ -43,23 +43,33 @@ SLIVER = 80
 # is none): a one-round window leaves 0.93-0.95 of the dependency graph's width, two all of it.
 FAR_ROUNDS = 2
 
-# A checkpoint's open encounter: t, round, agent indices, what was drawn[, its record if applied]
-Pending = tuple[Any, ...]
+# A checkpoint's open encounter: t, round, agent indices, what was drawn, and its record if it
+# was applied but not recorded yet (a sequence's; older checkpoints of rounds have no record).
+Pending = (tuple[int, int, tuple[int, ...], object]
+           | tuple[int, int, tuple[int, ...], object, "EncounterRecord | None"])
+
+D = TypeVar("D")  # what a game draws for an encounter (`Scenario.draw`)
+V = TypeVar("V")  # what its participants see (`Scenario.start`)
 
 
 @dataclass(slots=True, eq=False)
-class Encounter:
+class Encounter(Generic[D, V]):
     """Encounter `t` of the sequence, in population round `round`. `drawn` is what the game
     drew for it from the run's generator (kept in checkpoints); `views` is what its
     participants see, read from their state when it starts; `after` is the latest earlier
-    encounter it waits for (-1: none)."""
+    encounter it waits for (-1: none). The scheduler holds `Encounter[object, object]`; a
+    game's hooks name their own types (`Encounter[tuple[float, ...], tuple[SignSituation, ...]]`)
+    or leave them open (`Encounter`)."""
 
     t: int
     round: int
     agents: tuple[PopulationAgent, ...]
-    drawn: Any = None
-    views: Any = None
+    drawn: D = cast(D, None)  # noqa: RUF009 (None until `Scenario.draw`, resp. `start`, sets it; a cast only types it)
+    views: V = cast(V, None)  # noqa: RUF009
     after: int = -1
+
+
+GameEncounter = Encounter[object, object]  # an encounter as the scheduler holds it: of any game
 
 
 class SequentialPairing:
@@ -135,14 +145,17 @@ class _Base:
     def __init__(self, model: PopulationModel) -> None:
         self.model = model
         self.agents: list[PopulationAgent] = list(model.agents)  # by position: pairings draw positions
-        self.open: dict[int, Encounter] = {}  # by t: drawn, not resolved (in t order)
+        self.open: dict[int, GameEncounter] = {}  # by t: drawn, not resolved (in t order)
         self.running: dict[int, asyncio.Task[None]] = {}  # by t: asked, answers not in yet
+        # Every policy decides without suspending (rules, the in-process stand-in): encounters
+        # are asked one by one, in order, which is what tasks would do with nothing to wait for.
+        self.immediate = all(agent.policy.immediate for agent in self.agents)
 
     def population_changed(self) -> None:
         """Call after agents were added or replaced between rounds."""
         self.agents = list(self.model.agents)
 
-    def pending(self) -> list[Encounter]:
+    def pending(self) -> list[GameEncounter]:
         return [self.open[t] for t in sorted(self.open)]
 
     def pending_state(self) -> list[Pending]:
@@ -179,7 +192,7 @@ class RoundScheduler(_Base):
             model = self.model
             encounters = []
             for group in self.pairing.groups(model, len(self.agents)):
-                encounter = Encounter(model.encounters_begun, model.rounds_done, tuple(self.agents[i] for i in group))
+                encounter: GameEncounter = Encounter(model.encounters_begun, model.rounds_done, tuple(self.agents[i] for i in group))
                 model.encounters_begun += 1
                 encounter.drawn = model.scenario.draw(model, encounter)
                 self.open[encounter.t] = encounter
@@ -187,11 +200,11 @@ class RoundScheduler(_Base):
         for encounter in encounters:  # the previous round is resolved and a round's groups are disjoint
             encounter.views = self.model.scenario.start(self.model, encounter)
         scenario, model = self.model.scenario, self.model
-        if model.immediate:  # policies that never suspend: in order, one by one, is what tasks would do
+        if self.immediate:  # policies that never suspend: in order, one by one, is what tasks would do
             for encounter in encounters:
                 self._apply(encounter, await scenario.play(model, encounter))
             return
-        answers: dict[int, Any] = {}
+        answers: dict[int, object] = {}
         for encounter in encounters:
             self.running[encounter.t] = asyncio.get_running_loop().create_task(self._ask(encounter, answers))
         await asyncio.gather(*self.running.values())
@@ -199,10 +212,10 @@ class RoundScheduler(_Base):
         for encounter in encounters:
             self._apply(encounter, answers[encounter.t])
 
-    async def _ask(self, encounter: Encounter, answers: dict[int, Any]) -> None:
+    async def _ask(self, encounter: GameEncounter, answers: dict[int, object]) -> None:
         answers[encounter.t] = await self.model.scenario.play(self.model, encounter)
 
-    def _apply(self, encounter: Encounter, outcome: Any) -> None:
+    def _apply(self, encounter: GameEncounter, outcome: object) -> None:
         """Apply an encounter's outcome: the game's state change and its record, at once."""
         model = self.model
         record = model.scenario.resolve(model, encounter, outcome)
@@ -251,11 +264,11 @@ class SequenceScheduler(_Base):
         # with a bound on the stop (`Scenario.stop_distance`), further while the stop is out of reach
         self.far = FAR_ROUNDS * model.round_size
         self.reach = 0  # encounters before it may be asked: a function of the records so far
-        self.ready: list[tuple[int, Encounter]] = []  # a heap by t: may be asked now
+        self.ready: list[tuple[int, GameEncounter]] = []  # a heap by t: may be asked now
         self.records: dict[int, EncounterRecord] = {}  # by t: applied, waiting for its turn to be recorded
-        self.last: dict[int, Encounter] = {}  # by agent index: the latest encounter drawn with it
+        self.last: dict[int, GameEncounter] = {}  # by agent index: the latest encounter drawn with it
         self.blockers: dict[int, int] = {}  # by t: how many of its dependencies are not applied yet
-        self.dependents: dict[int, list[Encounter]] = {}  # by t: the encounters waiting for it
+        self.dependents: dict[int, list[GameEncounter]] = {}  # by t: the encounters waiting for it
         self.failure: BaseException | None = None
         self.wakeup = asyncio.Event()
 
@@ -270,18 +283,18 @@ class SequenceScheduler(_Base):
         rounds = self.model.scenario.max_rounds()
         return rounds * self.model.round_size if rounds > 0 else 1 << 62
 
-    def _draw(self) -> Encounter:
+    def _draw(self) -> GameEncounter:
         """Encounter `model.encounters_begun`: its pair, then the game's draws for it."""
         model = self.model
         t = model.encounters_begun
         first, second = self.pairing.pair(model, len(self.agents))
-        encounter = Encounter(t, t // model.round_size, (self.agents[first], self.agents[second]))
+        encounter: GameEncounter = Encounter(t, t // model.round_size, (self.agents[first], self.agents[second]))
         model.encounters_begun = t + 1
         encounter.drawn = model.scenario.draw(model, encounter)
         self._enqueue(encounter)
         return encounter
 
-    def _enqueue(self, encounter: Encounter) -> None:
+    def _enqueue(self, encounter: GameEncounter) -> None:
         """Open a drawn encounter behind the earlier open encounters of its agents."""
         blockers = 0
         for agent in encounter.agents + tuple(self.model.scenario.reads(self.model, encounter)):
@@ -310,12 +323,12 @@ class SequenceScheduler(_Base):
             else:
                 return
 
-    def _start(self, encounter: Encounter) -> None:
+    def _start(self, encounter: GameEncounter) -> None:
         model = self.model
         encounter.views = model.scenario.start(model, encounter)
         self.running[encounter.t] = asyncio.get_running_loop().create_task(self._ask(encounter))
 
-    async def _ask(self, encounter: Encounter) -> None:
+    async def _ask(self, encounter: GameEncounter) -> None:
         try:
             outcome = await self.model.scenario.play(self.model, encounter)
             self._apply_now(encounter, outcome)
@@ -325,7 +338,7 @@ class SequenceScheduler(_Base):
         del self.running[encounter.t]
         self.wakeup.set()
 
-    def _apply_now(self, encounter: Encounter, outcome: Any) -> None:
+    def _apply_now(self, encounter: GameEncounter, outcome: object) -> None:
         """Apply the outcome to the participants (their earlier encounters are applied, their
         later ones not started) and keep the record for its turn; free what waited for it."""
         model = self.model
@@ -367,7 +380,7 @@ class SequenceScheduler(_Base):
         """Record the encounters of the next population round (or until the run stops)."""
         model = self.model
         boundary = min((model.rounds_done + 1) * model.round_size, self._limit())
-        if model.immediate:
+        if self.immediate:
             await self._run_immediate(boundary)
             return
         wakeup = self.wakeup
@@ -393,7 +406,7 @@ class SequenceScheduler(_Base):
         while model.completed < boundary and model.stop_reason is None:
             t = model.encounters_begun
             first, second = pair(model, count)
-            encounter = Encounter(t, t // round_size, (agents[first], agents[second]))
+            encounter: GameEncounter = Encounter(t, t // round_size, (agents[first], agents[second]))
             model.encounters_begun = t + 1
             encounter.drawn = scenario.draw(model, encounter)
             encounter.views = scenario.start(model, encounter)
@@ -408,7 +421,7 @@ class SequenceScheduler(_Base):
         `reach`), recording nothing (a stop the run decided), or cancel what is in flight (no
         stop of its own: the round limit)."""
         model = self.model
-        if model.immediate:
+        if self.immediate:
             pass  # answered in process: nothing runs ahead, nothing is cached
         elif model.stop_reason is not None:
             while True:
@@ -435,7 +448,7 @@ class SequenceScheduler(_Base):
         waits to be recorded; the others are asked again (with the same seeds) in their turn."""
         by_index = self._by_index()
         for t, round_, members, drawn, *applied in sorted(pending, key=lambda item: item[0]):
-            encounter = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
+            encounter: GameEncounter = Encounter(t, round_, tuple(by_index[i] for i in members), drawn)
             record = applied[0] if applied else None
             if record is None:
                 self._enqueue(encounter)

@@ -355,7 +355,7 @@ class Store:
     def rows(self, sql: str, parameters: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         return self.connection.execute(sql, parameters)
 
-    def messages(self, scenario: Scenario[Any], run: int, t: int, agent: int, attempt: int = 0) -> tuple[Message, ...]:
+    def messages(self, scenario: Scenario[Any, Any, Any], run: int, t: int, agent: int, attempt: int = 0) -> tuple[Message, ...]:
         """The exact messages of a recorded call, rebuilt from its context and earlier replies."""
         rows = list(self.rows(
             "SELECT attempt, context, reply FROM calls WHERE run = ? AND t = ? AND agent = ? AND attempt <= ? ORDER BY attempt",
@@ -363,7 +363,10 @@ class Store:
         ))
         if not rows or rows[-1][0] != attempt:
             raise KeyError(f"no call recorded for run {run}, t {t}, agent {agent}, attempt {attempt}")
-        return scenario.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
+        codec = scenario.codec
+        if codec is None:
+            raise KeyError(f"scenario '{scenario.name}' prompts no model: it has no codec to rebuild a call with")
+        return codec.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
 
     def by_model(self) -> dict[int, dict[str, dict[str, Any]]]:
         """Each run's decisions split by the model (`agents.model`: a backend label, or a rule

@@ -15,7 +15,7 @@ from .errors import ParameterError
 from .scenario import Scenario
 
 
-def variant_scenario(scenario: Scenario[Any], variant: dict[str, Any], seed: int) -> Scenario[Any]:
+def variant_scenario(scenario: Scenario[Any, Any, Any], variant: dict[str, Any], seed: int) -> Scenario[Any, Any, Any]:
     """The scenario of one variant, resolved for the experiment; an impossible variant is a
     ParameterError that names it."""
     try:

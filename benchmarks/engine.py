@@ -93,7 +93,7 @@ def verify_prompts(agents: int, rounds: int, pairing: str, directory: Path) -> i
         # Every interaction here is one call per agent: the call's seed follows the agent's count.
         seed = derive_seed(derive_seed(1, agent), encounters.get(agent, 0), attempt)
         encounters[agent] = encounters.get(agent, 0) + 1
-        if _digest(game.rebuild_messages(context)) != backend.digests[seed]:
+        if _digest(game.codec.rebuild_messages(context)) != backend.digests[seed]:
             raise SystemExit(f"prompt of t={t} agent={agent} does not rebuild exactly")
         checked += 1
     store.close()

@@ -49,7 +49,7 @@ class MixedSignModels(SignGame):
         if backend.name == STAND_IN:  # no population given: two stand-in families, half each
             families = list(FAMILIES)
             backend = FamilyStandIn(families[index * len(families) // self.params.agents])
-        return LLMPolicy(backend, self.params.sampling(), max_reasks=self.retries(), grammar=self.grammar())
+        return LLMPolicy(backend, self.params.sampling(), self.codec, max_reasks=self.retries(), grammar=self.grammar())
 
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         summary = super().run_summary(model)

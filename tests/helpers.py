@@ -57,7 +57,7 @@ def scenario_files() -> list[Path]:
     return sorted((ROOT / "scenarios").glob("*.py")) + examples
 
 
-def run_model(scenario: Scenario[Any], *, seed: int = 1, backend: Any = None) -> PopulationModel:
+def run_model(scenario: Scenario[Any, Any, Any], *, seed: int = 1, backend: Any = None) -> PopulationModel:
     """One run in process, no store; returns the finished model."""
     scenario = scenario.for_experiment(seed)
     backend = backend or StandInModel(scenario.standin_rules())
@@ -66,7 +66,7 @@ def run_model(scenario: Scenario[Any], *, seed: int = 1, backend: Any = None) ->
     return model
 
 
-def run_experiment(scenario: Scenario[Any], out: Path, *, seed: int = 1, runs: int = 1, backend: Any = None,
+def run_experiment(scenario: Scenario[Any, Any, Any], out: Path, *, seed: int = 1, runs: int = 1, backend: Any = None,
                    checkpoint_seconds: float = 1.0) -> list[dict[str, Any]]:
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, seed=seed, runs=runs,
                                              checkpoint_seconds=checkpoint_seconds), Quiet())

@@ -207,7 +207,7 @@ def _situation() -> NamingSituation:
 
 def _request(situation: NamingSituation, seed: int) -> Request:
     scenario = NamingGame().for_experiment(0)
-    return Request(messages=scenario.messages(situation), sampling=scenario.params.sampling(), seed=seed,
+    return Request(messages=scenario.codec.messages(situation), sampling=scenario.params.sampling(), seed=seed,
                    options=situation.options)
 
 

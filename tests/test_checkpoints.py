@@ -183,3 +183,28 @@ def _without_in_flight(state: dict[str, Any]) -> Any:
     for usage in state["usage"].by_backend.values():
         usage.in_flight = 0
     return checkpoints.encode(state)
+
+
+def test_a_checkpoint_from_before_model_state_reads_its_run_state_from_extra() -> None:
+    """Checkpoints written before `model.state` kept a scenario's run state (evolution's order
+    and advice) under "extra": it is read as the state, and the run goes on as written."""
+    import asyncio
+
+    from agentsim.games.evolution import DonorGame
+    from agentsim.model import PopulationModel
+
+    scenario = DonorGame(agents=4, rounds=2, generations=2, games=1)
+
+    async def resumed() -> tuple[Any, Any]:
+        model = PopulationModel(scenario, seed=5)
+        for _ in range(4):
+            await model.astep()
+        assert model.state.order, "the game's order is drawn by now"
+        state = checkpoints.loads(model.checkpoint())
+        state["extra"] = state.pop("state")
+        again = PopulationModel(scenario, seed=5)
+        await again.scheduler.resume(again.restore(checkpoints.dumps(state)))
+        return model.state, again.state
+
+    written, read = asyncio.run(resumed())
+    assert read == written

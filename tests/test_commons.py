@@ -539,9 +539,9 @@ def test_a_context_alone_rebuilds_its_conditions_prompt() -> None:
                               date="2024-02-01", memories=(("2024-02-01", "Before everyone fishes, there are 60 tons"),))
     greedy = CommonsSituation(kind="harvest", month=4, agent=1, name="Kate", others=("John",), stock=80, role="newcomer")
     default_game = CommonsGame()  # the grid's base parameters, as a generic reader would rebuild with
-    system = default_game.rebuild_messages(silent.encode())[0].content
+    system = default_game.codec.rebuild_messages(silent.encode())[0].content
     assert "opportunity to communicate" not in system and "along with one other fisherman" in system.replace("fishermen", "fisherman")
-    assert "you just want to make money" in default_game.rebuild_messages(greedy.encode())[0].content
+    assert "you just want to make money" in default_game.codec.rebuild_messages(greedy.encode())[0].content
     assert CommonsSituation.decode(silent.encode()) == silent
 
 

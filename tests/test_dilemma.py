@@ -67,10 +67,10 @@ def test_reputation_carries_the_first_move_through_the_population(tmp_path: Path
 
 def test_the_codec_reads_replies_and_rebuilds_recorded_prompts(tmp_path: Path) -> None:
     codec = PrisonersDilemma().codec
-    assert [codec.parse(text).action for text in ("C", "d", "I choose to cooperate.", "Defect!")] == ["C", "D", "C", "D"]
-    assert codec.parse("C or D? Hard to say.").problem == "names both actions"
-    assert codec.parse("Let me think.").problem == "names no action"
     view = DilemmaView(4, (Play("C", "D", 0), Play("D", "D", 1)), ("C", "C", "D"))
+    assert [codec.parse(text, view).action for text in ("C", "d", "I choose to cooperate.", "Defect!")] == ["C", "D", "C", "D"]
+    assert codec.parse("C or D? Hard to say.", view).problem == "names both actions"
+    assert codec.parse("Let me think.", view).problem == "names no action"
     assert codec.decode(codec.encode(view)) == view
     assert "C in 2 of their last 3 moves" in codec.messages(view)[1].content
 
@@ -82,7 +82,7 @@ def test_the_codec_reads_replies_and_rebuilds_recorded_prompts(tmp_path: Path) -
     store.close()
     assert [message.role for message in messages] == ["system", "user", "assistant", "user"]
     assert "Every player's reputation is public" in messages[0].content and messages[1].content.startswith("Round ")
-    assert messages[2].content == reply and messages[3].content == codec.reminder()
+    assert messages[2].content == reply and messages[3].content == codec.reminder(view, codec.parse(reply, view))
 
 
 def test_a_checkpoint_resumes_the_same_run() -> None:
@@ -116,9 +116,9 @@ def test_a_payoff_that_is_no_dilemma_is_refused_in_one_line() -> None:
 
 def test_the_live_view_shows_cooperation_and_payoff() -> None:
     model = run_model(PrisonersDilemma(agents=6, max_rounds=4), seed=2)
-    figures = model.scenario.live_metrics(model)
+    figures = model.scenario.live_figures(model)
     rate = model.metrics.total.cooperation_rate
-    assert figures["shares"] == {"C": rate, "D": 1 - rate}
+    assert figures.shares == {"C": rate, "D": 1 - rate}
     view = RunView(run=1, seed=2, status="done", rounds_done=4, max_rounds=4, interactions=12, stop_reason=None,
                    metrics=figures, usage={}, calls_per_second=0.0)
     console = Console(width=110, record=True, color_system=None, file=io.StringIO())

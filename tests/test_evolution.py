@@ -207,8 +207,8 @@ def test_the_parsers_read_what_was_written() -> None:
 
 
 def test_the_stag_hunts_norms_sentence_is_worded_as_the_paper() -> None:
-    assert "strategize in the way that aligns" in StagHunt(condition="norms").system_prompt("1. Share.")
-    assert "strategize in a way that aligns" in DonorGame(condition="norms").system_prompt("1. Share.")
+    assert "strategize in the way that aligns" in StagHunt(condition="norms").codec.system_prompt("1. Share.")
+    assert "strategize in a way that aligns" in DonorGame(condition="norms").codec.system_prompt("1. Share.")
 
 
 # --- payoffs ---------------------------------------------------------------------------------------

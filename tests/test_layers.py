@@ -14,6 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import agentsim
 import agentsim.analysis
 
@@ -126,3 +128,98 @@ def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_r
     assert cli_loaded == "False"
     packages = {info.name for info in pkgutil.iter_modules([str(PACKAGE / "games")]) if info.ispkg}
     assert set(families) == packages
+
+
+# --- the size and the types of the core --------------------------------------------------------
+MAX_METHODS = 25
+CORE_PARTS = ("analysis", "llm", "distributed")  # beside agentsim/*.py
+SEAM_MODULES = ("scheduler.py", "policies.py")
+
+
+def _core_sources() -> list[Path]:
+    return sorted(PACKAGE.glob("*.py")) + [path for part in CORE_PARTS for path in sorted((PACKAGE / part).rglob("*.py"))]
+
+
+def _method_counts(source: str) -> dict[str, int]:
+    """Each class of `source` (nested ones too) and how many methods its body defines."""
+    return {node.name: sum(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) for item in node.body)
+            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef)}
+
+
+def test_no_class_of_the_core_has_more_than_25_methods() -> None:
+    """A class of the core short enough to read in one sitting: `Scenario` is the rules only
+    (prompts are the codec's, agentsim/codec.py), and the run's pieces are their own classes."""
+    wrong = [f"{path.relative_to(PACKAGE.parent)}: {name} has {count} methods"
+             for path in _core_sources() for name, count in _method_counts(path.read_text(encoding="utf-8")).items()
+             if count > MAX_METHODS]
+    assert wrong == []
+    assert _method_counts("class Big:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(26)))["Big"] == 26
+
+
+def _public_annotations(source: str) -> list[tuple[str, ast.expr]]:
+    """Every annotation in the public signatures of a module: its public functions' and public
+    classes' public methods' parameters and returns (constructors included), its public classes'
+    annotated attributes, and its public type aliases."""
+    found: list[tuple[str, ast.expr]] = []
+
+    def function(node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> None:
+        if node.name.startswith("_") and node.name != "__init__":
+            return
+        arguments = node.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+            if argument is not None and argument.annotation is not None:
+                found.append((f"{owner}{node.name}({argument.arg})", argument.annotation))
+        if node.returns is not None:
+            found.append((f"{owner}{node.name} -> ", node.returns))
+
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function(node, "")
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    function(item, f"{node.name}.")
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and not item.target.id.startswith("_"):
+                    found.append((f"{node.name}.{item.target.id}", item.annotation))
+        elif isinstance(node, ast.Assign) and all(isinstance(target, ast.Name) and not target.id.startswith("_")
+                                                  and target.id[:1].isupper() for target in node.targets):
+            found.extend((target.id, node.value) for target in node.targets if isinstance(target, ast.Name))
+    return found
+
+
+def _says_any(annotation: ast.expr) -> bool:
+    """Whether `Any` (or `typing.Any`) appears in an annotation, quoted parts included."""
+    for node in ast.walk(annotation):
+        if (isinstance(node, ast.Name) and node.id == "Any") or (isinstance(node, ast.Attribute) and node.attr == "Any"):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _says_any(ast.parse(node.value, mode="eval").body):
+            return True
+    return False
+
+
+def test_any_is_absent_from_the_public_signatures_of_the_scheduler_and_the_policies() -> None:
+    """The seam between the core and a game is typed: encounters are generic over what the game
+    drew and shows, policies over the situation they decide on."""
+    wrong = [f"{module}: {where}" for module in SEAM_MODULES
+             for where, annotation in _public_annotations((PACKAGE / module).read_text(encoding="utf-8"))
+             if _says_any(annotation)]
+    assert wrong == []
+    sample = ("from typing import Any\n"
+              "Alias = tuple[Any, ...]\n"
+              "class Thing:\n    field: 'dict[str, Any]'\n    def go(self, x: int) -> list[Any]: ...\n"
+              "    def _private(self, x: Any) -> None: ...\n"
+              "def run(*, y: typing.Any) -> None: ...\n")
+    assert [where for where, annotation in _public_annotations(sample) if _says_any(annotation)] == [
+        "Alias", "Thing.field", "Thing.go -> ", "run(y)"]
+
+
+def test_a_scenario_overriding_a_hook_that_moved_is_refused_not_ignored() -> None:
+    """A prompt hook overridden on a scenario (as before the codec) would change nothing: it is
+    refused when the class is made, naming where the hook lives now."""
+    from agentsim.games.naming import NamingGame
+
+    with pytest.raises(TypeError, match=r"overrides messages, parse.*subclass the game's codec"):
+        type("Old", (NamingGame,), {"messages": lambda self, situation: (), "parse": lambda self, text, situation: None})
+    with pytest.raises(TypeError, match="live_figures"):
+        type("Older", (NamingGame,), {"live_metrics": lambda self, model: {}})
+    type("Fine", (NamingGame,), {"prompt_fields": lambda self: {}})

@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from agentsim.figures import LiveFigures
 from agentsim.live import LogView, render, sparkline
 from agentsim.runner import RunView
 
@@ -13,9 +14,8 @@ from agentsim.runner import RunView
 def view(**changes: object) -> RunView:
     values = dict(
         run=1, seed=7, status="running", rounds_done=12, max_rounds=30, interactions=144, stop_reason=None,
-        metrics={"success_rate": 0.8, "success_history": [0.1, 0.5, 0.8],
-                 "shares": {"Q": 0.25, "M": 0.75},
-                 "lines": [("committed", "6 of 24 (25%) play Q"), ("flip", "not yet (Q at 25% among the others)")]},
+        metrics=LiveFigures(success_rate=0.8, success_history=(0.1, 0.5, 0.8), shares={"Q": 0.25, "M": 0.75},
+                            lines=(("committed", "6 of 24 (25%) play Q"), ("flip", "not yet (Q at 25% among the others)"))),
         usage={"calls": 288, "prompt_tokens": 90000, "completion_tokens": 1700, "in_flight": 3,
                "latency_p50_s": 0.42, "latency_p95_s": 1.3, "invalid_replies": 2, "reasks": 2, "fallbacks": 0},
         calls_per_second=24.0,
@@ -69,7 +69,7 @@ def test_log_lines_without_a_terminal(capsys) -> None:  # type: ignore[no-untype
     assert "event='run_progress'" in lines[1] and "round=12" in lines[1]
     assert "event='run_ended'" in lines[2] and "stop_reason='consensus'" in lines[2]
     assert "success_rate=0.8" in lines[1]
-    log.update([view(run=2, metrics={"lines": [("month", "3 of 12")]})])  # the commons: no notion of success
+    log.update([view(run=2, metrics=LiveFigures(lines=(("month", "3 of 12"),)))])  # the commons: no notion of success
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "run=2" in line and "success_rate" not in line
 

@@ -94,11 +94,11 @@ def test_same_seed_same_answer_and_no_option_probabilities(tiny_model: Path) -> 
     sampling = Sampling(temperature=0.7, top_k=10, max_tokens=4)
 
     def request(seed: int) -> Request:
-        return Request(messages=game.messages(situation), sampling=sampling, seed=seed, options=situation.options)
+        return Request(messages=game.codec.messages(situation), sampling=sampling, seed=seed, options=situation.options)
 
     async def ask() -> list[Any]:
         answers = await asyncio.gather(*(model.complete(request(seed)) for seed in (1, 1, 2)))
-        forced = await model.complete(Request(messages=(game.messages(situation)[0],), seed=3, options=("A", "B"),
+        forced = await model.complete(Request(messages=(game.codec.messages(situation)[0],), seed=3, options=("A", "B"),
                                               sampling=Sampling(temperature=0.0, max_tokens=1)))
         await model.aclose()
         return [*answers, forced]
@@ -159,7 +159,7 @@ def test_closing_waits_for_the_batch_inside_the_model_and_fails_the_calls_still_
     model._generate = held  # type: ignore[method-assign]
     game = NamingGame().for_experiment(0)
     situation = NamingSituation(game.names, ())
-    request = Request(messages=game.messages(situation), sampling=Sampling(max_tokens=2), seed=1, options=game.names)
+    request = Request(messages=game.codec.messages(situation), sampling=Sampling(max_tokens=2), seed=1, options=game.names)
 
     async def scenario() -> None:
         inside = asyncio.ensure_future(model.complete(request))

@@ -27,7 +27,7 @@ def _request(seed: int) -> Request:
     scenario = NamingGame().for_experiment(0)
     names = scenario.names
     situation = NamingSituation(names, ((names[0], names[1], -50),))
-    return Request(messages=scenario.messages(situation), sampling=scenario.params.sampling(), seed=seed,
+    return Request(messages=scenario.codec.messages(situation), sampling=scenario.params.sampling(), seed=seed,
                    options=situation.options)
 
 

@@ -98,7 +98,7 @@ def test_a_naming_history_renders_every_entry_it_is_given() -> None:
     game = NamingGame(agents=4, names=("A", "B"), memory_length=2)
     memory = (("A", "B", -50), ("B", "B", 100), ("A", "A", 100))
     for shown in (memory[:1], memory, memory[1:]):
-        system = game.messages(NamingSituation(("A", "B"), shown))[0].content
+        system = game.codec.messages(NamingSituation(("A", "B"), shown))[0].content
         entries = [game.template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
                    for number, (own, partner, payoff) in enumerate(shown, start=1)]
         assert "\n".join(entries) in system

@@ -149,7 +149,7 @@ def test_the_three_conditions_differ_with_one_seed_on_the_stand_in() -> None:
         model = run_model(SignGame(condition=condition, agents=12, max_rounds=60), seed=5)
         summaries[condition] = model.scenario.run_summary(model)
         agent = model.population[0]
-        prompts[condition] = model.scenario.messages(SignSituation(model.scenario.names, agent.current, tuple(agent.memory),
+        prompts[condition] = model.scenario.codec.messages(SignSituation(model.scenario.names, agent.current, tuple(agent.memory),
                                                                    61, 0))[0].content
     # What the model sees differs: no memory in NL, the schema demanded in Schema.
     assert "Your last partners proposed" not in prompts["nl"] and "Your last partners proposed" in prompts["nl-sw"]

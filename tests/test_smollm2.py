@@ -74,7 +74,7 @@ def _calls(out: Path) -> list[tuple[Any, ...]]:
 
 
 def _request(game: NamingGame, situation: NamingSituation, seed: int, temperature: float = 0.7) -> Request:
-    return Request(messages=game.messages(situation), sampling=dataclasses.replace(game.sampling(), temperature=temperature),
+    return Request(messages=game.codec.messages(situation), sampling=dataclasses.replace(game.sampling(), temperature=temperature),
                    seed=seed, options=situation.options, grammar=game.grammar())
 
 
@@ -88,12 +88,12 @@ def test_the_model_answers_by_its_seed_with_its_exact_option_distribution(smollm
 
     first, again, _, greedy = asyncio.run(ask())
     assert first.text == again.text and first.option_probabilities == again.option_probabilities, "the seed decides"
-    assert first.text in ("{'value': Q;", "{'value': M;") and game.parse(first.text, situation).action in ("Q", "M")
+    assert first.text in ("{'value': Q;", "{'value': M;") and game.codec.parse(first.text, situation).action in ("Q", "M")
     assert first.model == "smollm2" and first.prompt_tokens > 100 and first.completion_tokens > 0
     assert set(first.option_probabilities) == {"Q", "M"} and 0 <= first.unscored < 1e-3
     assert 1 - first.unscored - 1e-9 <= sum(first.option_probabilities.values()) <= 1 + 1e-9
     assert min(first.option_probabilities.values()) > 0.01, "both replies are within the sampler's reach"
-    chosen = game.parse(greedy.text, situation).action
+    chosen = game.codec.parse(greedy.text, situation).action
     assert greedy.option_probabilities == {chosen: 1.0, ("Q" if chosen == "M" else "M"): 0.0}, "greedy takes the argmax"
 
 
@@ -129,11 +129,11 @@ def test_stored_distributions_match_the_answers_at_three_states_over_60_seeds(sm
 def test_unconstrained_replies_are_the_models_own_and_read_or_counted_invalid(smollm2: LlamaCppModel) -> None:
     game = NamingGame(names=("Q", "M")).for_experiment(0)
     situation = NamingSituation(("Q", "M"), ())
-    replies = [asyncio.run(smollm2.complete(Request(messages=game.messages(situation),
+    replies = [asyncio.run(smollm2.complete(Request(messages=game.codec.messages(situation),
                                                     sampling=Sampling(temperature=0.7, max_tokens=12),
                                                     seed=seed, options=situation.options))) for seed in range(3)]
     for reply in replies:
-        parsed = game.parse(reply.text, situation)
+        parsed = game.codec.parse(reply.text, situation)
         assert parsed.action in ("Q", "M") or parsed.problem is not None
         assert "{'value': <" not in reply.text, "not the stand-in's or a template's text"
         assert reply.option_probabilities is None, "free text has no exact chance per option"

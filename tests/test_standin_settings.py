@@ -123,7 +123,7 @@ def test_the_commons_standin_answers_from_the_situation_not_the_text() -> None:
     ]
     answers = []
     for situation in situations:
-        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=7, situation=situation)
+        request = Request(messages=game.codec.messages(situation), sampling=Sampling(), seed=7, situation=situation)
         blank = Request(messages=(Message("user", ""),), sampling=Sampling(), seed=7, situation=situation)
         answers.append(rule.answer(request))
         assert answers[-1] is not None and rule.answer(blank) == answers[-1]
@@ -153,15 +153,15 @@ def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None
     ]
     for game, situation in cases:
         rule = game.standin_rules()[0]
-        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=11, situation=situation)
+        request = Request(messages=game.codec.messages(situation), sampling=Sampling(), seed=11, situation=situation)
         blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=11,
                         situation=situation)
         answer = rule.answer(request)
         assert answer is not None and rule.answer(blank) == answer, situation
-        assert game.parse(answer, situation).problem is None, (situation, answer)
+        assert game.codec.parse(answer, situation).problem is None, (situation, answer)
     turn = cases[6][1]
     assert "Answer: Donate, " in (donor.standin_rules()[0].answer(
-        Request(messages=donor.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
+        Request(messages=donor.codec.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
     assert donor.standin_rules()[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
 
 
@@ -173,13 +173,13 @@ def test_the_sign_standin_takes_the_schema_demand_from_the_situation() -> None:
         (situation,) = game.start(None, Encounter(0, 0, (SignAgentStub(),), drawn=(0.5,)))
         assert situation.schema == (condition == "schema")
         rule = game.standin_rules()[0]
-        request = Request(messages=game.messages(situation), sampling=Sampling(), seed=3, situation=situation)
+        request = Request(messages=game.codec.messages(situation), sampling=Sampling(), seed=3, situation=situation)
         blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=3,
                         situation=situation)
         answer = rule.answer(request)
         assert answer is not None and rule.answer(blank) == answer
         assert answer.startswith("@say {name: ") == (condition == "schema")
-        assert game.decode(game.encode(situation)).schema == situation.schema
+        assert game.codec.decode(game.codec.encode(situation)).schema == situation.schema
 
 
 class SignAgentStub:

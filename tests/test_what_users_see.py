@@ -17,6 +17,7 @@ from rich.console import Console
 from agentsim.analysis.report import build_report
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import load_scenario
+from agentsim.figures import LiveFigures
 from agentsim.games.naming import NamingGame, NamingStandInSettings
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
@@ -113,12 +114,12 @@ def test_help_lists_the_subcommands() -> None:
 def _view(run: int, **changes: Any) -> RunView:
     values: dict[str, Any] = {
         "run": run, "seed": run, "status": "running", "rounds_done": 12, "max_rounds": 30, "interactions": 144,
-        "stop_reason": None, "metrics": {"success_rate": 0.8, "success_history": [0.5] * 80,
-                 "shares": dict.fromkeys("ABCDEFGHIJ", 0.1), "shares_label": "choices",
-                 "shares_note": "last 144 choices, committed agents' plays included",
-                 "lines": [("agreement", "80% (latest choices of the non-committed agents)"),
-                           ("committed", "6 of 24 (25%) play Q"),
-                           ("flip", "not yet (Q at 25% of the others' 102 latest choices)")]},
+        "stop_reason": None, "metrics": LiveFigures(
+            success_rate=0.8, success_history=(0.5,) * 80, shares=dict.fromkeys("ABCDEFGHIJ", 0.1),
+            shares_label="choices", shares_note="last 144 choices, committed agents' plays included",
+            lines=(("agreement", "80% (latest choices of the non-committed agents)"),
+                   ("committed", "6 of 24 (25%) play Q"),
+                   ("flip", "not yet (Q at 25% of the others' 102 latest choices)"))),
         "usage": {"calls": 288, "prompt_tokens": 90000, "completion_tokens": 1700, "in_flight": 3, "latency_p50_s": 0.42,
                "latency_p95_s": 1.3, "invalid_replies": 2, "reasks": 2, "fallbacks": 0, "cost_usd": 0.5,
                "cache_hits": 3, "retries": 1, "errors": {"timeout": 1}},

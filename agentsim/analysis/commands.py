@@ -51,7 +51,7 @@ def report(argv: list[str]) -> int:
 def transcript(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim transcript",
                      description="A run's prompts and replies, call by call, rebuilt from the store with the scenario's "
-                                 "rebuild_messages and the prompt template stored with the experiment.")
+                                 "prompt codec and the prompt template stored with the experiment.")
     parser.add_argument("directory", help="a run's output directory (searched recursively)")
     parser.add_argument("--run", type=int, default=None, help="only this run (default: every run)")
     parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")

@@ -299,7 +299,7 @@ def require_scenarios(experiments: list[RecordedExperiment]) -> None:
             raise UserError(why)
 
 
-def _import_class(path: str, directory: Path) -> type[Scenario[Any]] | None:
+def _import_class(path: str, directory: Path) -> type[Scenario[Any, Any, Any]] | None:
     """The Scenario subclass `path` names, from a module already loaded (a scenario file the
     user named) or importable from outside `directory`; None otherwise."""
     module_name, _, name = path.rpartition(".")

@@ -2,11 +2,11 @@
 replies, call by call, as the model saw them.
 
 The store keeps each call's compact context, not its prompt; the prompt is rebuilt with the
-scenario's own `rebuild_messages` (the scenario rebuilt from the recorded class, imported from
+`rebuild_messages` of the scenario's prompt codec (the scenario rebuilt from the recorded class, imported from
 an installed package or a scenario file the user names with `--scenario`, never one the
 directory names, and the recorded parameters, each run with its VARIANTS cell's) and the prompt template text stored with the
 experiment, so a template file edited since the run does not change what is printed. Any
-scenario that implements `rebuild_messages` gets a transcript: the naming game, SIGN, and
+scenario with a prompt codec gets a transcript: the naming game, SIGN, and
 games added later. Each call is headed by its run, population round (for a game played in
 rounds, its month or generation), encounter time `t`, agent and model.
 """
@@ -43,16 +43,16 @@ class Call:
     new_messages: tuple[Message, ...]  # what this attempt added to the conversation
 
 
-def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any]:
+def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any, Any, Any]:
     """The scenario that ran (this cell of its grid), reading its prompt template from the
     text stored with the experiment rather than from today's file."""
     scenario = experiment.scenario
     if scenario is None:
         raise UserError(experiment.unresolved or f"'{experiment.directory}' records no scenario class; its prompts "
                         "cannot be rebuilt")
-    if type(scenario).rebuild_messages is Scenario.rebuild_messages:
-        raise UserError(f"scenario '{experiment.scenario_name}' does not implement rebuild_messages, so its prompts "
-                        "cannot be rebuilt; implement it (docs/writing-a-scenario.md)")
+    if scenario.codec is None:
+        raise UserError(f"scenario '{experiment.scenario_name}' has no prompt codec, so its prompts cannot be "
+                        "rebuilt; give it one (docs/writing-a-game.md)")
     stored: dict[str, str] = experiment.experiment.get("prompt_templates") or {}
     template = getattr(scenario, "template", None)
     text = stored.get(getattr(template, "name", ""))
@@ -70,13 +70,14 @@ def _cell_runs(experiment: RecordedExperiment) -> dict[int, int]:
             if experiment.variant is None or row["replicate"] % experiment.variants == experiment.variant}
 
 
-def calls(experiment: RecordedExperiment, scenario: Scenario[Any], *, run: int | None = None, agent: int | None = None,
+def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
           round_: int | None = None) -> Iterator[Call]:
     """The experiment's recorded calls in order (run, t, agent, attempt), with their messages."""
     runs = _cell_runs(experiment)
     if run is not None:
         runs = {key: value for key, value in runs.items() if key == run}
-    if not runs:
+    codec = scenario.codec
+    if not runs or codec is None:
         return
     filters, parameters = [f"d.run IN ({','.join('?' * len(runs))})"], list(runs)
     if agent is not None:
@@ -99,7 +100,7 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any], *, run: int |
             context, replies, shown = row_context, [], 0
         if context is None:
             continue
-        messages = scenario.rebuild_messages(context, tuple(replies))
+        messages = codec.rebuild_messages(context, tuple(replies))
         new = tuple(message for message in messages[shown:] if message.role != "assistant")
         shown = len(messages)
         if reply is not None:

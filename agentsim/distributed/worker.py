@@ -46,8 +46,8 @@ class RunPlan:
     """What every worker needs to run any replicate of the experiment (pickled once)."""
 
     config: ExperimentConfig
-    scenario: Scenario[Any]
-    variant_scenarios: list[Scenario[Any]]
+    scenario: Scenario[Any, Any, Any]
+    variant_scenarios: list[Scenario[Any, Any, Any]]
     shares: list[tuple[str, int | None]]
 
 

@@ -3,21 +3,22 @@
 Two agents meet, each is asked (by prompt, by commitment or by rule) for a name from a pool, and
 the pair's answers are resolved together. The base holds the parameters both read (population,
 name pool, memory, payoffs, sampling, who meets whom, stopping) and the hooks that are the same
-for both: the pairing, asking the two agents, and rebuilding a recorded prompt from its context.
+for both: the pairing and asking the two agents.
 Each game adds its own parameters and the hooks that make it that game: what an agent sees
-(`draw`, `start`), its prompt (`messages`, `parse`, `reminder`, `salvage`, `fallback`), its
-compact record (`encode`, `decode`), the outcome (`resolve`) and what is measured.
+(`draw`, `start`), its prompt codec (`codec`: messages, parsing, reminder, salvage, fallback,
+the compact record and its inverse), the outcome (`resolve`) and what is measured.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, Self, TypeVar
+from typing import Literal, Self, TypeVar
 
-from ..llm.base import Message, Sampling
+from ..agents import ask_together
+from ..codec import Situation
+from ..llm.base import Sampling
 from ..model import PopulationModel
 from ..params import Params, require
 from ..prompts import PromptTemplate
@@ -90,9 +91,10 @@ class PairwiseParams(Params):
 
 
 P = TypeVar("P", bound=PairwiseParams)
+S = TypeVar("S", bound=Situation)
 
 
-class PairwiseGame(Scenario[P]):
+class PairwiseGame(Scenario[P, S, None]):
     """Base of the two-player name games; see the module's docstring for what a game adds."""
 
     @property
@@ -129,25 +131,8 @@ class PairwiseGame(Scenario[P]):
         return SequentialPairing(params.max_in_flight, graph)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if first.policy.immediate and second.policy.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
-
-    # --- the store: `encode` (a Scenario hook) and its inverse ------------------------------
-    def decode(self, context: str) -> Any:
-        """The situation `encode` gave `context` for."""
-        raise NotImplementedError
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        situation = self.decode(context)
-        messages = self.messages(situation)
-        for reply in replies:
-            parsed = self.parse(reply, situation)
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, parsed)))
-        return messages
+        first, second = await ask_together(encounter.agents, encounter.views)
+        return first, second
 
 
 def name_codes(names: tuple[str, ...]) -> dict[str, str]:

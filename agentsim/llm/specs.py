@@ -88,10 +88,10 @@ class BackendOptions:
             raise ParameterError("--sample-locally keeps its distributions in the cache; drop --no-cache")
 
 
-Factory = Callable[[BackendSpec, "Scenario[Any]", BackendOptions], LanguageModel]
+Factory = Callable[[BackendSpec, "Scenario[Any, Any, Any]", BackendOptions], LanguageModel]
 
 
-def _standin(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _standin(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     model = StandInModel(scenario.standin_rules())
     model.name = spec.text
     return model
@@ -103,7 +103,7 @@ def _url_key(url: str | None) -> str | None:
     return (credentials[1] or credentials[0]) if credentials else None
 
 
-def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _openai(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
     key = (os.environ.get("OPENAI_API_KEY") or _url_key(base_url)
            or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec)))
@@ -119,7 +119,7 @@ def _openai(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions)
                        max_connections=max(options.limits.max_in_flight, 8))
 
 
-def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _anthropic(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
     key = (os.environ.get("ANTHROPIC_API_KEY") or _url_key(base_url)
            or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec)))
@@ -130,7 +130,7 @@ def _anthropic(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptio
                           timeout_s=options.timeout_s)
 
 
-def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     if not spec.target.startswith(("http://", "https://")):
         raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
     from .tgi import TGIModel
@@ -139,7 +139,7 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) ->
                     timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
 
 
-def _local(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _local(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     require_local_model(spec)
     if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
         from .llamacpp import SMOLLM2, LlamaCppModel
@@ -244,7 +244,7 @@ def parse_population(text: str) -> list[tuple[str, int]]:
     return shares
 
 
-def _servers(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions) -> LanguageModel:
+def _servers(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
     """The provider's backend for `spec`; for several servers of one model (URLs joined by
     '|', llm/routing.py), one backend that spreads the requests over them."""
     from .routing import SEPARATOR, RoutedModel
@@ -263,7 +263,7 @@ def _servers(spec: BackendSpec, scenario: Scenario[Any], options: BackendOptions
     return RoutedModel(servers, name=spec.text, endpoint=SEPARATOR.join(urls))
 
 
-def build_backend(text: str, scenario: Scenario[Any], options: BackendOptions | None = None,
+def build_backend(text: str, scenario: Scenario[Any, Any, Any], options: BackendOptions | None = None,
                   budget: Budget | None = None, on_warning: Callable[[str], None] | None = None,
                   limiter: Limiter | None = None) -> LanguageModel:
     """A ready backend for `text`: the bare provider, wrapped in the stack unless it answers in

@@ -19,7 +19,7 @@ from .memory import MemoryItem
 from .metrics import MonthRecord
 from .params import CommonsParams
 from .standin import CommonsStandIn, CommonsStandInSettings
-from .state import CommonsState, StepStats
+from .state import CommonsState, StepLog, StepStats
 
 __all__ = ["CommonsGame", "CommonsParams", "CommonsStandIn", "CommonsStandInSettings", "allocate"]
 
@@ -30,5 +30,5 @@ register_family(Family(
     scenario_names=(CommonsGame.name,),
     commands=f"{__name__}.commands",
     report_sections=(f"{__name__}.report",),
-    checkpoint_classes=(MonthRecord, StepStats, CommonsState, MemoryItem),
+    checkpoint_classes=(MonthRecord, StepStats, StepLog, CommonsState, MemoryItem),
 ))

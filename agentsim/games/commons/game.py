@@ -39,7 +39,6 @@ at the utterance it was at.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from dataclasses import replace
@@ -47,21 +46,22 @@ from datetime import date
 from functools import cached_property
 from typing import Any
 
-from ...agents import PopulationAgent
-from ...llm.base import Message
+from ...agents import PopulationAgent, ask_together
+from ...figures import LiveFigures
 from ...llm.standin import StandInRule
 from ...model import PopulationModel
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
+from ...scenario import Scenario
 from ...scheduler import Encounter, GroupPairing, Pairing
 from . import parser, prompts
+from .codec import CommonsCodec
 from .memory import MemoryItem, retrieve
 from .metrics import MonthRecord, run_metrics
 from .params import CommonsParams
 from .situations import CommonsSituation
 from .standin import CommonsStandIn, CommonsStandInSettings
-from .state import KEPT, CommonsState, StepStats
+from .state import KEPT, CommonsState, StepLog, StepStats
 
 
 class StepPairing(GroupPairing):
@@ -73,7 +73,7 @@ class StepPairing(GroupPairing):
         return game.step_groups(model)
 
 
-class CommonsGame(Scenario[CommonsParams]):
+class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
     name = "commons"
     Params = CommonsParams
     standin: CommonsStandInSettings = CommonsStandInSettings()
@@ -81,6 +81,11 @@ class CommonsGame(Scenario[CommonsParams]):
     @cached_property
     def words(self) -> prompts.Words:
         return prompts.WORDS[self.params.resource]
+
+    @cached_property
+    def codec(self) -> CommonsCodec:
+        """GovSim's prompts, the reading of replies and the store's encoding (codec.py)."""
+        return CommonsCodec(self)
 
     def describe(self) -> dict[str, Any]:
         return super().describe() | {"resource": self.params.resource}
@@ -90,10 +95,10 @@ class CommonsGame(Scenario[CommonsParams]):
         params = self.params
         sampling = params.sampling()
         for index in range(params.agents + 1):  # the villagers, then the framework model
-            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, max_reasks=params.max_reasks),
+            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks),
                             memory_length=None)
 
-    def new_metrics(self, model: PopulationModel) -> CommonsState:
+    def new_state(self, model: PopulationModel) -> CommonsState:
         params = self.params
         villagers = list(range(params.agents))
         names = [prompts.NAMES[index % len(prompts.NAMES)] + ("" if index < len(prompts.NAMES) else str(index))
@@ -102,6 +107,9 @@ class CommonsGame(Scenario[CommonsParams]):
         state.present = villagers[:params.community]
         self._start_month(model, state)
         return state
+
+    def new_metrics(self, model: PopulationModel) -> StepLog:
+        return StepLog()
 
     def pairing(self, model: PopulationModel) -> Pairing:
         return StepPairing()
@@ -115,10 +123,10 @@ class CommonsGame(Scenario[CommonsParams]):
         return params.max_rounds or params.horizon * (4 + params.max_utterances + params.max_insights)
 
     def stop_reason(self, model: PopulationModel) -> str | None:
-        return model.metrics.finished
+        return model.state.finished
 
     def step_groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
-        state: CommonsState = model.metrics
+        state: CommonsState = model.state
         if state.finished:
             return []
         if state.phase == "harvest":
@@ -135,22 +143,19 @@ class CommonsGame(Scenario[CommonsParams]):
     # --- encounters ------------------------------------------------------------------------
     def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
         """A harvest's dice: the seed of its unit allocation."""
-        if model.metrics.phase == "harvest":
+        if model.state.phase == "harvest":
             return model.random.getrandbits(64)
         return None
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[CommonsSituation, ...]:
-        state: CommonsState = model.metrics
+        state: CommonsState = model.state
         return tuple(self.situation(model, state, agent) for agent in encounter.agents)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, ...]:
-        agents, views = encounter.agents, encounter.views
-        if model.immediate:
-            return tuple([await agent.astep(view) for agent, view in zip(agents, views)])
-        return tuple(await asyncio.gather(*(agent.astep(view) for agent, view in zip(agents, views))))
+        return await ask_together(encounter.agents, encounter.views)
 
     def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, ...]) -> EncounterRecord:
-        state: CommonsState = model.metrics
+        state: CommonsState = model.state
         step = state.phase
         calls = [call for decision in decisions for call in decision.calls]
         moves: list[Move]
@@ -165,12 +170,12 @@ class CommonsGame(Scenario[CommonsParams]):
             moves = self._resolve_reflection(model, state, encounter.agents[0], decisions[0])
         else:
             moves = self._resolve_importance(encounter.agents[0], decisions[0])
-        state.steps.setdefault(encounter.round, StepStats({"month": state.month, "step": step, "stock": state.stock}))
+        model.metrics.steps.setdefault(encounter.round, StepStats({"month": state.month, "step": step, "stock": state.stock}))
         return EncounterRecord(encounter.t, encounter.round, outcome, moves, calls)
 
     def on_round_end(self, model: PopulationModel) -> None:
         """Move the month on to its next step."""
-        state: CommonsState = model.metrics
+        state: CommonsState = model.state
         if state.finished:
             return
         phase = state.phase
@@ -329,80 +334,9 @@ class CommonsGame(Scenario[CommonsParams]):
         item = next(item for item in memories if _needs_rating(item))
         return replace(base, memory=item.text, memory_kind=item.kind)
 
-    def messages(self, situation: CommonsSituation) -> tuple[Message, ...]:
-        """One user message, the rules first, as GovSim sends every prompt; the framework
-        model's limit extraction has no rules."""
-        params, words, kind = self.params, self.words, situation.kind
-        if kind == "limit":
-            return (Message("user", prompts.limit_prompt(words, situation.conversation)),)
-        text = prompts.rules(words, name=situation.name, others=situation.others, capacity=params.capacity,
-                             communication=not situation.silent, role=situation.role) + "\n"
-        if kind == "harvest":
-            text += (prompts.location_time(words.location, situation.date)
-                     + prompts.memory_block(situation.name, situation.memories) + "\n"
-                     + words.harvest_task.format(stock=situation.stock))
-        elif kind == "utterance":
-            text += (prompts.location_time(prompts.RESTAURANT, situation.date)
-                     + prompts.memory_block(situation.name, situation.memories) + "\n"
-                     + prompts.utterance_task(situation.participants, situation.conversation))
-        elif kind == "reflection":
-            text += prompts.memory_block(situation.name, situation.memories, numbered=True) + "\n" + prompts.REFLECTION_TASK
-        else:
-            task = prompts.IMPORTANCE_TASKS[situation.memory_kind or "insight"]
-            text += task.format(name=situation.name, memory=situation.memory) + prompts.RATING
-        return (Message("user", text),)
-
-    def parse(self, text: str, situation: CommonsSituation) -> Parsed:
-        kind = situation.kind
-        if kind == "harvest":
-            return parser.parse_harvest(text)
-        if kind == "utterance":
-            return parser.parse_utterance(text, situation.name, situation.participants)
-        if kind == "limit":
-            return parser.parse_limit(text)
-        if kind == "reflection":
-            return parser.parse_reflection(text, min(self.params.max_insights, max(1, len(situation.memories))))
-        return parser.parse_importance(text)
-
-    def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:
-        kind = situation.kind
-        if kind == "harvest":
-            return prompts.harvest_reminder(self.words)
-        if kind == "utterance":
-            return prompts.utterance_reminder(tuple(name for name in situation.participants if name != situation.name))
-        if kind == "limit":
-            return prompts.LIMIT_REMINDER
-        if kind == "reflection":
-            return prompts.REFLECTION_REMINDER
-        return prompts.IMPORTANCE_REMINDER
-
-    def salvage(self, reply: str, situation: CommonsSituation) -> str | None:
-        """An utterance whose format failed, ending the discussion: recorded as a fallback,
-        like everything below."""
-        if situation.kind == "utterance":
-            return parser.salvage_utterance(reply)
-        return None
-
-    def fallback(self, situation: CommonsSituation, unit: float) -> str | None:
-        """What a step takes when no usable reply came: a harvest of 0 (GovSim's default, but
-        recorded as a fallback, counted in `harvest_fallbacks` and left out of over-usage), no
-        utterance (the discussion ends), no agreed limit, no insights, GovSim's default
-        importance of 5."""
-        return {"harvest": "0", "utterance": None, "limit": "none", "reflection": "[]", "importance": "5"}[situation.kind]
-
-    def encode(self, situation: CommonsSituation) -> str:
-        return situation.encode()
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        situation = CommonsSituation.decode(context)
-        messages = self.messages(situation)
-        for reply in replies:
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, self.parse(reply, situation))))
-        return messages
-
     # --- measuring -------------------------------------------------------------------------------
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        state: CommonsState = model.metrics
+        state: CommonsState = model.state
         params = self.params
         labels = {agent.index: agent.policy.label for agent in model.agents}
         summary = run_metrics(
@@ -420,15 +354,15 @@ class CommonsGame(Scenario[CommonsParams]):
                                       ("no-communication", not params.communication)) if on]
         return "+".join(parts) or "default"
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
-        state: CommonsState = model.metrics
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
+        state: CommonsState = model.state
         limits = [record.limit for record in state.history if record.limit is not None]
-        return {"lines": [
+        return LiveFigures(lines=(
             ("month", f"{state.month} of {self.params.horizon}, {state.phase}"),
             ("stock", f"{state.stock} of {self.params.capacity} {self.words.stock_unit}"
              + (" (collapsed)" if state.history and state.current.collapsed else "")),
             ("agreed limit", f"{limits[-1]} {self.words.unit} per person" if limits else "none yet"),
-        ]}
+        ))
 
     def standin_rules(self) -> list[StandInRule]:
         return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit)]

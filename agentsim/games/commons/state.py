@@ -1,8 +1,9 @@
 """A commons run's state between steps: the month, the step the month is at, the stock, the
 discussion so far, and the history the metrics are computed from.
 
-It is the run's `metrics` object, so every checkpoint keeps it and a resumed run continues
-from the step it was at, mid-discussion included (the scheduler keeps the open encounter).
+It is the run's `state` (`Scenario.new_state`), so every checkpoint keeps it and a resumed run
+continues from the step it was at, mid-discussion included (the scheduler keeps the open
+encounter).
 """
 
 from __future__ import annotations
@@ -43,7 +44,26 @@ class StepStats:
 
 
 @dataclass
+class StepLog:
+    """The run's metrics (`model.metrics`): each round's step, until the runner writes it to
+    the store's `rounds` table. Everything else a commons run measures is read from the
+    state's history of months."""
+
+    steps: dict[int, StepStats] = field(default_factory=dict)
+
+    def update(self, record: EncounterRecord) -> None:
+        """The scenario's `resolve` changes the state; a record adds nothing more."""
+
+    def pop_rounds(self, before: int) -> list[tuple[int, StepStats]]:
+        done = sorted(round_ for round_ in self.steps if round_ < before)
+        return [(round_, self.steps.pop(round_)) for round_ in done]
+
+
+@dataclass
 class CommonsState:
+    """The run's world (`model.state`): the month, its step, the stock, the discussion so far,
+    who is present, and the history of months the metrics are computed from."""
+
     names: list[str]
     villagers: list[int]  # every villager, present or not yet
     framework: int  # the agent that extracts the agreed limit
@@ -59,14 +79,6 @@ class CommonsState:
     history: list[MonthRecord] = field(default_factory=list)
     finished: str | None = None
     memories_made: int = 0
-    steps: dict[int, StepStats] = field(default_factory=dict)
-
-    def update(self, record: EncounterRecord) -> None:
-        """The scenario's `resolve` changes the state; a record adds nothing more."""
-
-    def pop_rounds(self, before: int) -> list[tuple[int, StepStats]]:
-        done = sorted(round_ for round_ in self.steps if round_ < before)
-        return [(round_, self.steps.pop(round_)) for round_ in done]
 
     @property
     def current(self) -> MonthRecord:

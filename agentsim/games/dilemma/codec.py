@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ...codec import Codec, Parsed
 from ...llm.base import Message
-from ...scenario import Parsed
 from .params import ACTIONS, COOPERATE, DEFECT, DilemmaParams
 from .situation import DilemmaView, Play
 
@@ -40,13 +40,14 @@ _WORD = re.compile(r"\b(C|D|cooperate|defect)\b", re.IGNORECASE)
 _ANSWER = {"c": COOPERATE, "cooperate": COOPERATE, "d": DEFECT, "defect": DEFECT}
 
 
-class DilemmaCodec:
+class DilemmaCodec(Codec[DilemmaView]):
     """Messages, parsing, reminder, fallback and the store's encoding for one set of parameters."""
 
     def __init__(self, params: DilemmaParams) -> None:
         self.params = params
 
-    def messages(self, view: DilemmaView) -> tuple[Message, ...]:
+    def messages(self, situation: DilemmaView) -> tuple[Message, ...]:
+        view = situation
         params = self.params
         system = SYSTEM.format(agents=params.agents, reward=params.reward, sucker=params.sucker,
                                temptation=params.temptation, punishment=params.punishment,
@@ -68,7 +69,7 @@ class DilemmaCodec:
             return "no moves yet (this is their first round)"
         return f"C in {record.count(COOPERATE)} of their last {len(record)} moves"
 
-    def parse(self, text: str) -> Parsed:
+    def parse(self, text: str, situation: DilemmaView) -> Parsed:
         """The one action a reply names (C, D, cooperate or defect, any case); a reply naming
         both or neither is unusable."""
         found = {_ANSWER[match.lower()] for match in _WORD.findall(text)}
@@ -76,10 +77,10 @@ class DilemmaCodec:
             return Parsed(found.pop())
         return Parsed(None, "names both actions" if found else "names no action")
 
-    def reminder(self) -> str:
+    def reminder(self, situation: DilemmaView, parsed: Parsed) -> str:
         return REMINDER
 
-    def fallback(self, unit: float) -> str:
+    def fallback(self, situation: DilemmaView, unit: float) -> str:
         """The recorded move once re-asks are spent; `unit` is a uniform draw from the seed."""
         mode = self.params.fallback
         if mode == "cooperate":
@@ -89,10 +90,10 @@ class DilemmaCodec:
         return ACTIONS[int(unit * len(ACTIONS))]
 
     # --- the store ------------------------------------------------------------------------
-    def encode(self, view: DilemmaView) -> str:
+    def encode(self, situation: DilemmaView) -> str:
         """`ROUND|OWN PARTNER ...|RECORD`, e.g. `7|CCDC|CCDCC`: payoffs follow from the parameters."""
-        history = "".join(play.own + play.partner for play in view.history)
-        return f"{view.round}|{history}|{''.join(view.partner_record)}"
+        history = "".join(play.own + play.partner for play in situation.history)
+        return f"{situation.round}|{history}|{''.join(situation.partner_record)}"
 
     def decode(self, context: str) -> DilemmaView:
         round_, history, record = context.split("|")

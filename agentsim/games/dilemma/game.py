@@ -5,43 +5,43 @@ only by reputation: indirect reciprocity, not the two-player iterated game).
 Each agent's state is its own memory of `Play`s (its move, its partner's, its payoff); its
 reputation is read from that memory by its partner's prompt when they meet, so no agent reads
 any state but its own encounter's. The prompt, the reading of replies and the store's encoding
-are the codec's (codec.py); the game's hooks hand them over.
+are the codec's (codec.py), which the game gives its LLM policies.
 """
 
 from __future__ import annotations
 
-import asyncio
 from functools import cached_property
 from typing import Any
 
-from ...agents import PopulationAgent
-from ...llm.base import Message
+from ...agents import PopulationAgent, ask_together
+from ...figures import LiveFigures
 from ...model import PopulationModel
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
+from ...scenario import Scenario
 from ...scheduler import Encounter, RoundPairing
 from .codec import DilemmaCodec
-from .metrics import DilemmaMetrics, LiveFigures
+from .metrics import DilemmaFigures, DilemmaMetrics
 from .params import COOPERATE, DilemmaParams, DilemmaStandInSettings
 from .situation import DilemmaView, Play
 from .standin import DilemmaStandIn
 
 
-class PrisonersDilemma(Scenario[DilemmaParams]):
+class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
     name = "prisoners_dilemma"
     Params = DilemmaParams
     standin: DilemmaStandInSettings = DilemmaStandInSettings()
 
     @cached_property
     def codec(self) -> DilemmaCodec:
+        """The prompt, the reading of replies and the store's encoding (codec.py)."""
         return DilemmaCodec(self.params)
 
     # --- the run ---------------------------------------------------------------------------
     def build_population(self, model: PopulationModel) -> None:
         params = self.params
         for index in range(params.agents):
-            policy = LLMPolicy(model.backend_for(index), params.sampling(), max_reasks=params.max_reasks)
+            policy = LLMPolicy(model.backend_for(index), params.sampling(), self.codec, max_reasks=params.max_reasks)
             PopulationAgent(model, policy, memory_length=params.memory_length())
 
     def pairing(self, model: PopulationModel) -> RoundPairing:
@@ -60,12 +60,8 @@ class PrisonersDilemma(Scenario[DilemmaParams]):
         return DilemmaView(encounter.round + 1, tuple(history), tuple(record))
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = encounter.agents
-        first_view, second_view = encounter.views
-        if model.immediate:
-            return await first.astep(first_view), await second.astep(second_view)
-        first_decision, second_decision = await asyncio.gather(first.astep(first_view), second.astep(second_view))
-        return first_decision, second_decision
+        first, second = await ask_together(encounter.agents, encounter.views)
+        return first, second
 
     def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, Decision]) -> EncounterRecord:
         (first, second), (first_decision, second_decision) = encounter.agents, decisions
@@ -96,34 +92,8 @@ class PrisonersDilemma(Scenario[DilemmaParams]):
             "fallback_moves": metrics.total.fallbacks,
         }
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
-        return LiveFigures.of(model.metrics).as_view()
-
-    # --- the prompt: handed to the codec ---------------------------------------------------
-    def messages(self, situation: DilemmaView) -> tuple[Message, ...]:
-        return self.codec.messages(situation)
-
-    def parse(self, text: str, situation: DilemmaView) -> Parsed:
-        return self.codec.parse(text)
-
-    def reminder(self, situation: DilemmaView, parsed: Parsed) -> str:
-        return self.codec.reminder()
-
-    def fallback(self, situation: DilemmaView, unit: float) -> str:
-        return self.codec.fallback(unit)
-
-    def encode(self, situation: DilemmaView) -> str:
-        return self.codec.encode(situation)
-
-    def decode(self, context: str) -> DilemmaView:
-        return self.codec.decode(context)
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        view = self.codec.decode(context)
-        messages = self.codec.messages(view)
-        for reply in replies:
-            messages += (Message("assistant", reply), Message("user", self.codec.reminder()))
-        return messages
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
+        return DilemmaFigures.of(model.metrics).as_live()
 
     # --- the stand-in ----------------------------------------------------------------------
     def standin_rules(self) -> list[DilemmaStandIn]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...figures import LiveFigures
 from ...records import EncounterRecord
 from .params import COOPERATE
 
@@ -99,8 +100,8 @@ class DilemmaMetrics:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LiveFigures:
-    """What the live view shows of a dilemma run (`as_view` is the view's plain data)."""
+class DilemmaFigures:
+    """A dilemma run's headline figures; `as_live` words them for the live view."""
 
     cooperation_rate: float | None
     last_round_rate: float | None
@@ -109,21 +110,20 @@ class LiveFigures:
     by_model: dict[str, float | None]
 
     @classmethod
-    def of(cls, metrics: DilemmaMetrics) -> LiveFigures:
+    def of(cls, metrics: DilemmaMetrics) -> DilemmaFigures:
         last = metrics.rounds[-1].total.cooperation_rate if metrics.rounds else None
         return cls(cooperation_rate=metrics.total.cooperation_rate, last_round_rate=last,
                    mean_payoff=metrics.total.mean_payoff, fallbacks=metrics.total.fallbacks,
                    by_model={label: tally.cooperation_rate for label, tally in sorted(metrics.by_model.items())})
 
-    def as_view(self) -> dict[str, Any]:
+    def as_live(self) -> LiveFigures:
         rate = self.cooperation_rate
         lines = [("cooperation", "-" if rate is None else f"{rate:.0%} of choices"
                   + ("" if self.last_round_rate is None else f" ({self.last_round_rate:.0%} in the latest round)")),
                  ("mean payoff", "-" if self.mean_payoff is None else f"{self.mean_payoff:.2f} per move")]
         if len(self.by_model) > 1:
             lines.extend((f"C: {label}", "-" if value is None else f"{value:.0%}") for label, value in self.by_model.items())
-        view: dict[str, Any] = {"lines": lines}
-        if rate is not None:
-            note = f"{self.fallbacks} fallbacks left out" if self.fallbacks else "every move a choice"
-            view.update(shares={"C": rate, "D": 1 - rate}, shares_label="choices", shares_note=note)
-        return view
+        if rate is None:
+            return LiveFigures(lines=tuple(lines))
+        note = f"{self.fallbacks} fallbacks left out" if self.fallbacks else "every move a choice"
+        return LiveFigures(shares={"C": rate, "D": 1 - rate}, shares_label="choices", shares_note=note, lines=tuple(lines))

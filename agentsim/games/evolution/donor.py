@@ -22,16 +22,18 @@ and the donation is left out of the donation fraction.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...codec import Parsed
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed
 from . import prompts
+from .codec import EvolutionCodec
 from .game import CulturalEvolution
 from .params import DonorParams
 from .parsers import donation_amount, parse_donation
 from .population import EvolutionAgent, Phase
-from .prompts import DonorView
+from .prompts import DonorView, Situation
 from .standin import EvolutionStandIn
 
 if TYPE_CHECKING:
@@ -66,20 +68,9 @@ class DonorGame(CulturalEvolution[DonorParams]):
     def standin_rules(self) -> list[StandInRule]:
         return [EvolutionStandIn(self.standin, donor=True, punishment=self.params.punishment)]
 
-    def system_prompt(self, norms: str) -> str:
-        params = self.params
-        return prompts.DONOR_SYSTEM.format(norms_block=self.norms_block(norms), endowment=params.endowment,
-                                           gain=params.cooperation_gain, information=self._information(),
-                                           punishment=self._punishment())
-
-    def _information(self) -> str:
-        return prompts.DONOR_INFORMATION.format(depth=_WORDS.get(self.params.trace_length, str(self.params.trace_length)))
-
-    def _punishment(self) -> str:
-        return prompts.PUNISHMENT_SYSTEM[self.params.punishment].format(loss=self.params.punishment_loss)
-
-    def strategy_brief(self) -> str:
-        return self._information() + prompts.DONOR_BRIEF.format(punishment=self._punishment())
+    @cached_property
+    def codec(self) -> DonorCodec:
+        return DonorCodec(self.params)
 
     # --- a game ---------------------------------------------------------------------------
     def game_order(self, model: PopulationModel, game: int, previous: list[int]) -> list[int]:
@@ -133,14 +124,37 @@ class DonorGame(CulturalEvolution[DonorParams]):
                  Move(recipient.index, None, recipient.payoff - before)]
         return EncounterRecord(encounter.t, encounter.round, int(kind == "donate" and amount > 0), moves, decision.calls)
 
-    # --- prompts ------------------------------------------------------------------------------
+
+class DonorCodec(EvolutionCodec):
+    """The donor game's words: the system prompt with its information and punishment clauses,
+    the strategy brief, a donor's turn, its reading and its reminder."""
+
+    def __init__(self, params: DonorParams) -> None:
+        self.params = params
+
+    def system_prompt(self, norms: str) -> str:
+        params = self.params
+        return prompts.DONOR_SYSTEM.format(norms_block=self.norms_block(norms), endowment=params.endowment,
+                                           gain=params.cooperation_gain, information=self._information(),
+                                           punishment=self._punishment())
+
+    def _information(self) -> str:
+        return prompts.DONOR_INFORMATION.format(depth=_WORDS.get(self.params.trace_length, str(self.params.trace_length)))
+
+    def _punishment(self) -> str:
+        return prompts.PUNISHMENT_SYSTEM[self.params.punishment].format(loss=self.params.punishment_loss)
+
+    def strategy_brief(self) -> str:
+        return self._information() + prompts.DONOR_BRIEF.format(punishment=self._punishment())
+
     def _answer(self, view: DonorView) -> tuple[str, str]:
         params, punishment = self.params, self.params.punishment
         fields = {"resources": view.resources, "gain": params.cooperation_gain, "loss": params.punishment_loss,
                   "recipient": view.recipient}
         return prompts.DONOR_ANSWER[punishment].format(**fields), prompts.DONOR_ANSWER_AGAIN[punishment].format(**fields)
 
-    def game_messages(self, view: DonorView) -> str:
+    def turn_prompt(self, view: Situation) -> str:
+        assert isinstance(view, DonorView)
         answer, again = self._answer(view)
         return prompts.DONOR_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                          round=view.round, recipient=view.recipient,
@@ -148,8 +162,10 @@ class DonorGame(CulturalEvolution[DonorParams]):
                                          resources=view.resources, answer=answer, answer_again=again,
                                          probabilities=prompts.PROBABILITIES)
 
-    def parse_turn(self, text: str, view: DonorView) -> Parsed:
+    def parse_turn(self, text: str, view: Situation) -> Parsed:
+        assert isinstance(view, DonorView)
         return parse_donation(text, view.resources, self.params.punishment)
 
-    def remind_turn(self, view: DonorView, parsed: Parsed) -> str:
+    def remind_turn(self, view: Situation, parsed: Parsed) -> str:
+        assert isinstance(view, DonorView)
         return prompts.REMIND_DONOR.format(problem=parsed.problem, answer=self._answer(view)[0])

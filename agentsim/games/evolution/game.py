@@ -17,14 +17,14 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ...llm.base import Message
+from ...figures import LiveFigures
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed, Scenario
+from ...scenario import Scenario
 from . import prompts
+from .codec import EvolutionCodec
 from .metrics import EvolutionMetrics
 from .params import CONDITION_LABELS, EvolutionParams
-from .parsers import parse_norms, parse_strategy
 from .population import (
     EvolutionAgent,
     GenerationPairing,
@@ -33,7 +33,7 @@ from .population import (
     phases,
     select,
 )
-from .prompts import NORM_KINDS, NORM_MARKERS, Situation, Task
+from .prompts import NORM_KINDS, Situation, Task
 from .standin import EvolutionStandIn, EvolutionStandInSettings
 
 if TYPE_CHECKING:
@@ -45,19 +45,16 @@ if TYPE_CHECKING:
 E = TypeVar("E", bound=EvolutionParams)
 
 
-class CulturalEvolution(Scenario[E]):
+class CulturalEvolution(Scenario[E, Situation, RunState]):
     name: ClassVar[str] = "cultural_evolution"
     game_label: ClassVar[str] = ""
-    norms_in_system: ClassVar[str] = prompts.NORMS_IN_SYSTEM  # the paper's sentence on norms, per game
     params: E
     standin: EvolutionStandInSettings = EvolutionStandInSettings()
 
     # --- what a subclass provides -------------------------------------------------------
-    def system_prompt(self, norms: str) -> str:
-        raise NotImplementedError
-
-    def strategy_brief(self) -> str:
-        """The game-specific part of the strategy prompts."""
+    @cached_property
+    def codec(self) -> EvolutionCodec:
+        """The game's prompt codec: the text tasks' prompts (codec.py) and its own turns'."""
         raise NotImplementedError
 
     def game_order(self, model: PopulationModel, game: int, previous: list[int]) -> list[int]:
@@ -78,15 +75,6 @@ class CulturalEvolution(Scenario[E]):
         raise NotImplementedError
 
     def resolve_round(self, model: PopulationModel, encounter: Encounter, answers: Any, phase: Phase) -> EncounterRecord:
-        raise NotImplementedError
-
-    def game_messages(self, situation: Any) -> str:
-        raise NotImplementedError
-
-    def parse_turn(self, text: str, situation: Any) -> Parsed:
-        raise NotImplementedError
-
-    def remind_turn(self, situation: Any, parsed: Parsed) -> str:
         raise NotImplementedError
 
     # --- the schedule -------------------------------------------------------------------------
@@ -110,11 +98,10 @@ class CulturalEvolution(Scenario[E]):
         for index in range(self.params.agents):
             agent = EvolutionAgent(model, self.agent_policy(model, index))
             agent.name = f"1_{index + 1}"
-        model.evolution = RunState(order=[], advice=[])
 
     def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
         """Agent `index`'s policy: override it for a mixed population."""
-        return LLMPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.params.max_reasks)
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.params.max_reasks)
 
     def pairing(self, model: PopulationModel) -> GenerationPairing:
         return GenerationPairing(self)
@@ -122,11 +109,9 @@ class CulturalEvolution(Scenario[E]):
     def new_metrics(self, model: PopulationModel) -> EvolutionMetrics:
         return EvolutionMetrics()
 
-    def model_state(self, model: PopulationModel) -> RunState:
-        return model.evolution
-
-    def restore_model_state(self, model: PopulationModel, state: RunState) -> None:
-        model.evolution = RunState(order=list(state.order), advice=list(state.advice))
+    def new_state(self, model: PopulationModel) -> RunState:
+        """The current game's order and the survivors' advice for the next generation."""
+        return RunState(order=[], advice=[])
 
     @staticmethod
     def agents_of(model: PopulationModel) -> list[EvolutionAgent]:
@@ -135,7 +120,7 @@ class CulturalEvolution(Scenario[E]):
     def groups(self, model: PopulationModel, phase: Phase) -> list[tuple[int, ...]]:
         agents = self.agents_of(model)
         if phase.kind == "play":
-            return self.round_groups(model.evolution.order, phase)
+            return self.round_groups(model.state.order, phase)
         if phase.generation == 1 or phase.kind == "revise":  # everyone, then the survivors
             chosen = [agent for agent in agents if phase.generation == 1 or agent.born < phase.generation]
         else:
@@ -152,7 +137,7 @@ class CulturalEvolution(Scenario[E]):
         kind, source = phase.kind, ""
         if kind == "inherit":
             source = "\n".join(f"{name} (final score {score:g}): {strategy}"
-                               for name, score, strategy in model.evolution.advice)
+                               for name, score, strategy in model.state.advice)
         elif kind == "mutate_strategy":
             source = self._parent(model, agent).strategy
         elif kind == "mutate":
@@ -206,7 +191,7 @@ class CulturalEvolution(Scenario[E]):
             if upcoming.kind == "play" and upcoming.round == 0:
                 for agent in agents:
                     self.reset_game(agent)
-                state: RunState = model.evolution
+                state: RunState = model.state
                 state.order = self.game_order(model, upcoming.game, state.order)
 
     def _end_generation(self, model: PopulationModel, generation: int, round_: int) -> None:
@@ -219,7 +204,7 @@ class CulturalEvolution(Scenario[E]):
                    "scores": list(agent.scores), "score": agent.score, "survived": agent.index in surviving}
                   for agent in agents]
         model.metrics.close_generation(round_, generation, roster, [agents[position].name for position in surviving])
-        model.evolution.advice = [(agents[p].name, agents[p].score, agents[p].strategy) for p in surviving]
+        model.state.advice = [(agents[p].name, agents[p].score, agents[p].strategy) for p in surviving]
         if generation < params.generations:
             newcomers = [agent for agent in agents if agent.index not in surviving]
             for number, agent in enumerate(newcomers):
@@ -232,63 +217,6 @@ class CulturalEvolution(Scenario[E]):
         for agent in agents:
             agent.scores = []
 
-    # --- what the model sees and how its reply is read ---------------------------------------
-    def messages(self, situation: Situation) -> tuple[Message, ...]:
-        return (Message("system", self.system_prompt(situation.norms)), Message("user", self.user_prompt(situation)))
-
-    def user_prompt(self, situation: Situation) -> str:
-        if not isinstance(situation, Task):
-            return self.game_messages(situation)
-        kind, brief = situation.kind, self.strategy_brief()
-        if kind == "strategy":
-            return prompts.STRATEGY_FIRST.format(name=situation.name, brief=brief)
-        if kind == "inherit":
-            return prompts.STRATEGY_ADVICE.format(name=situation.name, advice=situation.source, brief=brief)
-        if kind == "mutate_strategy":
-            return prompts.STRATEGY_MUTATION.format(name=situation.name, old=situation.source, brief=brief)
-        if kind == "elicit":
-            return prompts.ELICIT.format(seed=situation.source)
-        if kind == "revise":
-            return prompts.REVISE.format(strategy=situation.strategy, norms=situation.norms)
-        return prompts.MUTATE.format(old=situation.source)
-
-    def norms_block(self, norms: str) -> str:
-        return self.norms_in_system.format(norms=norms) if norms else ""
-
-    def parse(self, text: str, situation: Situation) -> Parsed:
-        if isinstance(situation, Task):
-            if situation.kind in NORM_KINDS:
-                return parse_norms(text, NORM_MARKERS[situation.kind])
-            return parse_strategy(text)
-        return self.parse_turn(text, situation)
-
-    def reminder(self, situation: Situation, parsed: Parsed) -> str:
-        if isinstance(situation, Task):
-            if situation.kind in NORM_KINDS:
-                return prompts.REMIND_NORMS.format(marker=NORM_MARKERS[situation.kind])
-            return prompts.REMIND_STRATEGY
-        return self.remind_turn(situation, parsed)
-
-    def salvage(self, reply: str, situation: Situation) -> str | None:
-        """A text task's unreadable reply is kept whole as the text (Vallinder and Hughes keep
-        it as the strategy), flagged as a fallback; a game turn has nothing to salvage."""
-        if isinstance(situation, Task) and reply.strip():
-            return reply.strip()
-        return None
-
-    def fallback(self, situation: Situation, unit: float) -> str | None:
-        return None
-
-    def encode(self, situation: Situation) -> str:
-        return prompts.encode(situation)
-
-    def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
-        situation = prompts.decode(context)
-        messages = self.messages(situation)
-        for reply in replies:
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, self.parse(reply, situation))))
-        return messages
-
     # --- results ---------------------------------------------------------------------------------
     def run_summary(self, model: PopulationModel) -> dict[str, Any]:
         metrics: EvolutionMetrics = model.metrics
@@ -296,7 +224,7 @@ class CulturalEvolution(Scenario[E]):
                 "rounds_per_game": self.params.rounds, "games_per_generation": self.params.games,
                 "generations": metrics.summary()}
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: EvolutionMetrics = model.metrics
         scenario = model.scenario  # the run's variant, not necessarily self
         assert isinstance(scenario, CulturalEvolution)
@@ -308,7 +236,7 @@ class CulturalEvolution(Scenario[E]):
         if metrics.generations:
             last = metrics.generations[-1]
             lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
-        return {"lines": lines}
+        return LiveFigures(lines=tuple(lines))
 
     def standin_rules(self) -> list[StandInRule]:
         return [EvolutionStandIn(self.standin)]

@@ -11,16 +11,18 @@ cooperation rate.
 from __future__ import annotations
 
 import asyncio
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...codec import Parsed
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed
 from . import prompts
+from .codec import EvolutionCodec
 from .game import CulturalEvolution
 from .params import StagHuntParams
 from .parsers import parse_hunt
 from .population import EvolutionAgent, Phase
-from .prompts import StagView
+from .prompts import Situation, StagView
 
 if TYPE_CHECKING:
     from ...model import PopulationModel
@@ -31,19 +33,10 @@ class StagHunt(CulturalEvolution[StagHuntParams]):
     name: ClassVar[str] = "stag_hunt"
     Params = StagHuntParams
     game_label: ClassVar[str] = "Stag Hunt"
-    norms_in_system: ClassVar[str] = prompts.STAG_NORMS_IN_SYSTEM
 
-    def system_prompt(self, norms: str) -> str:
-        return prompts.STAG_SYSTEM.format(norms_block=self.norms_block(norms))
-
-    def strategy_brief(self) -> str:
-        return prompts.STAG_BRIEF.format(payoffs=self._payoffs())
-
-    def _payoffs(self) -> str:
-        params = self.params
-        return prompts.STAG_PAYOFFS.format(stag_stag=params.stag_stag, stag_alone=params.stag_alone,
-                                           hare_against_stag=params.hare_against_stag, hare=params.hare,
-                                           rounds=params.rounds)
+    @cached_property
+    def codec(self) -> StagCodec:
+        return StagCodec(self.params)
 
     def payoffs(self, mine: str, theirs: str) -> float:
         params = self.params
@@ -98,14 +91,36 @@ class StagHunt(CulturalEvolution[StagHuntParams]):
         return EncounterRecord(encounter.t, encounter.round, int(played == ["STAG", "STAG"]), moves,
                                decisions[0].calls + decisions[1].calls)
 
-    # --- prompts ------------------------------------------------------------------------------
-    def game_messages(self, view: StagView) -> str:
+
+class StagCodec(EvolutionCodec):
+    """The Stag Hunt's words: its system prompt and norms sentence, the strategy brief with the
+    payoffs, a hunter's turn, its reading and its reminder."""
+
+    norms_in_system: ClassVar[str] = prompts.STAG_NORMS_IN_SYSTEM
+
+    def __init__(self, params: StagHuntParams) -> None:
+        self.params = params
+
+    def system_prompt(self, norms: str) -> str:
+        return prompts.STAG_SYSTEM.format(norms_block=self.norms_block(norms))
+
+    def strategy_brief(self) -> str:
+        return prompts.STAG_BRIEF.format(payoffs=self._payoffs())
+
+    def _payoffs(self) -> str:
+        params = self.params
+        return prompts.STAG_PAYOFFS.format(stag_stag=params.stag_stag, stag_alone=params.stag_alone,
+                                           hare_against_stag=params.hare_against_stag, hare=params.hare,
+                                           rounds=params.rounds)
+
+    def turn_prompt(self, view: Situation) -> str:
+        assert isinstance(view, StagView)
         return prompts.STAG_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                         round=view.round, partner=view.partner, history=view.history, payoffs=self._payoffs(),
                                         probabilities=prompts.PROBABILITIES)
 
-    def parse_turn(self, text: str, view: StagView) -> Parsed:
+    def parse_turn(self, text: str, view: Situation) -> Parsed:
         return parse_hunt(text)
 
-    def remind_turn(self, view: StagView, parsed: Parsed) -> str:
+    def remind_turn(self, view: Situation, parsed: Parsed) -> str:
         return prompts.REMIND_STAG.format(problem=parsed.problem)

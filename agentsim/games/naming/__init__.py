@@ -5,9 +5,10 @@ same game on a network."""
 from .. import Family, register_family
 from .answers import NO_OPTION, SEVERAL, AnswerReader, parse_answer
 from .comprehension import QUESTIONS, ComprehensionStandIn, Question, question_messages, questions_for, score
-from .game import DRAWN_POOL_SIZE, Memory, NamingGame, NamingParams, NamingSituation, generate_names
+from .game import DRAWN_POOL_SIZE, NamingGame, NamingParams, generate_names
 from .network import NETWORKS, NetworkMetrics, NetworkNamingGame, NetworkNamingParams, connected_graph, family_topology
 from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
+from .situation import Memory, NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings, read_options
 
 __all__ = [

@@ -78,7 +78,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
     params = scenario.params
     asked = []
     for choice in states:
-        game_messages = scenario.messages(NamingSituation(choice.options, choice.memory))
+        game_messages = scenario.codec.messages(NamingSituation(choice.options, choice.memory))
         for question in questions_for(choice.options, choice.memory, success_payoff=params.success_payoff,
                                       failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
             asked.append((choice, question, question_messages(game_messages, question)))

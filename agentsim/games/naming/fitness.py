@@ -37,7 +37,7 @@ def probe_situations(game: NamingGame, count: int, seed: int) -> list[NamingSitu
 
 def naming_request(game: NamingGame, situation: NamingSituation, seed: int) -> Request:
     """The request an LLM agent of `game` sends from `situation` (its first attempt)."""
-    return Request(messages=game.messages(situation), sampling=game.sampling(), seed=seed, options=situation.options,
+    return Request(messages=game.codec.messages(situation), sampling=game.sampling(), seed=seed, options=situation.options,
                    grammar=game.grammar(), situation=situation)
 
 

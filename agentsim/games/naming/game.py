@@ -6,7 +6,7 @@ name, and both get +100 if the names match, -50 if not. The prompt is the paper'
 "Example Prompt" (or its narrative and bullet-point variants), with the option list shuffled
 for every prompt and the answer-first reply format.
 
-Subclass `NamingGame` and override a hook (`payoff`, `messages`, `remember`, `new_metrics`) to
+Subclass `NamingGame` and override a hook (`payoff`, `prompt_fields`, `remember`, `new_metrics`) to
 make a new experiment; see examples/.
 """
 
@@ -20,19 +20,19 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ...agents import PopulationAgent
-from ...llm.base import Grammar, Message, Request, Sampling
+from ...figures import LiveFigures
+from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
 from ...policies import CommittedPolicy, LLMPolicy, Policy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed
 from ...scheduler import Encounter
-from ..pairwise import PairwiseGame, PairwiseParams, name_codes
-from .answers import AnswerReader, answer_replies
-from .fitness import probe_requests
+from ..pairwise import PairwiseGame, PairwiseParams
+from .answers import answer_replies
+from .codec import NamingCodec
 from .metrics import ConventionMetrics
-from .situation import Memory, NamingSituation
+from .situation import NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 
 DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
@@ -87,7 +87,7 @@ class NamingParams(PairwiseParams):
         return self.agents + (self.committed_count() if self.committed_mode == "add" else 0)
 
 
-class NamingGame(PairwiseGame[NamingParams]):
+class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     name = "naming_game"
     Params = NamingParams
     standin: NamingStandInSettings = NamingStandInSettings()
@@ -113,14 +113,9 @@ class NamingGame(PairwiseGame[NamingParams]):
                             reminder=("options|options_text",))
 
     @cached_property
-    def _answers(self) -> AnswerReader:
-        return AnswerReader(self.names)
-
-    @cached_property
-    def _codes(self) -> tuple[dict[str | None, str], dict[str, str | None]]:
-        encode: dict[str | None, str] = {None: "/"}
-        encode.update(name_codes(self.names))
-        return encode, {code: name for name, code in encode.items()}
+    def codec(self) -> NamingCodec:
+        """The prompt, the reading of replies and the store's encoding (codec.py)."""
+        return NamingCodec(self)
 
     def committed_name(self) -> str:
         params = self.params
@@ -160,7 +155,7 @@ class NamingGame(PairwiseGame[NamingParams]):
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
         returns a rule policy here)."""
-        return LLMPolicy(model.backend_for(index), self.sampling(), max_reasks=self.params.max_reasks,
+        return LLMPolicy(model.backend_for(index), self.sampling(), self.codec, max_reasks=self.params.max_reasks,
                          grammar=self.grammar())
 
     def grammar(self) -> Grammar | None:
@@ -223,74 +218,9 @@ class NamingGame(PairwiseGame[NamingParams]):
     def remember(self, agent: PopulationAgent, own: str | None, partner: str | None, payoff: int) -> None:
         agent.memory.append((own, partner, payoff))
 
-    # --- hooks: what an LLM sees and how its answer is read -------------------------------
-    def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
-        params, memory = self.params, situation.memory
-        system = self.template.render(
-            "system", **self._option_fields(situation.options), history=self._history_block(memory), round=len(memory) + 1,
-            score=sum(payoff for *_, payoff in memory), success_payoff=f"{params.success_payoff:+d}",
-            failure_payoff=f"{params.failure_payoff:+d}", **self.prompt_fields())
-        return (Message("system", system), Message("user", self.template.sections["user"]))
-
-    def _history_block(self, memory: tuple[Memory, ...]) -> str:
-        """The history block: one entry per memory, numbered from the oldest; empty without one."""
-        if not memory:
-            return ""
-        template = self.template
-        entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
-                            for number, (own, partner, payoff) in enumerate(memory, start=1))
-        return template.render("history", entries=entries) + "\n"
-
     def prompt_fields(self) -> dict[str, object]:
         """Extra fields a custom template uses, fixed for the whole experiment."""
         return {}
-
-    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, Any]]:
-        return list(probe_requests(self, count, seed))
-
-    def unreadable_advice(self) -> str:
-        if self.params.constrained_decoding:
-            return "this model cannot be used for the naming game here even with the answer grammar"
-        return "constrain its answers with the grammar: --set constrained_decoding=true"
-
-    def parse(self, text: str, situation: NamingSituation) -> Parsed:
-        return self._answers.parse(text)
-
-    def reminder(self, situation: NamingSituation, parsed: Parsed) -> str:
-        return self.template.render("reminder", **self._option_fields(situation.options))
-
-    def fallback(self, situation: NamingSituation, unit: float) -> str | None:
-        mode = self.params.fallback
-        if mode == "none":
-            return None
-        if mode == "previous" and situation.memory and situation.memory[-1][0] is not None:
-            return situation.memory[-1][0]
-        ordered = sorted(situation.options)
-        return ordered[int(unit * len(ordered))]
-
-    def _option_fields(self, options: tuple[str, ...]) -> dict[str, object]:
-        """The option list as a template may word it: `[A, B, C]` or `A, B and C`."""
-        spoken = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
-        return {"options": f"[{', '.join(options)}]", "options_text": spoken}
-
-    # --- the store: a prompt in about twenty bytes ----------------------------------------
-    def encode(self, situation: NamingSituation) -> str:
-        """The option order then (own, partner) per memory entry, one character per name;
-        payoffs follow from `payoff`."""
-        code = self._codes[0]
-        return ("".join(code[name] for name in situation.options)
-                + "".join(code[own] + code[partner] for own, partner, _ in situation.memory))
-
-    def decode(self, context: str) -> NamingSituation:
-        name = self._codes[1]
-        width = len(self.names)
-        option = {code: option for option, code in name_codes(self.names).items()}
-        options = tuple(option[char] for char in context[:width])
-        memory = tuple(
-            (own, partner, self.payoff(own, partner))
-            for own, partner in ((name[context[i]], name[context[i + 1]]) for i in range(width, len(context), 2))
-        )
-        return NamingSituation(options, memory)
 
     # --- measuring -----------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> ConventionMetrics:
@@ -375,7 +305,7 @@ class NamingGame(PairwiseGame[NamingParams]):
             series["alternative_share"] = metrics.alternative_share()
         return series
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
         committed = bool(metrics.committed)
@@ -391,16 +321,16 @@ class NamingGame(PairwiseGame[NamingParams]):
                           f"not yet ({metrics.alternative} at {share:.0%} of the others' "
                           f"{metrics.uncommitted.total} latest choices)"))
         fallbacks = f"; {metrics.fallbacks} fallbacks left out" if metrics.fallbacks else ""
-        return {
-            "success_rate": metrics.success_rate,
-            "success_history": metrics.success_history[-60:],
-            "shares": {name: shares.get(name, 0.0) for name in self.names},
-            "shares_label": "choices",
-            "shares_note": (f"last {len(metrics.window_productions)} choices, committed agents' plays included"
-                            f"{fallbacks}" if committed else
-                            f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
-            "lines": lines,
-        }
+        return LiveFigures(
+            success_rate=metrics.success_rate,
+            success_history=tuple(metrics.success_history[-60:]),
+            shares={name: shares.get(name, 0.0) for name in self.names},
+            shares_label="choices",
+            shares_note=(f"last {len(metrics.window_productions)} choices, committed agents' plays included"
+                         f"{fallbacks}" if committed else
+                         f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
+            lines=tuple(lines),
+        )
 
     def standin_ignores(self) -> tuple[str, ...]:
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens")

@@ -93,7 +93,7 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
         for mode, game in (("without the grammar", plain), ("with the grammar", constrained)):
             probes = probe_requests(game, check.readable_prompts, check.seed, situations=4)
             replies = await _ask(model, [request for request, _ in probes], limit)
-            report.readable[mode] = (sum(reply is not None and game.parse(reply.text, situation).problem is None
+            report.readable[mode] = (sum(reply is not None and game.codec.parse(reply.text, situation).problem is None
                                          for reply, (_, situation) in zip(replies, probes)), len(probes))
         mode = max(report.readable, key=lambda key: (report.readable[key][0], key == "with the grammar"))
         game = constrained if mode == "with the grammar" else plain
@@ -131,7 +131,7 @@ async def _preference(model: LanguageModel, game: NamingGame, check: ModelCheck,
     asked = [(NamingSituation(order, ()), derive_seed(check.seed, 1, index, seed))
              for index, order in enumerate(orders) for seed in range(check.preference_seeds)]
     replies = await _ask(model, [naming_request(game, situation, seed) for situation, seed in asked], limit)
-    chosen = [(situation, game.parse(reply.text, situation).action) for reply, (situation, _) in zip(replies, asked)
+    chosen = [(situation, game.codec.parse(reply.text, situation).action) for reply, (situation, _) in zip(replies, asked)
               if reply is not None]
     readable = [(situation, action) for situation, action in chosen if action is not None]
     scored = {situation.options: reply.option_probabilities for reply, (situation, _) in zip(replies, asked)
@@ -158,7 +158,7 @@ async def calibrate(model: LanguageModel, game: NamingGame, check: ModelCheck,
         if not replies or any(reply.option_probabilities is None for reply in replies):
             return None
         stored = float(replies[0].option_probabilities[focus])  # type: ignore[index]
-        answered = sum(game.parse(reply.text, situation).action == focus for reply in replies)
+        answered = sum(game.codec.parse(reply.text, situation).action == focus for reply in replies)
         test = stats.binomtest(answered, len(replies), min(max(stored, 0.0), 1.0))
         results.append({"memory": ";".join(f"{own},{partner}" for own, partner, _ in situation.memory) or "(empty)",
                         "options": list(situation.options), "name": focus, "stored": stored,
@@ -181,7 +181,7 @@ async def _comprehension(model: LanguageModel, game: NamingGame, check: ModelChe
                                       failure_payoff=params.failure_payoff, payoff=game.payoff, rng=rng):
             asked.append((situation, question))
     sampling = Sampling(temperature=0.0, max_tokens=24)
-    requests = [Request(messages=question_messages(game.messages(situation), question), sampling=sampling,
+    requests = [Request(messages=question_messages(game.codec.messages(situation), question), sampling=sampling,
                         seed=derive_seed(check.seed, 3, index)) for index, (situation, question) in enumerate(asked)]
     replies = await _ask(model, requests, limit)
     tally: dict[str, tuple[int, int]] = {}

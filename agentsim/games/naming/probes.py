@@ -25,7 +25,8 @@ from ...agents import PopulationAgent
 from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Encounter
-from .game import Memory, NamingGame, NamingParams, NamingSituation
+from .game import NamingGame, NamingParams
+from .situation import Memory, NamingSituation
 
 
 class FirstChoiceProbe(NamingGame):

@@ -100,7 +100,8 @@ def choices(experiment: RecordedExperiment, *, kinds: tuple[str, ...] = ("llm",)
 
 def _read_choices(experiment: RecordedExperiment, kinds: tuple[str, ...]) -> Iterator[Choice]:
     scenario = experiment.scenario
-    if scenario is None or not hasattr(scenario, "decode"):
+    codec = scenario.codec if scenario is not None else None
+    if codec is None:
         return
     decoded: dict[str, Any] = {}
     store = experiment.store
@@ -120,6 +121,6 @@ def _read_choices(experiment: RecordedExperiment, kinds: tuple[str, ...]) -> Ite
             continue
         situation = decoded.get(context)
         if situation is None:
-            situation = decoded[context] = scenario.decode(context)
+            situation = decoded[context] = codec.decode(context)
         yield Choice(run, t, agent, situation.memory, situation.options, action,
                      json.loads(probabilities) if probabilities else None, bool(fallback))

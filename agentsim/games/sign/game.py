@@ -36,17 +36,18 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...agents import PopulationAgent
-from ...llm.base import Grammar, Message, Sampling
+from ...figures import LiveFigures
+from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
 from ...policies import LLMPolicy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
-from ...scenario import Parsed
 from ...scheduler import Encounter
-from ..pairwise import PairwiseGame, PairwiseParams, name_codes
+from ..pairwise import PairwiseGame, PairwiseParams
+from .codec import SignCodec
 from .metrics import THRESHOLDS, SignMetrics
-from .schema import FreeTextDecoder, SchemaParser, lexicon, schema_regex
+from .schema import lexicon, schema_regex
 from .situation import SignSituation
 from .standin import SignStandIn, SignStandInSettings
 
@@ -119,7 +120,7 @@ class SignAgent(PopulationAgent):
         self.current = state["current"]
 
 
-class SignGame(PairwiseGame[SignParams]):
+class SignGame(PairwiseGame[SignParams, SignSituation]):
     name = "sign"
     Params = SignParams
     standin: SignStandInSettings = SignStandInSettings()
@@ -148,17 +149,9 @@ class SignGame(PairwiseGame[SignParams]):
         return template.require_fields(system=("lexicon", "history"), history=("entries",), entry=("partner",))
 
     @cached_property
-    def _schema(self) -> SchemaParser:
-        return SchemaParser(self.names)
-
-    @cached_property
-    def _decoder(self) -> FreeTextDecoder:
-        return FreeTextDecoder(self.names)
-
-    @cached_property
-    def _sign_codes(self) -> tuple[dict[str, str], dict[str, str]]:
-        encode = name_codes(self.names)
-        return encode, {code: name for name, code in encode.items()}
+    def codec(self) -> SignCodec:
+        """The prompt, the reading of replies and the store's encoding (codec.py)."""
+        return SignCodec(self)
 
     def grammar(self) -> Grammar | None:
         """The schema for the server to enforce, when asked for and where there is a schema."""
@@ -185,7 +178,7 @@ class SignGame(PairwiseGame[SignParams]):
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """Agent `index`'s policy: override it for a mixed population (examples/mixed_sign_models.py)."""
-        return LLMPolicy(model.backend_for(index), self.params.sampling(), max_reasks=self.retries(),
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.retries(),
                           grammar=self.grammar())
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[float, ...]:
@@ -225,52 +218,6 @@ class SignGame(PairwiseGame[SignParams]):
         pending = [encounter.round for encounter in model.scheduler.pending()]
         model.metrics.close_rounds(min(pending + [model.rounds_done]))
 
-    # --- hooks: what the model sees and how its reply is read -----------------------------
-    def messages(self, situation: SignSituation) -> tuple[Message, ...]:
-        system = self.template.render("system", lexicon=", ".join(self.names), agent=situation.agent,
-                                      round=situation.round, current=situation.current,
-                                      history=self._history(situation.memory))
-        return (Message("system", system), Message("user", self.template.sections["user"]))
-
-    def _history(self, memory: tuple[str, ...]) -> str:
-        if not memory or self.condition == "nl":
-            return ""
-        template = self.template
-        entries = " | ".join(template.render("entry", partner=name) for name in memory)
-        return template.render("history", entries=entries) + "\n"
-
-    def parse(self, text: str, situation: SignSituation) -> Parsed:
-        if self.condition == "schema":
-            return self._schema.parse(text)
-        return self._decoder.parse(text)
-
-    def salvage(self, text: str, situation: SignSituation) -> str | None:
-        """Step 3 of the Schema ladder: a name decoded from a non-compliant reply's free text.
-        Free-text conditions have nothing to salvage (their parser is the decoder)."""
-        return self._decoder.decode(text) if self.condition == "schema" else None
-
-    def reminder(self, situation: SignSituation, parsed: Parsed) -> str:
-        return self.template.render("reminder", lexicon=", ".join(self.names))
-
-    def fallback(self, situation: SignSituation, unit: float) -> str | None:
-        mode = self.params.fallback
-        if mode == "none":
-            return None
-        if mode == "previous":
-            return situation.current
-        return self.names[min(int(unit * len(self.names)), len(self.names) - 1)]
-
-    # --- the store: a prompt in a few bytes -----------------------------------------------
-    def encode(self, situation: SignSituation) -> str:
-        code = self._sign_codes[0]
-        return f"{situation.agent}.{situation.round}." + code[situation.current] + "".join(map(code.__getitem__, situation.memory))
-
-    def decode(self, context: str) -> SignSituation:
-        agent, round_, codes = context.split(".", 2)
-        name = self._sign_codes[1]
-        return SignSituation(self.names, name[codes[0]], tuple(name[code] for code in codes[1:]), int(round_), int(agent),
-                             schema=self.demands_schema)
-
     # --- measuring -------------------------------------------------------------------------
     def new_metrics(self, model: PopulationModel) -> SignMetrics:
         size = len(model.agents)
@@ -296,7 +243,7 @@ class SignGame(PairwiseGame[SignParams]):
             **metrics.summary(),
         }
 
-    def live_metrics(self, model: PopulationModel) -> dict[str, Any]:
+    def live_figures(self, model: PopulationModel) -> LiveFigures:
         metrics: SignMetrics = model.metrics
         shares = metrics.window_shares()
         agreement = metrics.agreement_history[-1] if metrics.agreement_history else 0.0
@@ -305,14 +252,14 @@ class SignGame(PairwiseGame[SignParams]):
                    for threshold in THRESHOLDS if threshold in metrics.reached]
         if reached:
             lines.append(("reached", ", ".join(reached)))
-        return {
-            "success_rate": metrics.success_rate,
-            "success_history": metrics.success_history[-60:],
+        return LiveFigures(
+            success_rate=metrics.success_rate,
+            success_history=tuple(metrics.success_history[-60:]),
             # The five most produced names: twelve rows per run would crowd a grid of runs.
-            "shares": dict(sorted(((name, share) for name, share in shares.items() if share > 0),
-                                  key=lambda item: -item[1])[:5]),
-            "lines": lines,
-        }
+            shares=dict(sorted(((name, share) for name, share in shares.items() if share > 0),
+                               key=lambda item: -item[1])[:5]),
+            lines=tuple(lines),
+        )
 
     def standin_ignores(self) -> tuple[str, ...]:
         return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens", "repetition_penalty")

@@ -1,0 +1,91 @@
+"""The commons' prompt codec: GovSim's prompts for each step of a month (harvest, utterance,
+the framework model's limit, reflection, importance), the parsers that read the replies, the
+reminders, the salvage of a malformed utterance, the fallbacks, and the situation as the store
+keeps it (`CommonsSituation.encode`), so the exact messages of any recorded call come back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...codec import Codec, Parsed
+from ...llm.base import Message
+from . import parser, prompts
+from .situations import CommonsSituation
+
+if TYPE_CHECKING:
+    from .game import CommonsGame
+
+
+class CommonsCodec(Codec[CommonsSituation]):
+    """What a villager (or the framework model) is asked and how its reply is read."""
+
+    def __init__(self, game: CommonsGame) -> None:
+        self.game = game
+
+    def messages(self, situation: CommonsSituation) -> tuple[Message, ...]:
+        """One user message, the rules first, as GovSim sends every prompt; the framework
+        model's limit extraction has no rules."""
+        params, words, kind = self.game.params, self.game.words, situation.kind
+        if kind == "limit":
+            return (Message("user", prompts.limit_prompt(words, situation.conversation)),)
+        text = prompts.rules(words, name=situation.name, others=situation.others, capacity=params.capacity,
+                             communication=not situation.silent, role=situation.role) + "\n"
+        if kind == "harvest":
+            text += (prompts.location_time(words.location, situation.date)
+                     + prompts.memory_block(situation.name, situation.memories) + "\n"
+                     + words.harvest_task.format(stock=situation.stock))
+        elif kind == "utterance":
+            text += (prompts.location_time(prompts.RESTAURANT, situation.date)
+                     + prompts.memory_block(situation.name, situation.memories) + "\n"
+                     + prompts.utterance_task(situation.participants, situation.conversation))
+        elif kind == "reflection":
+            text += prompts.memory_block(situation.name, situation.memories, numbered=True) + "\n" + prompts.REFLECTION_TASK
+        else:
+            task = prompts.IMPORTANCE_TASKS[situation.memory_kind or "insight"]
+            text += task.format(name=situation.name, memory=situation.memory) + prompts.RATING
+        return (Message("user", text),)
+
+    def parse(self, text: str, situation: CommonsSituation) -> Parsed:
+        kind = situation.kind
+        if kind == "harvest":
+            return parser.parse_harvest(text)
+        if kind == "utterance":
+            return parser.parse_utterance(text, situation.name, situation.participants)
+        if kind == "limit":
+            return parser.parse_limit(text)
+        if kind == "reflection":
+            return parser.parse_reflection(text, min(self.game.params.max_insights, max(1, len(situation.memories))))
+        return parser.parse_importance(text)
+
+    def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:
+        kind = situation.kind
+        if kind == "harvest":
+            return prompts.harvest_reminder(self.game.words)
+        if kind == "utterance":
+            return prompts.utterance_reminder(tuple(name for name in situation.participants if name != situation.name))
+        if kind == "limit":
+            return prompts.LIMIT_REMINDER
+        if kind == "reflection":
+            return prompts.REFLECTION_REMINDER
+        return prompts.IMPORTANCE_REMINDER
+
+    def salvage(self, reply: str, situation: CommonsSituation) -> str | None:
+        """An utterance whose format failed, ending the discussion: recorded as a fallback,
+        like everything below."""
+        if situation.kind == "utterance":
+            return parser.salvage_utterance(reply)
+        return None
+
+    def fallback(self, situation: CommonsSituation, unit: float) -> str | None:
+        """What a step takes when no usable reply came: a harvest of 0 (GovSim's default, but
+        recorded as a fallback, counted in `harvest_fallbacks` and left out of over-usage), no
+        utterance (the discussion ends), no agreed limit, no insights, GovSim's default
+        importance of 5."""
+        return {"harvest": "0", "utterance": None, "limit": "none", "reflection": "[]", "importance": "5"}[situation.kind]
+
+    def encode(self, situation: CommonsSituation) -> str:
+        return situation.encode()
+
+    def decode(self, context: str) -> CommonsSituation:
+        return CommonsSituation.decode(context)
