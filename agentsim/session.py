@@ -45,6 +45,7 @@ LIVE_AGENTS = 1_000_000
 LOCK = ".agentsim.lock"
 LOCAL, RAY = "local", "ray"
 EXECUTORS = (LOCAL, RAY)
+RULE_AGENTS = "rule agents"  # the backend label of an experiment whose agents follow rules, asking no model
 
 
 class DirectoryLock:
@@ -74,11 +75,13 @@ class DirectoryLock:
         if not self.handle.closed:
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
-RULE_AGENTS = "rule agents"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
+    """What the user asked for: the scenario, where to record it, the backends, how many
+    seeded replicates and where they execute (validated here, and in `Session.open`)."""
+
     scenario: Scenario[Any]
     out: Path
     backend: str = "stand-in"
