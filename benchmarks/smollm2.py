@@ -10,8 +10,11 @@
    the calls that reached the model each way (the closing note: the calls saved).
 2. A strategy table (scenarios/strategies.py: every memory of interactions 1-3, `--samples`
    decisions each): each configuration's exact P(M) (the mean of the stored distributions of
-   its calls) against the sampled share and its 95% Wilson interval, and how many exact values
-   lie inside (with 95% intervals, about one line in twenty lies outside by chance alone).
+   its calls) against the sampled share and its exact (Clopper-Pearson) 95% interval, as the
+   strategies table prints it, and how many exact values
+   lie inside (with 95% intervals, about one line in twenty lies outside by chance alone), and
+   inside the family-wise intervals (Bonferroni over the lines: with exact values every line
+   lies inside them with probability at least 95%).
 3. Fig. 3 without the grammar: the scenario as shipped (unconstrained) must stop at start-up
    with the model-check advice, before any run is recorded.
 
@@ -38,6 +41,7 @@ from scipy import stats
 
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.stats import proportion_interval
+from agentsim.games.naming.recorded import choices
 from agentsim.games.naming.strategies import strategy_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +82,7 @@ def sample_locally(options: argparse.Namespace, work: Path) -> None:
         shares = [run["final_alternative_share"] for run in runs]
         flips = sum(bool(run["flip"]) for run in runs)
         results[mode] = {"shares": shares, "flips": flips, "runs": len(runs), "asked": asked,
+                         "drawn": sum(entry["sampled_locally"] for entry in usage),
                          "decisions": sum(entry["calls"] for entry in usage), "wall": wall,
                          "fallbacks": sum(run["fallbacks"] for run in runs)}
         print(f"  {mode}: Q shares {', '.join(f'{share:.3f}' for share in shares)}; flips {flips}/{len(runs)}; "
@@ -99,7 +104,8 @@ def sample_locally(options: argparse.Namespace, work: Path) -> None:
           f"{local['flips']}/{local['runs']} [{flips[1][1]:.2f}, {flips[1][2]:.2f}] (95% Wilson): "
           f"{'each inside the other' if agree else 'NOT within each other'}")
     print(f"  calls saved on SmolLM2: {plain['asked']} calls plain, {local['asked']} with --sample-locally "
-          f"({plain['asked'] / max(1, local['asked']):.2f}x fewer)")
+          f"({plain['asked'] / max(1, local['asked']):.2f}x fewer; {local['drawn']} of {local['decisions']} replies drawn "
+          f"from a stored distribution without a call)")
 
 
 def strategies(options: argparse.Namespace, work: Path) -> None:
@@ -113,22 +119,43 @@ def strategies(options: argparse.Namespace, work: Path) -> None:
                       f"max_rounds={rounds}", "--no-live", "--out", str(out), "--cache", str(work / "strategies.db"))
     if result.returncode != 0:
         raise SystemExit(f"strategies: exit {result.returncode}: {result.stderr.strip().splitlines()[-1:]}")
+    strategy_check(out)
+
+
+def strategy_check(out: Path) -> None:
+    """Each configuration's exact P(M) against its sampled share: inside the 95% interval on its
+    line (the table's, exact binomial), and inside the family-wise one (each line at 1 - 0.05/lines, Bonferroni: with
+    exact values, all lines lie inside with probability at least 95%)."""
     table = strategy_table(find_experiments(out))
     assert table is not None
-    inside = 0
     rows = table.rows("M")
+    family = 1 - 0.05 / len(rows)
+    inside = inside_family = 0
     for row in rows:
         exact, low, high = row["p_M"], row["ci_low"], row["ci_high"]
-        within = low <= exact <= high
-        inside += within
         chosen = round((row["sampled_p_M"] or 0) * row["samples"])
+        family_low, family_high = proportion_interval(chosen, row["samples"], confidence=family, method="exact")
+        within, within_family = low <= exact <= high, family_low <= exact <= family_high
+        inside += within
+        inside_family += within_family
         tail = stats.binomtest(chosen, row["samples"], min(max(exact, 0.0), 1.0)).pvalue if row["samples"] else 1.0
         print(f"  {row['interaction']} {row['memory']:<12} P(M)={exact:.3f} ({row['source']}); sampled "
               f"{row['sampled_p_M']:.3f} [{low:.3f}, {high:.3f}] n={row['samples']} fallbacks={row['fallbacks']}: "
-              f"{'inside' if within else 'OUTSIDE'} (binomial p={tail:.2g})")
-    expected = sum(1 for _ in rows) * 0.05
-    print(f"  {inside} of {len(rows)} exact values inside the sampled 95% interval on their line "
-          f"(about {expected:.1f} would lie outside by chance with exact values)")
+              f"{'inside' if within else 'OUTSIDE'} (binomial p={tail:.2g}; family-wise [{family_low:.3f}, "
+              f"{family_high:.3f}]{'' if within_family else ' OUTSIDE'})")
+    print(f"  {inside} of {len(rows)} exact values inside the sampled 95% interval on their line (about "
+          f"{len(rows) * 0.05:.1f} would lie outside by chance with exact values); {inside_family} of {len(rows)} inside "
+          f"the family-wise 95% intervals ({family:.4f} each)")
+    # Every call at once: the M answered against the sum of the calls' stored P(M) (a sum of
+    # independent Bernoullis: mean sum p, variance sum p(1 - p)).
+    chances = [(choice.probabilities["M"], choice.action == "M") for experiment in find_experiments(out)
+               for choice in choices(experiment) if choice.probabilities]
+    expected = sum(chance for chance, _ in chances)
+    spread = math.sqrt(sum(chance * (1 - chance) for chance, _ in chances))
+    answered = sum(chose for _, chose in chances)
+    z = (answered - expected) / spread
+    print(f"  all {len(chances)} scored calls: M answered {answered}, expected {expected:.1f} +- {spread:.1f} from the "
+          f"stored distributions (z = {z:.2f}, two-sided p = {2 * stats.norm.sf(abs(z)):.2g})")
 
 
 def fig3_unconstrained(work: Path) -> None:

@@ -258,3 +258,37 @@ def test_the_start_up_probe_takes_its_turns_under_rpm() -> None:
     run_on_virtual_clock(scenario())
     assert len(sent) == 6  # three probe attempts, then the three requests
     assert all(later - earlier >= 0.5 for earlier, later in itertools.pairwise(sent)), sent
+
+
+def test_a_model_in_process_has_no_deadline_and_a_server_has_one() -> None:
+    """A call to a model run here waits its turn for the model's one context: a queue that grows
+    with the population, not a failure, so --deadline bounds only calls over the network
+    (on a virtual clock: ten minutes of queueing pass in no time)."""
+    from agentsim.llm.accounting import Budget
+    from agentsim.llm.specs import BackendOptions
+    from agentsim.llm.stack import wrap
+
+    class Queued:
+        immediate = False
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def complete(self, request: Request) -> Completion:
+            await asyncio.sleep(600)  # the calls ahead of this one in the model's queue
+            return Completion(text="M", prompt_tokens=3, completion_tokens=1)
+
+        async def aclose(self) -> None: ...
+
+    from agentsim.llm.health import HealthPolicy
+
+    options = BackendOptions(retry=RetryPolicy(deadline_s=30), cache=False,
+                             health=HealthPolicy(probe=False))
+    request = Request(messages=(Message("user", "name one"),), sampling=Sampling(max_tokens=2), seed=1)
+    for spec, answers in (("local:smollm2", True), ("openai:m@http://127.0.0.1:9/v1", False)):
+        model = wrap(Queued(spec), parse_spec(spec), options, Budget())
+        if answers:
+            assert run_on_virtual_clock(model.complete(request)).text == "M"
+        else:
+            with pytest.raises(BackendError, match="no answer within --deadline 30 s"):
+                run_on_virtual_clock(model.complete(request))

@@ -134,3 +134,46 @@ def test_a_choice_grammar_holds_the_replies_and_scores_each_options_exact_chance
     assert sum(distribution.values()) == pytest.approx(1.0, abs=max(answers[0].unscored, 1e-9))
     chose_q = sum(answer.text == "{'value': Q;" for answer in answers)
     assert stats.binomtest(chose_q, len(answers), distribution["Q"]).pvalue > 0.001, (chose_q, distribution)
+
+
+def test_closing_waits_for_the_batch_inside_the_model_and_fails_the_calls_still_waiting(tiny_model: Path) -> None:
+    """A worker thread inside the model cannot be stopped: closing (Ctrl-C, SIGTERM, the
+    breaker) returns only after it has left, and a call that never reached the model fails
+    instead of waiting for ever."""
+    import threading
+
+    from agentsim.errors import BackendError
+
+    model = LocalModel(name="local:tiny", path=str(tiny_model), max_batch=1)
+    entered, release, left = threading.Event(), threading.Event(), threading.Event()
+    generate = model._generate
+
+    def held(requests: list[Request]) -> list[Any]:
+        entered.set()
+        release.wait(60)
+        try:
+            return generate(requests)
+        finally:
+            left.set()
+
+    model._generate = held  # type: ignore[method-assign]
+    game = NamingGame().for_experiment(0)
+    situation = NamingSituation(game.names, ())
+    request = Request(messages=game.messages(situation), sampling=Sampling(max_tokens=2), seed=1, options=game.names)
+
+    async def scenario() -> None:
+        inside = asyncio.ensure_future(model.complete(request))
+        waiting = asyncio.ensure_future(model.complete(request))  # the next batch (max_batch 1)
+        await asyncio.to_thread(entered.wait, 60)
+        closing = asyncio.ensure_future(model.aclose())
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert not closing.done() and not left.is_set(), "closing waits while the thread is inside the model"
+        release.set()
+        await closing
+        assert left.is_set()
+        for call in (inside, waiting):
+            with pytest.raises(BackendError, match="closed"):
+                await call
+
+    asyncio.run(scenario())

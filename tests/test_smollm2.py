@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, Quiet
+from helpers import ROOT, Quiet, cli
 
+from agentsim.cli import load_scenario, main
 from agentsim.errors import BackendSpecError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.games.naming.model_check import ModelCheck, calibrate
@@ -222,6 +224,47 @@ def test_a_naming_game_runs_on_smollm2_over_http_with_no_distributions(tmp_path:
     with pytest.raises(BackendSpecError, match=r"--sample-locally draws from exact option distributions, and backend "
                                                r"'openai:smollm2@http://127.0.0.1:\d+/v1' cannot score them"):
         _run(scenario, tmp_path / "local", tmp_path / "cache.db", backend=backend, sample_locally=True)
+
+
+def test_an_exact_strategy_table_is_refused_over_http(tmp_path: Path, llama_cpp_server: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A strategy probe on SmolLM2 over HTTP stores sampled choices only: `strategies --exact`
+    says so in one line naming the backends that can score, instead of printing sampled
+    shares as exact; without --exact the table prints them as sampled."""
+    probe = load_scenario(ROOT / "scenarios" / "strategies.py")[0].with_overrides(
+        {"agents": "2", "max_rounds": "1", "probe_lengths": "0", "constrained_decoding": "true"})
+    _run(probe, tmp_path / "probe", tmp_path / "cache.db", backend=f"openai:smollm2@{llama_cpp_server}")
+    assert main(["strategies", str(tmp_path / "probe"), "--exact"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(r"agentsim strategies: error: 1 of 1 configurations have no exact probability: backend "
+                        r"'openai:smollm2@http://127\.0\.0\.1:\d+/v1' stored no scored option distribution "
+                        r"\(docs/backends\.md\); run the probe on local:smollm2, local:PATH\.gguf \(llama\.cpp\) or "
+                        r"local:HF_ID_OR_PATH \(transformers\) in process with --set constrained_decoding=true, or "
+                        r"drop --exact", line), line
+    assert main(["strategies", str(tmp_path / "probe")]) == 0
+    assert "(sampled); sampled " in capsys.readouterr().out
+
+
+def test_fig3_without_the_grammar_stops_at_start_up_with_the_model_check_advice(tmp_path: Path) -> None:
+    """scenarios/critical_mass.py as shipped (unconstrained) on SmolLM2: its replies mostly
+    cannot be read, so the run stops before it starts (exit 2, one line with the advice and
+    the check-model command) instead of reporting shares computed from fallbacks."""
+    shown = cli(str(ROOT / "scenarios" / "critical_mass.py"), "--backend", "local:smollm2", "--no-live",
+                "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache.db"), timeout=300)
+    assert shown.returncode == 2, shown.stderr[-2000:]
+    *logged, line = shown.stderr.strip().splitlines()
+    assert all(" event='experiment_" in entry for entry in logged), logged  # the log's own lines (started, ended)
+    assert line.startswith("agentsim: error: backend 'local:smollm2' wrote a readable answer to "), line
+    assert line.endswith("of 8 of this scenario's prompts, so most decisions would be fallbacks, not its choices; "
+                         "constrain its answers with the grammar: --set constrained_decoding=true; check the model "
+                         "with python -m agentsim check-model --backend local:smollm2, or run anyway with "
+                         "--no-model-check"), line
+    if (tmp_path / "out" / "agentsim.db").exists():
+        store = Store(tmp_path / "out")
+        assert store.runs() == [], "no run recorded"
+        store.close()
+    summary = tmp_path / "out" / "summary.json"
+    assert not summary.exists() or json.loads(summary.read_text())["runs"] == [], "no figure from fallbacks"
 
 
 def _stopped(tmp_path: Path, stop: signal.Signals | None, *arguments: str) -> tuple[int, list[str]]:

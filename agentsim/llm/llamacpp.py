@@ -32,6 +32,7 @@ from ..errors import BackendError, BackendSpecError
 from .base import Completion, Request
 from .grammars import to_gbnf
 from .scoring import KeptDistributions, OptionDistribution, TokenTable, can_score, option_distribution
+from .threads import settled
 
 SMOLLM2 = "smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -104,7 +105,7 @@ class LlamaCppModel:
             try:
                 return await asyncio.shield(work)
             except asyncio.CancelledError:
-                await _settled(work)
+                await settled(work)
                 raise
             except BackendError:
                 raise
@@ -204,14 +205,3 @@ class LlamaCppModel:
                 self.closed = True
                 self.llama.close()
 
-
-async def _settled(work: asyncio.Future[Any]) -> None:
-    """Wait until `work` (a worker thread's result) is done, however often this task is
-    cancelled meanwhile: the thread cannot be stopped, and the model must outlive it."""
-    while not work.done():
-        try:
-            await asyncio.wait([work])
-        except asyncio.CancelledError:
-            continue
-    if not work.cancelled():
-        work.exception()  # retrieved: the caller is cancelled and reports that instead

@@ -4,7 +4,8 @@
 Requests that are waiting at the same moment go through the model together: a worker takes
 every queued request (up to `max_batch`), left-pads them into one batch and decodes them step
 by step in one forward pass per token, with a KV cache, in a worker thread so the event loop
-keeps running; requests arriving meanwhile form the next batch. Each row samples with its own
+keeps running; requests arriving meanwhile form the next batch. Closing waits for the batch in
+the thread to return (a thread cannot be stopped), as llama.cpp's backend does. Each row samples with its own
 parameters (temperature, top-k, top-p, repetition penalty, stop strings, max tokens) and its
 own torch generator seeded from the request's seed.
 
@@ -34,6 +35,7 @@ from ..errors import BackendError, BackendSpecError
 from . import chat_format
 from .base import Completion, Request
 from .scoring import KeptDistributions, TokenTable, can_score, option_distribution
+from .threads import settled
 
 
 class LocalModel:
@@ -89,8 +91,15 @@ class LocalModel:
             if not live:
                 continue
             self.batches.append(len(live))
+            work = asyncio.get_running_loop().run_in_executor(None, self._generate, [request for request, _ in live])
             try:
-                results = await asyncio.to_thread(self._generate, [request for request, _ in live])
+                results = await asyncio.shield(work)
+            except asyncio.CancelledError:  # closing: the model outlives the thread inside it
+                await settled(work)
+                for _, future in live:
+                    if not future.done():
+                        future.set_exception(BackendError("local model: closed", kind="error"))
+                raise
             except Exception as error:  # the model failed: every call of the batch failed, recorded by kind
                 for _, future in live:
                     if not future.done():
@@ -239,9 +248,15 @@ class LocalModel:
         return int(torch.multinomial(probabilities, 1, generator=generator))
 
     async def aclose(self) -> None:
+        """Stop serving once the batch in flight has left the model (its worker thread cannot be
+        stopped, and the model must outlive it); calls still waiting fail."""
         if self.worker is not None and not self.worker.done():
             self.worker.cancel()
             await asyncio.gather(self.worker, return_exceptions=True)
+        for _, future in self.pending:
+            if not future.done():
+                future.set_exception(BackendError("local model: closed", kind="error"))
+        self.pending.clear()
 
 
 def _replies(request: Request) -> list[bytes] | None:

@@ -1,6 +1,13 @@
 """Retries: a wrapper that asks again after a transient failure, with exponential backoff and
 full jitter, a bounded number of attempts and a deadline per call.
 
+The deadline is for a model reached over the network, which can hang or fall behind. A model
+run in process gets none (`deadline=False`): its calls wait their turn for its one context
+(llama.cpp) or batch, so the time a call spends is mostly the queue ahead of it, which grows
+with the population and the model's size, not a sign that anything failed; and a worker thread
+inside the model cannot be stopped, so a deadline could only fail a call the model is still
+answering, and stop a run that was going well.
+
 Full jitter (a uniform wait in [0, min(cap, base * 2^attempt)]) spreads the retries of many
 concurrent calls that failed together, instead of sending them back in one burst. A
 Retry-After from the server is a floor on the wait; one longer than what is left of the
@@ -45,8 +52,9 @@ class RetryPolicy:
 
 
 class RetryingModel:
-    def __init__(self, inner: LanguageModel, policy: RetryPolicy) -> None:
+    def __init__(self, inner: LanguageModel, policy: RetryPolicy, *, deadline: bool = True) -> None:
         self.inner = inner
+        self.deadline = deadline  # False: a model in process, whose calls queue for it (above)
         self.name = inner.name
         self.immediate = inner.immediate
         self.policy = policy
@@ -60,7 +68,7 @@ class RetryingModel:
         for attempt in range(policy.max_attempts):
             remaining = policy.deadline_s - (time.monotonic() - started)
             try:
-                async with asyncio.timeout(max(remaining, 0.001)):
+                async with asyncio.timeout(max(remaining, 0.001) if self.deadline else None):
                     completion = await self.inner.complete(request)
             except TimeoutError:
                 error = BackendError(f"no answer within --deadline {policy.deadline_s:g} s", kind="timeout")
@@ -74,7 +82,7 @@ class RetryingModel:
                 wait = policy.backoff(attempt, rng)
                 if error.retry_after is not None:
                     wait = max(wait, error.retry_after)
-                left = policy.deadline_s - (time.monotonic() - started)
+                left = policy.deadline_s - (time.monotonic() - started) if self.deadline else math.inf
                 if error.retry_after is not None and error.retry_after > left:
                     # Waiting would outlast the call's deadline: the server cannot serve it in
                     # time, which is a failure now, not a wait.

@@ -8,7 +8,8 @@ it (llm/choices.py); the response cache answers what it has seen (a hit
 costs no call, no retry, no slot); retries ask again after transient failures; the start-up
 probe (llm/health.py) sends one tiny request through the limiter before a network backend's
 first; the limiter admits each attempt (so a 429 shrinks the cap, a call waiting out its
-backoff holds no slot, and the probe takes its turn under --rpm); the guard keeps the circuit
+backoff holds no slot, and the probe takes its turn under --rpm; `--deadline` bounds a call to
+a network backend only: a call to a model in process waits its turn for it, llm/retries.py); the guard keeps the circuit
 breaker and reserves each request in the budget before it is sent; the provider speaks HTTP
 or runs the model. Each is a `LanguageModel`, tested alone.
 """
@@ -53,7 +54,7 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
     model: LanguageModel = limiter(BackendGuard(backend, health, budget, model=spec.target), options.limits)
     if spec.provider in REMOTE and options.health.probe:
         model = StartupProbe(model, health, deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
-    model = RetryingModel(model, options.retry)
+    model = RetryingModel(model, options.retry, deadline=spec.provider in REMOTE)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,

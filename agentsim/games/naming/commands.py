@@ -58,6 +58,7 @@ def strategies(argv: list[str]) -> int:
                              "distributions, or the stand-in's rule); refuse when any is only sampled")
     scenario_option(parser)
     options = parser.parse_args(argv)
+    from ...llm.choices import SCORING_BACKENDS
     from .strategies import strategy_table
 
     table = strategy_table(recorded(results_directory(options.directory), options.scenario_files))
@@ -70,7 +71,7 @@ def strategies(argv: list[str]) -> int:
     if options.exact and sampled_only:
         raise UserError(f"{sampled_only} of {len(table.states)} configurations have no exact probability: backend "
                         f"'{table.backend}' stored no scored option distribution (docs/backends.md); run the probe on "
-                        f"local:smollm2 or local:PATH.gguf with --set constrained_decoding=true, or drop --exact")
+                        f"{SCORING_BACKENDS} with --set constrained_decoding=true, or drop --exact")
     for row in table.rows(focus):
         tests = f" p_unbiased={row['p_unbiased']:.3g} p_more_extreme={row['p_more_extreme']:.3g}" if "p_unbiased" in row else ""
         sampled = "-" if row[f"sampled_p_{focus}"] is None else f"{row[f'sampled_p_{focus}']:.3f}"

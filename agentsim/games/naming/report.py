@@ -420,7 +420,7 @@ def strategies(context: ReportContext) -> None:
         context.add_table("table1_strategies", f"P({focus}) for each memory configuration, interactions 1-3 (Table 1)",
                           list(early[0]), [list(row.values()) for row in early],
                           "Memory: own,partner per past interaction, oldest first. p: exact where the backend or the stand-in "
-                          "gives probabilities, else sampled; CI: 95% Wilson interval of the sampled share.")
+                          "gives probabilities, else sampled; CI: exact (Clopper-Pearson) 95% interval of the sampled share.")
         tests = [test for length in sorted({len(state) for state in table.states}) if length <= 2
                  for test in [table.interaction_bias(focus, length)] if test]
         if tests:

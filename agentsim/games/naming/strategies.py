@@ -7,7 +7,10 @@ A strategy is measured three ways, best first:
   (`decisions.probabilities`), averaged over the calls from that state (their option orders
   differ, as the sampled calls' do);
 - exactly, from the stand-in's rule (`NamingStandIn.probabilities`) when the stand-in ran;
-- by sampling: counts of each choice per configuration, with a Wilson interval.
+- by sampling: counts of each choice per configuration, with the exact binomial
+  (Clopper-Pearson) interval: it keeps at least its 95% coverage near shares of 0 and 1, where
+  most configurations of a model that repeats itself sit and where Wilson's falls short, and it
+  matches the exact binomial tests the same table prints.
 
 A memory configuration is the sequence of (own, partner) names in the agent's memory, oldest
 first; the payoffs follow from the names. Configurations are written `Q,M;M,M` (own,partner
@@ -69,7 +72,7 @@ class StateStrategy:
         return self.counts[name] / self.samples if self.samples else float("nan")
 
     def interval(self, name: str) -> tuple[float, float]:
-        return proportion_interval(self.counts[name], self.samples)
+        return proportion_interval(self.counts[name], self.samples, method="exact")
 
     @property
     def source(self) -> str:
