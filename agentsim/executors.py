@@ -70,6 +70,8 @@ class LocalExecutor:
             if done is not None:
                 progress.summaries[replicate + 1] = done
                 return
+            if progress.stopped_by is not None:
+                return  # the experiment stopped as this run's turn came: it does not begin (as on Ray)
             await replicates.drive(replicate, blob, sink)
 
         await run_all(session.config.runs, run_one, at_once=session.runs_at_once(), progress=progress)
