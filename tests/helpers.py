@@ -4,6 +4,8 @@ dump of a database's recorded content."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import sqlite3
 import subprocess
@@ -110,6 +112,21 @@ def cli(*arguments: str, timeout: float = 60, **options: Any) -> subprocess.Comp
     """`python -m agentsim ARGUMENTS` in a subprocess, as a user would run it."""
     return subprocess.run([sys.executable, "-m", "agentsim", *arguments], capture_output=True, text=True,
                           timeout=timeout, **options)
+
+
+def cli_in_process(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """`agentsim.cli.main(ARGUMENTS)` in this process, as `cli` reports it: for commands refused
+    before anything runs (a bad flag), where a new interpreter's second of imports per case was
+    most of the suite's time. The subprocess path stays tested by `cli` elsewhere."""
+    from agentsim.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(list(arguments))
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    return subprocess.CompletedProcess(["agentsim", *arguments], code, stdout.getvalue(), stderr.getvalue())
 
 
 def run_on_virtual_clock(coroutine: Coroutine[Any, Any, Any]) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, cli
+from helpers import ROOT, cli, cli_in_process
 from test_cli import assert_user_error
 
 from agentsim.runner import DirectoryLock
@@ -77,8 +77,15 @@ FLAG_CASES = [
 def test_each_bad_flag_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path, arguments: tuple[str, ...],
                                                               fragments: tuple[str, ...]) -> None:
     out = tmp_path / "out"
-    assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *arguments), *fragments)
+    assert_user_error(cli_in_process(NAMING, "--out", str(out), *QUICK, *arguments), *fragments)
     assert not out.exists(), "a refused run leaves no directory behind"
+
+
+def test_a_bad_flag_is_one_line_and_exit_2_from_the_command_itself(tmp_path: Path) -> None:
+    """The cases above run `main` in process; one goes through `python -m agentsim`."""
+    out = tmp_path / "out"
+    assert_user_error(cli(NAMING, "--out", str(out), *QUICK, *FLAG_CASES[0][0]), *FLAG_CASES[0][1])
+    assert not out.exists()
 
 
 def test_an_empty_out_is_refused_and_writes_nowhere(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, cli, dump
+from helpers import ROOT, cli, cli_in_process, dump
 
 CRITICAL_MASS = str(ROOT / "scenarios" / "critical_mass.py")
 QUICK = ("--set", "max_rounds=3", "--no-live")
@@ -62,8 +62,10 @@ def test_default_output_directory_is_under_results(tmp_path: Path) -> None:
     ],
     ids=lambda value: "-".join(value) if isinstance(value, tuple) else value,
 )
-def test_each_mistake_is_one_line_and_exit_2(tmp_path: Path, arguments: tuple[str, ...], fragments: tuple[str, ...]) -> None:
-    result = cli(*arguments, "--out", str(tmp_path / "out"), "--no-live", cwd=tmp_path)
+def test_each_mistake_is_one_line_and_exit_2(tmp_path: Path, arguments: tuple[str, ...], fragments: tuple[str, ...],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli_in_process(*arguments, "--out", str(tmp_path / "out"), "--no-live")
     assert_user_error(result, *fragments)
     assert not (tmp_path / "out").exists(), "a refused run must not create its output directory"
 

@@ -91,19 +91,20 @@ def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Pat
     one 50 ms call, so its worker is still at work): the run goes on from that checkpoint on
     another worker, and every run is recorded once, as in process."""
     from agentsim.distributed import driver
+    from agentsim.distributed.records import Committed
 
     server = standin_server(capacity=32, service_time_s=0.05)
     backend = f"openai:stand-in@{server.url}/v1"
     options = BackendOptions(limits=Limits(max_in_flight=32), cache=False)
     kills: list[int] = []
-    seen: list[tuple[int, str]] = []
+    seen: list[tuple[int, str]] = []  # (run, the record's kind)
     apply = driver._Sweep._apply
 
     def kill_run_one(sweep: Any, message: tuple[Any, ...], run: int) -> None:
         apply(sweep, message, run)
-        seen.append((run, message[0]))
-        if message[0] == "commit" and run == 1 and not kills:
-            pid = sweep.experiment.cluster_workers[1][-1][1]
+        seen.append((run, type(message).__name__))
+        if isinstance(message, Committed) and run == 1 and not kills:
+            pid = sweep.progress.workers[1][-1][1]
             kills.append(pid)
             os.kill(pid, signal.SIGKILL)
 
@@ -111,7 +112,7 @@ def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Pat
     swept = experiment(tmp_path / "ray", executor="ray", runs=2, backend=backend, llm=options, checkpoint_seconds=0,
                        overrides={"max_rounds": 8, "stop_at": "none"})
     asyncio.run(swept.run())
-    assert (1, "resumed") in seen  # the second worker began from the first one's checkpoint
+    assert (1, "Resumed") in seen  # the second worker began from the first one's checkpoint
     assert kills and len(swept.cluster_workers[1]) == 2  # run 1 lost its worker, and went on on another
     local = experiment(tmp_path / "local", executor="local", runs=2, backend=backend, llm=options,
                        overrides={"max_rounds": 8, "stop_at": "none"})

@@ -1,17 +1,27 @@
 """A run killed with SIGKILL at any moment, then resumed, records exactly what an uninterrupted
-run records (wall-clock columns aside); Ctrl-C stops cleanly and resumes the same way."""
+run records (wall-clock columns aside); Ctrl-C stops cleanly and resumes the same way; a
+resume by another agentsim continues a checkpoint of the same format (saying so) and refuses
+one of another."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT, cli, dump
+
+from agentsim.errors import OutputDirError
+from agentsim.runner import Experiment, ExperimentConfig, code_version
+from agentsim.scenario_files import load_scenario
 
 SCENARIO = str(ROOT / "scenarios" / "naming_game.py")
 
@@ -75,3 +85,68 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     assert statuses == {"interrupted"}
     assert cli(SCENARIO, "--out", str(stopped), "--resume", *settings("sequential"), timeout=120).returncode == 0
     assert dump(stopped / "agentsim.db") == dump(whole / "agentsim.db")
+
+
+class _Warnings:
+    """A view that keeps the warnings it is shown."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def start(self, experiment: dict[str, Any]) -> None: ...
+    def update(self, runs: list[Any], *, final: bool = False) -> None: ...
+    def stop(self) -> None: ...
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def _left_unfinished(out: Path, **recorded: str | bytes) -> ExperimentConfig:
+    """A short experiment recorded in `out`, its run 1 set back to unfinished and the
+    experiment's `recorded` values (or run 1's checkpoint, `state`) replaced, as an older
+    agentsim would have left them; the config that resumes it."""
+    scenario = load_scenario(SCENARIO)[0].with_params(agents=10, max_rounds=4, stop_at="none")
+    first = Experiment(ExperimentConfig(scenario=scenario, out=out, seed=5), _Warnings())
+    first.open()
+    asyncio.run(first.run())
+    connection = sqlite3.connect(out / "agentsim.db")
+    connection.execute("UPDATE runs SET status = 'interrupted' WHERE run = 1")
+    for key, value in recorded.items():
+        if key == "state":
+            connection.execute("UPDATE checkpoints SET state = ? WHERE run = 1", (value,))
+        else:
+            connection.execute("UPDATE experiment SET value = ? WHERE key = ?", (json.dumps(value), key))
+    connection.commit()
+    connection.close()
+    return ExperimentConfig(scenario=scenario, out=out, seed=5, resume=True)
+
+
+def test_a_resume_by_another_code_version_of_the_same_checkpoint_format_says_so_once(tmp_path: Path) -> None:
+    config = _left_unfinished(tmp_path / "out", code_version="0.0.1+0ld")
+    view = _Warnings()
+    resumed = Experiment(config, view)
+    resumed.open()
+    (summary,) = asyncio.run(resumed.run())
+    assert summary["status"] == "done"
+    (line,) = [warning for warning in view.warnings if "0.0.1+0ld" in warning]
+    assert code_version() in line and "\n" not in line
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["code_version"] == code_version()
+
+
+def test_a_resume_by_the_same_code_version_says_nothing_of_it(tmp_path: Path) -> None:
+    view = _Warnings()
+    resumed = Experiment(_left_unfinished(tmp_path / "out"), view)
+    resumed.open()
+    asyncio.run(resumed.run())
+    assert not [warning for warning in view.warnings if "recorded by agentsim" in warning]
+
+
+def test_a_checkpoint_of_another_format_is_refused_in_one_line_and_nothing_changes(tmp_path: Path) -> None:
+    config = _left_unfinished(tmp_path / "out", code_version="9.9.9",
+                              state=zlib.compress(b'{"checkpoint_format":7,"state":null}'))
+    before = (tmp_path / "out" / "agentsim.db").read_bytes()
+    with pytest.raises(OutputDirError) as refused:
+        Experiment(config, _Warnings()).open()
+    message = str(refused.value)
+    assert "format 7" in message and "9.9.9" in message and "--out NEW_DIR" in message and "\n" not in message
+    assert (tmp_path / "out" / "agentsim.db").read_bytes() == before

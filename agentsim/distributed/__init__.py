@@ -1,6 +1,6 @@
 """Running an experiment's replicates and variants on Ray (`--executor ray`).
 
-The driver (`driver.run_on_ray`, in the `python -m agentsim` process) owns the output
+The driver (`driver.RayExecutor`, in the `python -m agentsim` process) owns the output
 directory: the store, `summary.json` and the live view. Each run is a Ray task
 (`worker.run_replicate`) that rebuilds the run from its seed (and checkpoint, when it
 resumes) and streams its records back: rows travel with the checkpoint they lead to, and

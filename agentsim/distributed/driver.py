@@ -12,22 +12,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UserError
+from ..executors import run_all
 from ..llm.cache import default_cache_path
-from ..runner import RunView
+from ..progress import Progress
+from ..replicates import StoreSink, starting_point
 from ..secrets import kept_credentials
+from ..session import Session
 from . import require_ray
 from .control import SweepControl
 from .limits import ClusterBudget, ClusterLimiter
 from .portable import PortableError
+from .records import Finished, Message, Placed, Raised, Warned
 from .worker import RunPlan, run_replicate
-
-if TYPE_CHECKING:
-    from ..runner import Experiment
 
 MAX_ATTEMPTS = 4  # a run is sent to a worker at most this often (workers that died, plus one)
 STOP_GRACE_S = 10.0  # how long a stopping sweep waits for its workers' last records
@@ -64,66 +64,70 @@ def _lost_worker_errors(ray: Any) -> tuple[type[BaseException], ...]:
         "RaySystemError", "OutOfMemoryError", "ActorUnavailableError") if hasattr(exceptions, name))
 
 
-async def run_on_ray(experiment: Experiment) -> None:
-    """Every replicate of `experiment` as a Ray task; returns when all are recorded."""
-    ray, connected_here = connect(experiment.config.ray_address)
-    config = experiment.config
-    llm = config.llm
-    if llm.cache and llm.cache_path is None:  # every worker on this machine shares the driver's cache file
-        llm = dataclasses.replace(llm, cache_path=default_cache_path())
-        config = dataclasses.replace(config, llm=llm)
-    plan = RunPlan(config=config, scenario=experiment.scenario, variant_scenarios=list(experiment.variant_scenarios),
-                   shares=list(experiment.shares))
-    plan_bytes = ray.cloudpickle.dumps(plan)
-    here = ray.get_runtime_context().get_node_id()
-    on_driver_node = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(here, soft=False)
-    remote = [spec for spec, backend in experiment.backends.items() if not backend.immediate]
-    limiter = ray.remote(ClusterLimiter).options(num_cpus=0, max_concurrency=10_000).remote(
-        dict.fromkeys(remote, llm.limits)) if remote else None
-    budget = None
-    if experiment.budget.limited:
-        budget = ray.remote(ClusterBudget).options(num_cpus=0, scheduling_strategy=on_driver_node).remote(
-            max_calls=llm.max_calls, max_cost_usd=llm.max_cost_usd, spent=experiment.budget.spent(),
-            database=str(experiment.store.path.resolve()))
-    control = ray.remote(SweepControl).options(num_cpus=0, max_concurrency=10_000).remote()
-    task = ray.remote(run_replicate).options(num_cpus=config.cpus_per_run, max_retries=0)
-    sweep = _Sweep(experiment, ray, task, plan_bytes, limiter, budget, control)
-    try:
-        await sweep.run()
-    finally:
-        if budget is not None:
-            try:
-                state = await budget.state.remote()
-                experiment.budget.calls, experiment.budget.cost_usd = int(state["calls"]), float(state["cost_usd"])
-                experiment.budget.reason = experiment.budget.reason or state["reason"]
-            except Exception:
-                pass
-        if limiter is not None:
-            try:
-                experiment.cluster_limiter_stats = await limiter.stats.remote()
-            except Exception:
-                pass
-        for actor in (limiter, budget, control):
-            if actor is not None:
-                ray.kill(actor)
-        if connected_here:
-            ray.shutdown()
+class RayExecutor:
+    """Every replicate of the session as a Ray task; returns when all are recorded."""
+
+    async def run(self, session: Session, progress: Progress) -> None:
+        ray, connected_here = connect(session.config.ray_address)
+        config = session.config
+        llm = config.llm
+        if llm.cache and llm.cache_path is None:  # every worker on this machine shares the driver's cache file
+            llm = dataclasses.replace(llm, cache_path=default_cache_path())
+            config = dataclasses.replace(config, llm=llm)
+        plan = RunPlan(config=config, scenario=session.scenario, variant_scenarios=list(session.variant_scenarios),
+                       shares=list(session.shares))
+        plan_bytes = ray.cloudpickle.dumps(plan)
+        here = ray.get_runtime_context().get_node_id()
+        on_driver_node = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(here, soft=False)
+        remote = [spec for spec, backend in session.backends.items() if not backend.immediate]
+        limiter = ray.remote(ClusterLimiter).options(num_cpus=0, max_concurrency=10_000).remote(
+            dict.fromkeys(remote, llm.limits)) if remote else None
+        budget = None
+        if session.budget.limited:
+            budget = ray.remote(ClusterBudget).options(num_cpus=0, scheduling_strategy=on_driver_node).remote(
+                max_calls=llm.max_calls, max_cost_usd=llm.max_cost_usd, spent=session.budget.spent(),
+                database=str(session.store.path.resolve()))
+        control = ray.remote(SweepControl).options(num_cpus=0, max_concurrency=10_000).remote()
+        task = ray.remote(run_replicate).options(num_cpus=config.cpus_per_run, max_retries=0)
+        sweep = _Sweep(session, progress, ray, task, plan_bytes, limiter, budget, control)
+        try:
+            await sweep.run()
+        finally:
+            if budget is not None:
+                try:
+                    state = await budget.state.remote()
+                    session.budget.calls, session.budget.cost_usd = int(state["calls"]), float(state["cost_usd"])
+                    session.budget.reason = session.budget.reason or state["reason"]
+                except Exception:
+                    pass
+            if limiter is not None:
+                try:
+                    session.cluster_limiter_stats = await limiter.stats.remote()
+                except Exception:
+                    pass
+            for actor in (limiter, budget, control):
+                if actor is not None:
+                    ray.kill(actor)
+            if connected_here:
+                ray.shutdown()
 
 
-async def _receive(stream: Any) -> tuple[Any, ...] | None:
+async def _receive(stream: Any) -> Message | None:
     """The worker's next message, or None after its last."""
     try:
         reference = await stream.__anext__()
     except StopAsyncIteration:
         return None
-    message: tuple[Any, ...] = await reference
+    message: Message = await reference
     return message
 
 
 class _Sweep:
-    def __init__(self, experiment: Experiment, ray: Any, task: Any, plan_bytes: bytes, limiter: Any, budget: Any,
-                 control: Any) -> None:
-        self.experiment = experiment
+    def __init__(self, session: Session, progress: Progress, ray: Any, task: Any, plan_bytes: bytes, limiter: Any,
+                 budget: Any, control: Any) -> None:
+        self.session = session
+        self.progress = progress
+        self.sink = StoreSink(session.store)  # the driver alone writes the store, as in process
         self.ray = ray
         self.task = task
         self.plan_bytes = plan_bytes
@@ -131,7 +135,7 @@ class _Sweep:
         self.budget = budget
         self.control = control
         # Workers load the file by its absolute path (their working directory may differ).
-        file = experiment.config.scenario_file
+        file = session.config.scenario_file
         self.scenario_file = str(Path(file).resolve()) if file else ""
         # URL credentials (user:KEY@host) were taken out of the plan's specs: the workers get
         # them as a task argument, held in memory, never recorded.
@@ -142,39 +146,18 @@ class _Sweep:
         self.stopping = False
 
     async def run(self) -> None:
-        experiment = self.experiment
-        gate = asyncio.Semaphore(experiment.runs_at_once())
-
-        async def bounded(replicate: int) -> None:
-            async with gate:
-                await self._run_one(replicate)
-
-        tasks = [asyncio.ensure_future(bounded(replicate)) for replicate in range(experiment.config.runs)]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException as error:
-            # One run failed, or Ctrl-C: every worker stops its run, which records why; the
-            # runs' tasks write those last records (a while at most), then the sweep ends.
-            if experiment.stopped_by is None:
-                experiment.stopped_by = error
-            self._stop(experiment.stopped_by)
-            _, late = await asyncio.wait(tasks, timeout=STOP_GRACE_S + 1)
-            for each in late:
-                each.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        """Every run, with the in-process executor's loop: one run that fails, or Ctrl-C,
+        stops the others; each worker stops its run, which records why (see `_follow`)."""
+        await run_all(self.session.config.runs, self._run_one, at_once=self.session.runs_at_once(),
+                      progress=self.progress)
 
     async def _run_one(self, replicate: int) -> None:
-        experiment, store = self.experiment, self.experiment.store
         run = replicate + 1
         while True:
-            recorded = {row["run"]: row for row in store.runs()}.get(run)
-            if recorded is not None and recorded["status"] == "done":
-                experiment.summaries[run] = recorded["summary"]
+            done, blob = starting_point(self.session.store, run)
+            if done is not None:
+                self.progress.summaries[run] = done
                 return
-            blob = store.checkpoint(run) if recorded is not None else None
-            if recorded is not None and blob is None:
-                store.discard_run(run)
             if self.stopping:
                 return  # the sweep stopped before this run's turn: it does not begin
             attempt = self.attempts[run] = self.attempts.get(run, 0) + 1
@@ -197,7 +180,7 @@ class _Sweep:
         """Write what the worker sends until its run ends; raise what stopped it. Each message
         is received by a task of its own, shielded: a sweep that stops while a message is on
         its way still writes it (cancelling Ray's awaitable would lose it)."""
-        step: asyncio.Future[tuple[Any, ...] | None] | None = None
+        step: asyncio.Future[Message | None] | None = None
         try:
             while True:
                 step = asyncio.ensure_future(_receive(stream))
@@ -210,11 +193,12 @@ class _Sweep:
         except asyncio.CancelledError:
             # The sweep stops (Ctrl-C, or another run failed): the worker stops its run, which
             # records what it has and why; wait a little for those last records.
-            self._stop(self.experiment.stopped_by or asyncio.CancelledError())
+            self._stop(self.progress.stopped_by or asyncio.CancelledError())
             try:
                 async with asyncio.timeout(STOP_GRACE_S):
                     while step is not None and (message := await step) is not None:
-                        self._apply_unless_raised(message, run)
+                        if not isinstance(message, Raised):  # (the sweep's cause is already known)
+                            self._apply(message, run)
                         step = asyncio.ensure_future(_receive(stream))
             except BaseException:
                 if step is not None:
@@ -222,51 +206,24 @@ class _Sweep:
                 self.ray.cancel(stream, force=True)
             raise
 
-    def _apply_unless_raised(self, message: tuple[Any, ...], run: int) -> None:
-        if message[0] != "raised":  # (the sweep's cause is already known)
-            self._apply(message, run)
-
     def _stop(self, cause: BaseException) -> None:
         if not self.stopping:
             self.stopping = True
             self.control.stop.remote(PortableError.of(cause))
 
-    def _apply(self, message: tuple[Any, ...], run: int) -> None:
-        experiment, store = self.experiment, self.experiment.store
-        kind = message[0]
-        if kind == "worker":
-            experiment.cluster_workers.setdefault(run, []).append((message[1], message[2]))
-        elif kind == "begin":
-            fields = message[2]
-            store.begin_run(message[1], replicate=fields["replicate"], seed=fields["seed"], backend=fields["backend"],
-                            agents=[tuple(agent) for agent in fields["agents"]])
-        elif kind == "resumed":
-            store.set_status(message[1], "running")
-        elif kind == "commit":
-            _, recorder, checkpoint, t, view = message
-            store.commit(recorder, checkpoint, t)
-            self._show(view, run)
-        elif kind == "warn":
-            experiment._warn(message[1])
-        elif kind == "finish":
-            _, _, status, reason, summary, view = message
-            store.set_status(run, status, stop_reason=reason, summary=summary)
-            experiment.summaries[run] = summary
+    def _apply(self, message: Message, run: int) -> None:
+        """One record from run `run`'s worker: a sink call replayed onto the store (and the
+        run's picture shown), or what the worker says about itself."""
+        progress = self.progress
+        if isinstance(message, Placed):
+            progress.placed(run, message.host, message.pid)
+        elif isinstance(message, Warned):
+            progress.warn(message.text)
+        elif isinstance(message, Raised):
+            raise message.error.rebuild()
+        else:
+            view = message.replay(self.sink)
+            if isinstance(message, Finished):
+                progress.summaries[run] = message.summary
             if view is not None:
-                self._show(dataclasses.replace(view, status=status, stop_reason=reason), run, final=True)
-        elif kind == "raised":
-            error: PortableError = message[1]
-            raise error.rebuild()
-
-    def _show(self, view: RunView | None, run: int, *, final: bool = False) -> None:
-        if view is None:
-            return
-        experiment = self.experiment
-        workers = experiment.cluster_workers.get(run)
-        if workers:
-            view = dataclasses.replace(view, worker=f"{workers[-1][0]}:{workers[-1][1]}")
-        experiment.views[view.run] = view
-        now = time.monotonic()
-        if final or now - experiment._last_draw >= 0.25:
-            experiment._last_draw = now
-            experiment.view.update([experiment.views[run] for run in sorted(experiment.views)])
+                progress.show(view)

@@ -1,21 +1,23 @@
 """A Ray worker's side of a sweep: one run, from its seed or its last checkpoint, its records
 streamed to the driver as they are committed.
 
-`run_replicate` is the body of a Ray streaming-generator task. It yields messages, in order:
+`run_replicate` is the body of a Ray streaming-generator task. It yields, in order, the typed
+records of agentsim/distributed/records.py:
 
-    ("worker", host, pid)                      where the run goes on (for the record of the sweep)
-    ("begin", run, fields)                     a new run: its row and its agents
-    ("resumed", run)                           a run continued from a checkpoint
-    ("commit", recorder, checkpoint, t, view)  rows together with the checkpoint they lead to
-    ("warn", text)                             a backend's warning
-    ("finish", run, status, reason, summary, view)
-    ("raised", error)                          what stopped the run, if anything (a PortableError)
+    Placed(host, pid)                                where the run goes on (for the record of the sweep)
+    Begun(run, ...) or Resumed(run)                  a new run (its row and agents), or one continued
+    Committed(recorder, checkpoint, t, view)         rows together with the checkpoint they lead to
+    Warned(text)                                     a backend's warning
+    Finished(run, status, stop_reason, summary, view)
+    Raised(error)                                    what stopped the run, if anything (a PortableError)
 
-The driver writes each commit in one transaction, so the store holds a resumable state
-whatever moment a worker dies at; a run sent to another worker continues from it. The
-scenario file is loaded before the run's configuration is unpickled, so classes the file
-defines mean the same on the worker as on the driver (on a cluster the file must be at the
-same path on every node: a shared directory, or Ray's runtime_env working_dir).
+Begun, Resumed, Committed and Finished are the run's `RunSink` calls, which the driver replays
+onto the experiment's `StoreSink`. The driver writes each commit in one transaction, so the
+store holds a resumable state whatever moment a worker dies at; a run sent to another worker
+continues from it. The scenario file is loaded before the run's configuration is unpickled,
+so classes the file defines mean the same on the worker as on the driver (on a cluster the
+file must be at the same path on every node: a shared directory, or Ray's runtime_env
+working_dir).
 """
 
 from __future__ import annotations
@@ -29,16 +31,20 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..executors import first_error
 from ..llm.accounting import Budget
 from ..llm.base import LanguageModel
 from ..llm.limiter import Limits
 from ..llm.specs import build_backend
-from ..runner import Experiment, ExperimentConfig, RunView
+from ..progress import NoView, Progress
+from ..replicates import Replicates
 from ..scenario import Scenario
 from ..secrets import keep_credentials
+from ..session import ExperimentConfig
 from ..store import Recorder
 from .limits import ClusterBudgetClient, ClusterLimitedModel
 from .portable import PortableError
+from .records import Begun, Committed, Finished, Message, Placed, Raised, Resumed, Warned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,93 +57,86 @@ class RunPlan:
     shares: list[tuple[str, int | None]]
 
 
-class _QueueSink:
-    """The run's records, queued for the generator to yield to the driver."""
+class StreamSink:
+    """The run's sink calls, queued as records for the generator to yield to the driver."""
 
-    def __init__(self, queue: asyncio.Queue[tuple[Any, ...] | None], experiment: Experiment) -> None:
+    def __init__(self, queue: asyncio.Queue[Message | None], progress: Progress) -> None:
         self.queue = queue
-        self.experiment = experiment
+        self.progress = progress
 
     def begin(self, run: int, *, replicate: int, seed: int, backend: str, agents: list[tuple[int, str, str]]) -> None:
-        self.queue.put_nowait(("begin", run, {"replicate": replicate, "seed": seed, "backend": backend, "agents": agents}))
+        self.queue.put_nowait(Begun(run, replicate, seed, backend, agents))
 
     def resumed(self, run: int) -> None:
-        self.queue.put_nowait(("resumed", run))
+        self.queue.put_nowait(Resumed(run))
 
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
         rows = dataclasses.replace(recorder, encounters=list(recorder.encounters), decisions=list(recorder.decisions),
                                    answered=list(recorder.answered), bare=list(recorder.bare),
                                    rounds=list(recorder.rounds))
         recorder.clear()
-        self.queue.put_nowait(("commit", rows, checkpoint, t, self.experiment.views.get(recorder.run)))
+        self.queue.put_nowait(Committed(rows, checkpoint, t, self.progress.views.get(recorder.run)))
 
     def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None:
-        self.queue.put_nowait(("finish", run, status, stop_reason, summary, self.experiment.views.get(run)))
+        self.queue.put_nowait(Finished(run, status, stop_reason, summary, self.progress.views.get(run)))
 
 
-class _NoView:
-    def start(self, experiment: dict[str, Any]) -> None: ...
-    def update(self, runs: list[RunView], *, final: bool = False) -> None: ...
-    def stop(self) -> None: ...
-
-
-def _experiment(plan: RunPlan, limiter: Any, budget: Any, owner: str,
-                warnings: asyncio.Queue[tuple[Any, ...] | None]) -> Experiment:
-    """An Experiment that runs replicates here and records nothing itself."""
+def _replicates(plan: RunPlan, limiter: Any, budget: Any, owner: str, queue: asyncio.Queue[Message | None]) -> Replicates:
+    """The plan's replicates, run here on backends that share the cluster's limits and budget."""
     config = plan.config
-    experiment = Experiment(config, _NoView())
-    experiment.scenario = plan.scenario
-    experiment.variant_scenarios = list(plan.variant_scenarios)
-    experiment.shares = list(plan.shares)
-    experiment.budget = (ClusterBudgetClient(budget, max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
-                         if budget is not None else Budget())
+    spent = (ClusterBudgetClient(budget, max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
+             if budget is not None else Budget())
 
     def warn(message: str) -> None:
-        warnings.put_nowait(("warn", message))
+        queue.put_nowait(Warned(message))
 
     def backend(spec: str) -> LanguageModel:
         def limited(inner: LanguageModel, limits: Limits) -> LanguageModel:
             return ClusterLimitedModel(inner, limits, limiter=limiter, label=spec, owner=owner)
 
-        return build_backend(spec, plan.scenario, config.llm, experiment.budget, warn,
+        return build_backend(spec, plan.scenario, config.llm, spent, warn,
                              limiter=limited if limiter is not None else None)
 
-    experiment.backends = {spec: backend(spec) for spec, _ in plan.shares}
-    return experiment
+    return Replicates(config=config, scenario=plan.scenario, variant_scenarios=list(plan.variant_scenarios),
+                      shares=list(plan.shares), backends={spec: backend(spec) for spec, _ in plan.shares},
+                      progress=Progress(NoView()))
 
 
-async def _until_stopped(run: Coroutine[Any, Any, None], experiment: Experiment, control: Any) -> None:
+async def _until_stopped(run: Coroutine[Any, Any, None], progress: Progress, control: Any) -> None:
     """Run `run`; if the sweep stops meanwhile, stop it with the sweep's cause (it records
     that cause, as a run stopped in process does)."""
-    task = asyncio.ensure_future(run)
     if control is None:
-        return await task
+        return await run
 
-    async def watch() -> None:
+    async def watch(task: asyncio.Task[None]) -> None:
         cause: PortableError = await control.stopped.remote()
-        experiment.stopped_by = cause.rebuild()
+        progress.stop_all(cause.rebuild())
         task.cancel()
 
-    watcher = asyncio.ensure_future(watch())
     try:
-        await task
-    finally:
-        watcher.cancel()
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(run)
+            watcher = group.create_task(watch(task))
+            task.add_done_callback(lambda _: watcher.cancel())
+    except BaseExceptionGroup as failed:
+        raise first_error(failed) from None
+    if task.cancelled():  # stopped by the sweep: recorded with its cause, said as the interrupt it is here
+        raise asyncio.CancelledError
 
 
 def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpoint: bytes | None,
                   owner: str, limiter: Any = None, budget: Any = None, control: Any = None,
-                  credentials: dict[str, tuple[str, str]] | None = None) -> Iterator[tuple[Any, ...]]:
+                  credentials: dict[str, tuple[str, str]] | None = None) -> Iterator[Message]:
     """Run one replicate on this worker, yielding its records (see the module's docstring).
     `credentials` are the URL credentials the driver took out of the specs, by host."""
     keep_credentials(credentials or {})
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    queue: asyncio.Queue[tuple[Any, ...] | None] = asyncio.Queue()
+    queue: asyncio.Queue[Message | None] = asyncio.Queue()
 
     async def main() -> None:
-        experiment: Experiment | None = None
-        queue.put_nowait(("worker", socket.gethostname(), os.getpid()))
+        replicates: Replicates | None = None
+        queue.put_nowait(Placed(socket.gethostname(), os.getpid()))
         try:
             if scenario_file:
                 from ..scenario_files import load_scenario
@@ -148,13 +147,14 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
             plan: RunPlan = pickle.loads(plan_bytes)
             if control is not None and await control.is_stopped.remote():
                 return  # the sweep stopped before this run's turn: it does not begin
-            experiment = _experiment(plan, limiter, budget, owner, queue)
-            await _until_stopped(experiment.drive(replicate, checkpoint, _QueueSink(queue, experiment)), experiment, control)
+            replicates = _replicates(plan, limiter, budget, owner, queue)
+            sink = StreamSink(queue, replicates.progress)
+            await _until_stopped(replicates.drive(replicate, checkpoint, sink), replicates.progress, control)
         except BaseException as error:
-            queue.put_nowait(("raised", PortableError.of(error)))
+            queue.put_nowait(Raised(PortableError.of(error)))
         finally:
-            if experiment is not None:
-                for backend in experiment.backends.values():
+            if replicates is not None:
+                for backend in replicates.backends.values():
                     try:
                         await backend.aclose()
                     except Exception:
@@ -162,7 +162,7 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
             queue.put_nowait(None)
 
     task = loop.create_task(main())
-    getter: asyncio.Task[tuple[Any, ...] | None] | None = None
+    getter: asyncio.Task[Message | None] | None = None
     try:
         while True:
             if getter is None or (getter.done() and getter.exception() is not None):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...analysis.recorded import RecordedExperiment
-from ...analysis.report import ReportContext, register_section
+from ...analysis.report import ReportContext, register_section, whole_rounds
 
 SCENARIO_NAME = "prisoners_dilemma"
 
@@ -86,6 +86,7 @@ def dilemma_section(context: ReportContext) -> None:
             rows.extend([experiment.label, label, int(round_), None if np.isnan(value) else float(value)]
                         for round_, value in zip(rounds, mean))
     axis.set(xlabel="round", ylabel="cooperation rate (share of C among choices)", ylim=(0, 1.02))
+    whole_rounds(axis)
     axis.legend(fontsize=7, loc="lower left")
     context.add_figure("dilemma_cooperation", "Cooperation per round", figure,
                        ["experiment", "agents", "round", "cooperation_rate"], rows,

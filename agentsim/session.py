@@ -1,0 +1,498 @@
+"""An experiment's session: everything about its output directory and its identity, checked
+before any run starts and kept while the runs go. It validates the configuration, holds the
+directory's lock and the store, records what the experiment is (and, on a resume, checks that
+it is the same one, its prompts and its checkpoints' format), builds the backends, and writes
+summary.json at the end. It runs nothing: an executor (agentsim/executors.py) does."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import math
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .checkpoints import CHECKPOINT_FORMAT
+from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, UserError
+from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
+from .llm.accounting import Budget
+from .llm.base import LanguageModel
+from .llm.limiter import LimitedModel
+from .llm.prices import PRICES_HELP, priced
+from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
+from .llm.stack import REMOTE, layer
+from .model_fitness import refuse_unscorable
+from .progress import run_outcome
+from .scenario import Scenario
+from .secrets import redact, strip_credentials
+from .store import DATABASE, SAME_DRAWS_SINCE, Store
+from .summaries import merge_by_model, sum_usage, total_by_model
+from .variants import variant_cell, variant_scenario
+
+SUMMARY = "summary.json"
+MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
+MAX_AGENTS = 100_000  # one run's population that fits a workstation's memory with its records
+MAX_RUNS = 10_000
+RUNS_AT_ONCE = 256  # runs in memory at once (fewer for large populations: LIVE_AGENTS in all)
+LIVE_AGENTS = 1_000_000
+LOCK = ".agentsim.lock"
+LOCAL, RAY = "local", "ray"
+EXECUTORS = (LOCAL, RAY)
+RULE_AGENTS = "rule agents"  # the backend label of an experiment whose agents follow rules, asking no model
+
+
+class DirectoryLock:
+    """An exclusive lock on an output directory while an experiment writes it: a second
+    agentsim on the same directory (two --resume at once) gets one line, not an
+    IntegrityError. The lock is the kernel's (flock): a killed process leaves none behind."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    @classmethod
+    def acquire(cls, directory: Path) -> DirectoryLock:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            handle = open(directory / LOCK, "a+")  # noqa: SIM115  (held for the experiment's life)
+        except OSError as error:
+            raise OutputDirError(f"cannot write to {directory} ({error.strerror}); choose a writable --out DIR") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise OutputDirError(f"{directory} is being written by another agentsim right now; wait for it to "
+                                 f"finish, or use another --out DIR") from None
+        return cls(handle)
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentConfig:
+    """What the user asked for: the scenario, where to record it, the backends, how many
+    seeded replicates and where they execute (validated here, and in `Session.open`)."""
+
+    scenario: Scenario[Any, Any, Any]
+    out: Path
+    backend: str = "stand-in"
+    runs: int = 1
+    seed: int = 0
+    resume: bool = False
+    checkpoint_seconds: float = 1.0
+    scenario_file: str = ""
+    population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
+    llm: BackendOptions = field(default_factory=BackendOptions)
+    # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
+    # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
+    variants: tuple[dict[str, Any], ...] = ()
+    # Where the runs execute: "local" (this process's event loop) or "ray" (Ray tasks, on the
+    # cluster at `ray_address`, or on a Ray started in process when it is empty).
+    executor: str = LOCAL
+    ray_address: str = ""
+    # The CPUs Ray sets aside for each run: 1 for runs that compute (the stand-in, rule
+    # agents); a fraction for runs that mostly wait on a model server, so that more of them
+    # share a worker node's cores and keep the servers busy.
+    cpus_per_run: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
+        if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
+            raise ParameterError(f"--cpus-per-run must be a number of CPUs from 0.01 to 1024 (got {self.cpus_per_run})")
+
+    @property
+    def backend_label(self) -> str:
+        """What the store, the summary and the view name as the experiment's backend: rule
+        agents (theory baselines) ask no backend, so they are not called the stand-in."""
+        if self.scenario.rule_agents:
+            return RULE_AGENTS
+        return self.population or self.backend
+
+
+_FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
+
+
+def _difference(key: str, recorded: Any, given: Any) -> str:
+    """Which setting of a resumed experiment differs, in the words of the command line."""
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        prefix = "standin." if key == "standin" else ""
+        for name in sorted(set(recorded) | set(given)):
+            if recorded.get(name) != given.get(name):
+                return (f"{prefix}{name} was {_shown(recorded.get(name))} there, {_shown(given.get(name))} here: "
+                        f"--set {prefix}{name}={_shown(recorded.get(name))}")
+    return f"{_FLAGS.get(key, key)} was {_shown(recorded)} there, {_shown(given)} here"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "true" if value is True else "false" if value is False else str(value)
+
+
+
+def run_cell(scenario: Scenario[Any, Any, Any], variant_scenarios: list[Scenario[Any, Any, Any]], seed: int,
+             replicate: int) -> tuple[Scenario[Any, Any, Any], int, int | None]:
+    """The scenario, seed and variant index (None without variants) of a replicate."""
+    if not variant_scenarios:
+        return scenario, seed + replicate, None
+    variant, cell_seed = variant_cell(replicate, len(variant_scenarios), seed)
+    return variant_scenarios[variant], cell_seed, variant
+
+
+class Session:
+    """One experiment's checked configuration, directory lock, store and backends (see the
+    module's docstring). `open` checks; `close` writes summary.json and lets go of it all."""
+
+    def __init__(self, config: ExperimentConfig) -> None:
+        self.config = config
+        self.scenario: Scenario[Any, Any, Any] = config.scenario
+        self.variant_scenarios: list[Scenario[Any, Any, Any]] = []
+        self.shares: list[tuple[str, int | None]] = []
+        self.backends: dict[str, LanguageModel] = {}
+        self.budget = Budget()
+        self.store: Store
+        self.lock: DirectoryLock
+        # Lines the user should read once the run starts (a resume by another code version).
+        self.notices: list[str] = []
+        # The limiters' figures of a Ray sweep, from its cluster-wide limiter (agentsim/distributed).
+        self.cluster_limiter_stats: dict[str, Any] | None = None
+        self.code_version = code_version()
+
+    def open(self, warn: Callable[[str], None]) -> None:
+        """Check everything the user could get wrong, before any run starts (and, unless the
+        output directory is new, before anything in it changes). `warn` takes the backends'
+        warnings as they happen."""
+        config = self.config = _without_credentials(self.config)
+        if not 1 <= config.runs <= MAX_RUNS:
+            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
+                                 f"separate experiments with --seed")
+        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
+            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
+        if not (math.isfinite(config.checkpoint_seconds) and 0 <= config.checkpoint_seconds <= 86_400):
+            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
+                                 f"(got {config.checkpoint_seconds})")
+        self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
+        if config.variants:  # from here on, `runs` counts every variant's replicates
+            self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
+        self.scenario = config.scenario.for_experiment(config.seed)
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            agents = getattr(scenario.params, "agents", None)
+            if isinstance(agents, int) and agents > MAX_AGENTS:
+                raise ParameterError(f"agents={agents} is more than one run can hold in memory (at most {MAX_AGENTS}); "
+                                     f"--set agents={MAX_AGENTS} or fewer")
+        for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
+            if scenario.codec is not None:
+                scenario.codec.readable_probes(1, config.seed)
+        self.shares = self._shares()
+        refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
+        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+            raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
+                                   f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
+                                   f"such as --backend openai:MODEL")
+        self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
+        if self.budget.max_cost_usd is not None:
+            _require_prices([spec for spec, _ in self.shares])
+        self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, warn)
+                         for spec, _ in self.shares}
+        if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
+            raise BackendSpecError("--max-calls and --max-cost limit requests to a model server, and the stand-in "
+                                   "answers in process without any; drop them or choose a --backend")
+        identity = self._identity()
+        self._check_directory()
+        self.lock = DirectoryLock.acquire(config.out)
+        try:
+            self._open_store(identity)
+        except BaseException:
+            self.lock.release()
+            raise
+
+
+    def _check_directory(self) -> None:
+        out, resume = self.config.out, self.config.resume
+        if out.exists() and not out.is_dir():
+            raise OutputDirError(f"--out {out} is a file, not a directory; give a directory path")
+        if resume and not Store.exists(out):
+            raise OutputDirError(f"nothing to resume: {out} holds no {DATABASE}; check the path, or drop --resume "
+                                 f"to start a new experiment there")
+        if resume and (out / DATABASE).stat().st_size == 0:
+            raise DamagedStoreError(f"{out / DATABASE} is empty (truncated); nothing was changed: restore it from a "
+                                    f"copy, or record into a new --out DIR")
+        probe = out if out.exists() else next((parent for parent in out.parents if parent.exists()), Path("."))
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise OutputDirError(f"cannot write to {probe} (permission denied); choose a writable --out DIR")
+
+    def _open_store(self, identity: dict[str, Any]) -> None:
+        config = self.config
+        if Store.exists(config.out):
+            store = Store(config.out, check_checkpoints=config.resume)
+            recorded = store.experiment()
+            if recorded and not config.resume and store.runs():
+                store.close()
+                raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
+            if config.resume and "scenario" not in recorded:  # (a store always records its own version)
+                store.close()
+                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
+            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
+                store.close()
+                raise OutputDirError(
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
+                # (a directory whose experiment recorded no run yet is started afresh)
+                if recorded and config.resume and recorded.get(key) != value:
+                    store.close()
+                    raise OutputDirError(
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
+            if recorded and config.resume:
+                self._check_templates(recorded.get("prompt_templates") or {}, store)
+                self._check_code_version(recorded)
+            self.store = store
+            if config.resume and recorded.get("runs", 0) > config.runs:
+                # A resume continues every run the experiment planned, not only the file's RUNS.
+                self.config = dataclasses.replace(config, runs=recorded["runs"])
+            if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
+                self.budget.restore(recorded.get("budget_spent") or {})
+        else:
+            self.store = Store(config.out)
+        if not config.resume:  # a directory left by an experiment that recorded no run: start afresh
+            with contextlib.suppress(Exception):
+                self.store.connection.execute("DELETE FROM experiment WHERE key = 'budget_spent'")
+        if self.budget.limited:
+            store = self.store
+            self.budget.journal = lambda spent: store.set_experiment({"budget_spent": spent})
+        self.store.set_experiment({
+            **identity,
+            "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
+            "scenario_file": config.scenario_file,
+            "code_version": self.code_version,
+            "checkpoint_format": CHECKPOINT_FORMAT,
+            # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
+            "prompt_templates": self._templates() | (self.store.experiment().get("prompt_templates") or {}
+                                                     if config.resume else {}),
+            "scenario_class": self.scenario.describe()["class"],
+            "population": [[spec, count] for spec, count in self.shares],
+            "llm_options": _describe_options(self.config.llm),
+        })
+
+    def _shares(self) -> list[tuple[str, int | None]]:
+        """Which backend each agent uses: one for all, or the population's counts in order."""
+        if not self.config.population:
+            return [(self.config.backend, None)]
+        shares = parse_population(self.config.population)
+        total = sum(count for _, count in shares)
+        # Every variant of a grid must fit the population, not only the base scenario.
+        sizes = sorted({agents for scenario in [self.scenario, *self.variant_scenarios]
+                        if isinstance(agents := getattr(scenario.params, "agents", None), int)})
+        if sizes and sizes != [total]:
+            where = "the scenario has" if len(sizes) == 1 else "the grid's variants have"
+            raise BackendSpecError(f"the population's counts add up to {total} but {where} "
+                                   f"agents={', '.join(map(str, sizes))}; make them add up or --set agents={total}")
+        return list(shares)
+
+    def _identity(self) -> dict[str, Any]:
+        identity = {
+            "scenario": self.scenario.name,
+            "params": self.scenario.params.as_dict(),
+            "standin": self.scenario.standin.as_dict(),  # the stand-in's settings: they change its answers
+            "seed": self.config.seed,
+            "backend": self.config.backend_label,
+        }
+        if self.config.variants:
+            identity["variants"] = [dict(variant) for variant in self.config.variants]
+        return identity
+
+    def _templates(self) -> dict[str, str]:
+        templates = {}
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            template = getattr(scenario, "template", None)
+            if template is not None:
+                templates[template.name] = template.text
+        return templates
+
+    def _check_templates(self, recorded: dict[str, str], store: Store) -> None:
+        """A resume sends the prompts its runs were sent with: a template whose text changed
+        since (its file edited) would make the rest of each run another experiment."""
+        for name, text in self._templates().items():
+            if name in recorded and recorded[name] != text:
+                store.close()
+                raise OutputDirError(f"the prompt template '{name}' differs from the one the runs in {self.config.out} "
+                                     f"were sent with (its file was edited since); restore it to continue them, or start "
+                                     f"afresh with --out NEW_DIR")
+
+    def _check_code_version(self, recorded: dict[str, Any]) -> None:
+        """A resume by another agentsim: its checkpoints' format was checked when the store
+        opened (`Store.verify_checkpoints` refuses another one); the same format continues,
+        with one line naming both versions, since the rest of each run is this code's."""
+        written = recorded.get("code_version")
+        if written and written != self.code_version:
+            self.notices.append(f"{self.config.out} was recorded by agentsim {written} and is continued by agentsim "
+                                f"{self.code_version} (its checkpoints read back in format {CHECKPOINT_FORMAT}): the "
+                                f"runs' later rounds come from this version's code")
+
+    def run_cell(self, replicate: int) -> tuple[Scenario[Any, Any, Any], int, int | None]:
+        """The scenario, seed and variant index (None without variants) of a replicate."""
+        return run_cell(self.scenario, self.variant_scenarios, self.config.seed, replicate)
+
+    def runs_at_once(self) -> int:
+        """Runs in memory at once (fewer for large populations): the rest wait their turn."""
+        agents = getattr(self.scenario.params, "agents", 0)
+        return max(1, min(RUNS_AT_ONCE, LIVE_AGENTS // agents if isinstance(agents, int) and agents else RUNS_AT_ONCE))
+
+    def standin_ignored(self) -> dict[str, Any]:
+        """The parameters this experiment changes that the stand-in's rule does not read (each
+        with its value; a grid's variants included), where any agent answers on the stand-in."""
+        if self.config.scenario.rule_agents or not any(spec.startswith("stand-in") for spec, _ in self.shares):
+            return {}
+        ignored: dict[str, Any] = {}
+        for scenario in [self.scenario, *self.variant_scenarios]:
+            try:
+                defaults = type(scenario.params)().as_dict()
+            except UserError:  # parameters with no valid defaults: nothing to compare against
+                continue
+            values = scenario.params.as_dict()
+            for key in scenario.standin_ignores():
+                if key in values and values[key] != defaults.get(key):
+                    ignored.setdefault(key, values[key])
+        return ignored
+
+    def stand_in(self) -> bool:
+        """Whether every agent answers on the built-in stand-in (rule agents ask no backend):
+        what summary.json's and the log's `stand_in` say; `backend_shares` says it per backend."""
+        return not self.config.scenario.rule_agents and all(is_stand_in(spec) for spec, _ in self.shares)
+
+    def backend_shares(self) -> list[dict[str, Any]]:
+        """Each backend of the population: its spec, how many agents use it (None: every agent
+        no other share claims) and whether it is the built-in stand-in."""
+        if self.config.scenario.rule_agents:
+            return []
+        return [{"spec": redact(spec), "agents": count, "stand_in": is_stand_in(spec)} for spec, count in self.shares]
+
+    async def close(self, stopped_by: BaseException | None) -> None:
+        """The experiment's end, however it ended (`stopped_by`: what stopped it, if anything):
+        the budget spent and summary.json written, the backends, the store and the lock let go."""
+        try:
+            if self.budget.limited:
+                self.store.set_experiment({"budget_spent": self.budget.spent()})
+            self.write_summary(stopped_by)
+            for backend in self.backends.values():
+                await backend.aclose()
+        finally:
+            self.store.close()
+            self.lock.release()
+
+    def write_summary(self, stopped_by: BaseException | None) -> None:
+        """summary.json, runs.csv and by_model.csv, from what the store holds."""
+        experiment = self.store.experiment()
+        by_model = self.store.by_model()
+        runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
+        for run in runs:
+            counted = by_model.get(run.get("run", 0), {})
+            if sum(entry["kind"] == "llm" for entry in counted.values()) > 1:  # a mixed population
+                run["by_model"] = merge_by_model(counted, run.get("by_model"))
+        document: dict[str, Any] = {
+            "scenario": experiment.get("scenario"),
+            "backend": experiment.get("backend"),
+            "stand_in": self.stand_in(),
+            "backends": self.backend_shares(),
+            "rule_agents": self.config.scenario.rule_agents,
+            "seed": experiment.get("seed"),
+            "params": experiment.get("params"),
+            "code_version": experiment.get("code_version"),
+            "runs": runs,
+        }
+        if document["stand_in"]:
+            document["standin"] = experiment.get("standin")
+        ignored = self.standin_ignored()
+        if ignored:
+            document["standin_ignored"] = ignored
+        document["by_model"] = total_by_model([by_model.get(run.get("run", 0), {}) for run in runs
+                                               if run.get("status") == "done"])
+        document["usage_by_backend"] = sum_usage(runs)
+        document["limiter_by_backend"] = self.limiter_stats()
+        if stopped_by is not None:
+            status, reason = run_outcome(stopped_by)
+            document["stopped"] = {"status": status, "stop_reason": reason,
+                                   "message": redact(str(stopped_by)) or type(stopped_by).__name__}
+        if self.budget.limited:
+            document["budget"] = {"stopped_by": self.budget.reason, "max_calls": self.budget.max_calls,
+                                  "max_cost_usd": self.budget.max_cost_usd, **self.budget.spent()}
+        path = self.config.out / SUMMARY
+        temporary = path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")
+        temporary.replace(path)
+        write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
+        write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
+
+    def limiter_stats(self) -> dict[str, Any]:
+        if self.cluster_limiter_stats is not None:
+            return self.cluster_limiter_stats
+        stats = {}
+        for label, backend in self.backends.items():
+            limiter = layer(backend, LimitedModel)
+            if isinstance(limiter, LimitedModel):
+                stats[label] = {"max_in_flight_seen": limiter.max_seen, "cap": limiter.limits.max_in_flight,
+                                "final_limit": round(limiter.limit, 2), "cuts": limiter.cuts,
+                                "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
+                                "mean_in_flight": round(limiter.mean_in_flight(), 2)}
+        return stats
+
+
+def is_stand_in(spec: str) -> bool:
+    """Whether a backend spec is the built-in stand-in (`stand-in` or `stand-in:LABEL`)."""
+    return spec == "stand-in" or spec.startswith("stand-in:")
+
+
+
+def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
+    """The config with `user:password@` taken out of every URL it names: credentials are used
+    to connect (llm/specs.py reads them back by host) and never recorded or shown."""
+    llm = config.llm
+    if llm.base_url:
+        llm = dataclasses.replace(llm, base_url=strip_credentials(llm.base_url))
+    return dataclasses.replace(config, backend=strip_credentials(config.backend),
+                               population=strip_credentials(config.population), llm=llm)
+
+
+def _require_prices(specs: list[str]) -> None:
+    """--max-cost is hard only if every model it pays for has a price: an unknown one would
+    cost nothing in the budget's eyes."""
+    for text in specs:
+        spec = parse_spec(text)
+        if spec.provider in REMOTE and not priced(spec.target):
+            raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
+                                   f"'{redact(text)}') has none in agentsim's table: give it with {PRICES_HELP}, "
+                                   f"or drop --max-cost")
+
+
+def _describe_options(options: BackendOptions) -> dict[str, Any]:
+    """The backend options as recorded: limits and endpoints, never a key."""
+    limits = options.limits
+    return {"base_url": options.base_url, "timeout_s": options.timeout_s, "max_attempts": options.retry.max_attempts,
+            "deadline_s": options.retry.deadline_s, "max_in_flight": limits.max_in_flight, "rpm": limits.rpm,
+            "tpm": limits.tpm, "adaptive": limits.adaptive, "cache": options.cache, "replay": options.replay,
+            "max_calls": options.max_calls, "max_cost_usd": options.max_cost_usd}
+
+
+def code_version() -> str:
+    """The package version, with the git commit when running from a checkout."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__}+{commit}" if commit else __version__
