@@ -225,15 +225,16 @@ class Scenario(Generic[P, S, St]):
 
     def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
         """The model-level series Mesa's DataCollector records after each step (one column
-        each; the keys must not change during a run): by default the live view's success rate
-        and each name's share (`share_NAME`), where it shows them. A family names its own."""
+        each, fixed when the model is made: a column per name would miss the names that first
+        appear later): by default the live view's success rate and its leading name and share
+        (None where it shows none). A family names its own."""
         shown = self.live_figures(model)
-        series: dict[str, float | str | None] = {}
-        if shown.success_rate is not None:
-            series["success_rate"] = float(shown.success_rate)
-        for name, share in shown.shares.items():
-            series[f"share_{name}"] = float(share)
-        return series
+        leading = max(shown.shares.items(), key=lambda item: item[1], default=None)
+        return {
+            "success_rate": None if shown.success_rate is None else float(shown.success_rate),
+            "leading_name": None if leading is None else leading[0],
+            "leading_share": None if leading is None else float(leading[1]),
+        }
 
     def live_figures(self, model: PopulationModel) -> LiveFigures:
         """What the live view and the log lines show of the run now (agentsim/figures.py)."""

@@ -93,7 +93,7 @@ class ExperimentConfig:
     population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
     llm: BackendOptions = field(default_factory=BackendOptions)
     # Parameter variants (a grid of conditions): each is a dict of parameter changes; every
-    # variant runs `runs` seeded replicates (see `Experiment.run_cell`). Empty: the scenario as is.
+    # variant runs `runs` seeded replicates (see `run_cell` below). Empty: the scenario as is.
     variants: tuple[dict[str, Any], ...] = ()
     # Where the runs execute: "local" (this process's event loop) or "ray" (Ray tasks, on the
     # cluster at `ray_address`, or on a Ray started in process when it is empty).
@@ -343,10 +343,6 @@ class Session:
             self.notices.append(f"{self.config.out} was recorded by agentsim {written} and is continued by agentsim "
                                 f"{self.code_version} (its checkpoints read back in format {CHECKPOINT_FORMAT}): the "
                                 f"runs' later rounds come from this version's code")
-
-    def run_cell(self, replicate: int) -> tuple[Scenario[Any, Any, Any], int, int | None]:
-        """The scenario, seed and variant index (None without variants) of a replicate."""
-        return run_cell(self.scenario, self.variant_scenarios, self.config.seed, replicate)
 
     def runs_at_once(self) -> int:
         """Runs in memory at once (fewer for large populations): the rest wait their turn."""

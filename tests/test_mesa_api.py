@@ -62,3 +62,16 @@ def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
     assert len(model.datacollector.get_model_vars_dataframe()) == 3
     expected = run_model(scenario, seed=5, backend=JitteryStandIn(scenario.standin_rules()))
     assert [agent.state() for agent in model.agents] == [agent.state() for agent in expected.agents]
+
+
+def test_a_family_without_its_own_series_records_the_same_columns_every_step() -> None:
+    """The default series are fixed when the model is made: SIGN's names first appear after
+    a step, and a column per name would have been dropped."""
+    from agentsim.games.sign import SignGame
+
+    model = PopulationModel(SignGame(agents=8), seed=0)
+    for _ in range(3):
+        model.step()
+    frame = model.datacollector.get_model_vars_dataframe()
+    assert list(frame.columns) == ["success_rate", "leading_name", "leading_share"]
+    assert len(frame) == 3 and frame["leading_share"].iloc[-1] > 0
