@@ -163,6 +163,7 @@ def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) 
     settings = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
     params = {key: value for key, value in values.items() if not key.startswith(prefix)}
     if params:
+        scenario.params.refuse_unread(*params)
         scenario = scenario.with_params(**params)
     if settings:
         scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))

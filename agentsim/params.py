@@ -67,13 +67,19 @@ class Params:
         for key, text in overrides.items():
             if key not in hints or key not in self.field_names():
                 raise ParameterError(self._unknown_message(key))
+            self.refuse_unread(key)
+            changes[key] = convert(text, hints[key], self.key_prefix + key)
+        return self.replace(**changes)
+
+    def refuse_unread(self, *keys: str) -> None:
+        """A user's setting of a parameter this scenario inherits but never reads changes
+        nothing: refused, naming the one it reads instead (from `--set` and the Python API)."""
+        for key in keys:
             if key in self.unread:
                 instead = self.unread[key]
                 raise ParameterError(f"this scenario does not read {self.kind} '{self.key_prefix}{key}', so setting it "
                                      f"would change nothing; did you mean '{self.key_prefix}{instead}'? "
                                      f"(--set {self.key_prefix}{instead}=...)")
-            changes[key] = convert(text, hints[key], self.key_prefix + key)
-        return self.replace(**changes)
 
     @classmethod
     def field_names(cls) -> set[str]:

@@ -89,3 +89,8 @@ def test_mistakes_raise_the_one_line_the_command_line_prints(tmp_path: Path) -> 
     with pytest.raises(UserError, match=r"holds no agentsim\.db"):
         agentsim.open(tmp_path)
     assert not (tmp_path / "a").exists()
+    network = str(ROOT / "scenarios" / "network_topology.py")
+    for value in (6, "6"):  # a typed value is refused as the text is: the scenario reads `topologies`
+        with pytest.raises(UserError, match="does not read parameter 'topology_degree'"):
+            agentsim.run(network, overrides={"topology_degree": value}, out=tmp_path / "c")
+    assert not (tmp_path / "c").exists()

@@ -199,3 +199,11 @@ def test_the_spec_picks_the_sdk_for_openai_and_the_lean_path_for_other_servers(m
         backend = build_backend(spec, scenario)
         assert layer(backend, kind) is not None, spec
         asyncio.run(backend.aclose())
+
+
+def test_the_lean_path_keeps_a_base_urls_query_after_the_route() -> None:
+    """`?api-version=...` (as some gateways want) stays a query, as the SDK sends it, instead of
+    being glued in front of the route."""
+    for base, url in (("http://h:8000/v1", "http://h:8000/v1/chat/completions"),
+                      ("http://h:8000/v1/?api-version=2", "http://h:8000/v1/chat/completions?api-version=2")):
+        assert OpenAIHTTPModel(name="n", model="m", api_key=KEY, base_url=base).url == url

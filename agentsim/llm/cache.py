@@ -117,11 +117,16 @@ class ResponseStore:
         if row is None:
             return None
         self.served.add(key)
+        self._flush_when_due()  # a rerun served wholly from the file renews in batches, not at close
         return json.loads(row[0])
 
     def put(self, key: str, backend: str, value: dict[str, object]) -> None:
         self.pending[key] = (key, backend, _VALUE_JSON(value), time.time())
-        if len(self.pending) >= self.batch or time.monotonic() - self.flushed >= self.flush_seconds:
+        self._flush_when_due()
+
+    def _flush_when_due(self) -> None:
+        if (len(self.pending) + len(self.served) >= self.batch
+                or time.monotonic() - self.flushed >= self.flush_seconds):
             self.flush()
 
     def flush(self) -> None:

@@ -39,7 +39,8 @@ class OpenAIHTTPModel:
         self.name = name
         self.model = model
         self.endpoint = sdk_base_url(base_url)
-        self.url = self.endpoint + "chat/completions"
+        endpoint = urlsplit(self.endpoint)  # the route goes before a query string, which stays, as the SDK sends it
+        self.url = urlunsplit(endpoint._replace(path=endpoint.path.rstrip("/") + "/chat/completions"))
         self.timeout_s = timeout_s
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
