@@ -91,6 +91,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
     from .errors import ParameterError, ScenarioFileError, UserError
     from .llm.specs import BackendOptions
+    from .progress import NoView
     from .runner import Experiment, ExperimentConfig
     from .scenario import Scenario
     from .scenario_files import load_scenario
@@ -144,7 +145,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
         configure_logging()
         view: Any = LogView()
     else:
-        view = _Quiet()
+        view = NoView()  # a notebook shows the results, not a terminal dashboard
     experiment = Experiment(config, view)
     experiment.open()
     return experiment
@@ -178,11 +179,3 @@ def _fresh_directory(base: Path) -> Path:
         number += 1
         path = base / f"{stamp}-{number}"
     return path
-
-
-class _Quiet:
-    """No live view: a notebook shows the results, not a terminal dashboard."""
-
-    def start(self, experiment: dict[str, Any]) -> None: ...
-    def update(self, runs: list[Any], *, final: bool = False) -> None: ...
-    def stop(self) -> None: ...

@@ -140,9 +140,6 @@ def register_section(name: str, title: str, *, order: int,
     return decorate
 
 
-_OPTIONAL_EXTRAS = ("torch", "transformers", "ray")
-
-
 def _load_sections() -> None:
     """Import the framework's modules of `agentsim.analysis` (the usage section), every game
     family's report sections (each family names them when it registers: agentsim.games), then
@@ -150,7 +147,7 @@ def _load_sections() -> None:
     import pkgutil
 
     from .. import analysis
-    from ..games import report_section_modules
+    from ..games import OPTIONAL_EXTRAS, report_section_modules
 
     framework = [f"{analysis.__name__}.{found.name}" for found in pkgutil.iter_modules(analysis.__path__)
                  if found.name not in ("commands", "report")]
@@ -158,7 +155,7 @@ def _load_sections() -> None:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:
-            if error.name not in _OPTIONAL_EXTRAS:
+            if error.name not in OPTIONAL_EXTRAS:
                 raise  # a broken section must not vanish from the report unnoticed
     for module in filter(None, (name.strip() for name in os.environ.get("AGENTSIM_REPORT_SECTIONS", "").split(","))):
         try:

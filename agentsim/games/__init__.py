@@ -36,7 +36,7 @@ from .. import checkpoints
 ENTRY_POINT_GROUP = "agentsim.games"
 
 # Extras a family may need only in part (an optional backend): a missing one does not hide the family.
-_OPTIONAL_EXTRAS = ("torch", "transformers", "ray", "llama_cpp")
+OPTIONAL_EXTRAS = ("torch", "transformers", "ray", "llama_cpp")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +87,7 @@ def discover() -> dict[str, Family]:
             try:
                 importlib.import_module(f"{__name__}.{found.name}")
             except ModuleNotFoundError as error:
-                if error.name not in _OPTIONAL_EXTRAS:
+                if error.name not in OPTIONAL_EXTRAS:
                     raise  # a broken built-in family must not vanish unnoticed
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
