@@ -40,6 +40,7 @@ def response_store(options: BackendOptions) -> ResponseStore:
     store = _STORES.get(key)
     if store is None:
         store = _STORES[key] = ResponseStore(path, max_bytes=options.cache_max_bytes)
+    store.max_bytes = options.cache_max_bytes  # the latest experiment's bound (the API runs several in one process)
     return store
 
 
