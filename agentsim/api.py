@@ -15,7 +15,6 @@ raise `agentsim.errors.UserError` with the one line the command line would print
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +94,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     from .runner import Experiment, ExperimentConfig
     from .scenario import Scenario
     from .scenario_files import load_scenario
+    from .session import fresh_directory
     from .variants import pinned_variants
 
     module: Any = None
@@ -129,7 +129,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     config = ExperimentConfig(
         scenario=built,
         variants=pinned_variants(getattr(module, "VARIANTS", ()), {key: str(value) for key, value in changes.items()}),
-        out=Path(out) if out is not None else _fresh_directory(Path("results") / name),
+        out=Path(out) if out is not None else fresh_directory(Path("results") / name),
         backend=backend or "stand-in",
         population=population or "",
         llm=options or BackendOptions(),
@@ -169,13 +169,3 @@ def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) 
     if settings:
         scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
     return scenario
-
-
-def _fresh_directory(base: Path) -> Path:
-    """`base/YYYYMMDD-HHMMSS`, with `-2`, `-3`... when a run of the same second took it."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path, number = base / stamp, 1
-    while path.exists():
-        number += 1
-        path = base / f"{stamp}-{number}"
-    return path

@@ -28,7 +28,6 @@ import os
 import signal
 import sqlite3
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -46,6 +45,7 @@ from .runner import EXECUTORS, LOCAL, RAY, Experiment, ExperimentConfig
 from .scenario import Scenario
 from .scenario_files import load_scenario, parse_overrides
 from .secrets import redact
+from .session import fresh_directory
 from .variants import pinned_variants
 
 EXIT_INTERRUPTED = 130
@@ -367,7 +367,7 @@ def _output_directory(options: argparse.Namespace) -> Path:
         if not previous:
             raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
         return previous[-1]
-    return base / time.strftime("%Y%m%d-%H%M%S")
+    return fresh_directory(base)
 
 
 def recorded_settings(out: Path) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -492,3 +493,14 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return f"{__version__}+{commit}" if commit else __version__
+
+
+def fresh_directory(base: Path) -> Path:
+    """`base/YYYYMMDD-HHMMSS`, the default output directory, with `-2`, `-3`... when an
+    experiment of the same second took it (the command line and the Python API alike)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path, number = base / stamp, 1
+    while path.exists():
+        number += 1
+        path = base / f"{stamp}-{number}"
+    return path
