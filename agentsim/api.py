@@ -88,12 +88,12 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
             out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
             ) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
-    from .errors import ParameterError, ScenarioFileError, UserError
+    from .errors import ParameterError, UserError
     from .llm.specs import BackendOptions
     from .progress import NoView
     from .runner import Experiment, ExperimentConfig
     from .scenario import Scenario
-    from .scenario_files import load_scenario
+    from .scenario_files import file_population, file_runs, load_scenario
     from .session import fresh_directory
     from .variants import pinned_variants
 
@@ -114,17 +114,11 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     changes = dict(overrides or {})
     built = _with_overrides(built, changes)
     if runs is None:
-        runs = getattr(module, "RUNS", 1)
-        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-            raise ScenarioFileError(f"scenario file '{file}': RUNS must be a whole number >= 1 (got {runs!r}); "
-                                    f"fix the file or pass runs=")
+        runs = file_runs(module, file, "pass runs=")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ParameterError(f"runs must be a whole number of at least 1 (got {runs!r})")
     if population is None and backend is None and module is not None:
-        population = getattr(module, "POPULATION", None)
-        if population is not None and not isinstance(population, str):
-            raise ScenarioFileError(f"scenario file '{file}': POPULATION must be text like \"openai:gpt-4o-mini=12,"
-                                    f"anthropic:claude-3-5-haiku-latest=12\" (got {population!r}); fix the file")
+        population = file_population(module, file, "pass population=")
     name = Path(file).stem if file else built.name
     config = ExperimentConfig(
         scenario=built,

@@ -43,7 +43,7 @@ from .llm.specs import BackendOptions
 from .params import finite_float
 from .runner import EXECUTORS, LOCAL, RAY, Experiment, ExperimentConfig
 from .scenario import Scenario
-from .scenario_files import load_scenario, parse_overrides
+from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
 from .session import fresh_directory
 from .variants import pinned_variants
@@ -266,19 +266,12 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
         scenario = _with_recorded(scenario, recorded, overrides)
     scenario = scenario.with_overrides(overrides)
-    runs = options.runs if options.runs is not None else getattr(module, "RUNS", 1)
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ScenarioFileError(f"scenario file '{scenario_file}': RUNS must be a whole number >= 1 "
-                                f"(got {runs!r}); fix the file or pass --runs")
+    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
     population, backend = options.population, options.backend
     if options.scenario is None and population is None and backend is None:
         population, backend = _recorded_backend(recorded)
     if population is None and backend is None:
-        population = getattr(module, "POPULATION", None)
-        if population is not None and not isinstance(population, str):
-            raise ScenarioFileError(f"scenario file '{scenario_file}': POPULATION must be text like "
-                                    f"\"openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12\" (got "
-                                    f"{population!r}); fix the file or pass --population")
+        population = file_population(module, scenario_file, "pass --population")
     variants = pinned_variants(getattr(module, "VARIANTS", ()), overrides)
     if options.scenario is None and "variants" in recorded:
         variants = pinned_variants(recorded["variants"], overrides)

@@ -62,3 +62,21 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
     raise ScenarioFileError(
         f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
         f"assign the one to run to a variable named `scenario`")
+
+
+def file_runs(module: Any, path: str | Path, fix: str) -> int:
+    """The file's RUNS (1 without one), checked; `fix` names the caller's way round a bad one."""
+    runs = getattr(module, "RUNS", 1)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ScenarioFileError(f"scenario file '{path}': RUNS must be a whole number >= 1 (got {runs!r}); fix the "
+                                f"file or {fix}")
+    return runs
+
+
+def file_population(module: Any, path: str | Path, fix: str) -> str | None:
+    """The file's POPULATION (None without one), checked; `fix` as for `file_runs`."""
+    population = getattr(module, "POPULATION", None)
+    if population is not None and not isinstance(population, str):
+        raise ScenarioFileError(f"scenario file '{path}': POPULATION must be text like \"openai:gpt-4o-mini=12,"
+                                f"anthropic:claude-3-5-haiku-latest=12\" (got {population!r}); fix the file or {fix}")
+    return population
