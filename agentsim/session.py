@@ -26,7 +26,7 @@ from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_r
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, priced
+from .llm.prices import PRICES_HELP, load_user_prices, priced
 from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
 from .llm.stack import REMOTE, layer
 from .model_fitness import refuse_unscorable
@@ -200,6 +200,7 @@ class Session:
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
                                    f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
                                    f"such as --backend openai:MODEL")
+        load_user_prices()  # a table that does not read stops here, not at the first answer
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
             _require_prices([spec for spec, _ in self.shares])

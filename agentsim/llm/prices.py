@@ -62,7 +62,10 @@ def register_price(model: str, prompt_usd_per_mtok: float, completion_usd_per_mt
     _MATCHED.clear()
 
 
-def _load_user_prices() -> None:
+def load_user_prices() -> None:
+    """Read AGENTSIM_PRICES if it names another file than last time. Each experiment calls it
+    as it opens; a price lookup calls it only for a model it has not matched yet (an
+    environment read per lookup was a seventh of the engine's CPU per call)."""
     global _loaded_from
     path = os.environ.get("AGENTSIM_PRICES")
     if not path or path == _loaded_from:
@@ -92,9 +95,9 @@ def priced(model: str) -> bool:
 
 
 def _match(model: str) -> tuple[float, float] | None:
-    _load_user_prices()
     if model in _MATCHED:
         return _MATCHED[model]
+    load_user_prices()
     best = max((name for name in PRICES if model.startswith(name)), key=len, default=None)
     price = _MATCHED[model] = PRICES[best] if best is not None else None
     return price

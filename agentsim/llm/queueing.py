@@ -67,6 +67,7 @@ class QueueingRule:
         self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
         self.spreads: collections.deque[float] = collections.deque(maxlen=window)
         self.round_answers: list[tuple[float, int, float]] = []  # latency, in flight when sent, the server's share
+        self.round_served = 0.0  # the sum of round_answers' server shares, kept as they come (a mean per answer is quadratic)
         self.round_started = now
         self.rounds = 0
         self.state = "clear"  # clear: grow; near: hold; queueing: cut, then hold
@@ -84,12 +85,14 @@ class QueueingRule:
         `client`: the part of `latency` the client's own busy loop is thought to have added.
         It is taken off the latencies compared with the floor, not off the floor's own (an
         overestimate then errs towards not cutting, never towards a floor of nothing)."""
-        self.round_answers.append((latency, sent_with, max(0.0, latency - client)))
+        served = max(0.0, latency - client)
+        self.round_answers.append((latency, sent_with, served))
+        self.round_served += served
         if started < self.round_started:
             # sent before the last decision: no news about it, but growing stops the moment
             # latency leaves the floor (growing on for the rest of the round trip overshoots)
             if self.state == "clear" and self.lows and len(self.round_answers) >= 2 \
-                    and statistics.fmean(served for _, _, served in self.round_answers) > self.bound(0.75, len(self.round_answers)):
+                    and self.round_served / len(self.round_answers) > self.bound(0.75, len(self.round_answers)):
                 self.state = "near"
             return None
         return self._decide(now, limit)
@@ -103,6 +106,7 @@ class QueueingRule:
         self.recent_sent = statistics.fmean(sent for _, sent, _ in self.round_answers)
         self.recent_count = len(latencies)
         self.round_answers.clear()
+        self.round_served = 0.0
         self.lows.append((self.recent, self.recent_sent, self.recent_count))
         if len(latencies) >= 2:  # within one round trip, not across: the cap moves between them
             spread = statistics.fmean(abs(answer - self.recent) for answer in latencies)
