@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .collection import fewer_collections
 from .executors import Executor, LocalExecutor, run_all
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
@@ -68,7 +69,8 @@ class Experiment:
         try:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
-            await self.executor().run(session, progress)
+            with fewer_collections():
+                await self.executor().run(session, progress)
         finally:
             progress.close()
             await session.close(progress.stopped_by)

@@ -36,3 +36,16 @@ def test_periodic_commits_stretch_to_a_bounded_share_of_the_run_and_zero_still_m
     assert commit_interval(1.0, 0.1) == pytest.approx(0.1 / COMMITS_SHARE)  # 100 ms each: one per 5 s
     assert 0.1 / commit_interval(1.0, 0.1) <= COMMITS_SHARE
     assert commit_interval(0.0, 0.5) == 0.0
+
+
+def test_a_run_freezes_what_exists_and_collects_less_often_then_gives_the_collector_back() -> None:
+    import gc
+
+    from agentsim.collection import YOUNG_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] >= YOUNG_THRESHOLD
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
