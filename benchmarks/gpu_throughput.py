@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", default="tgi,openai", help="comma-separated: tgi, openai (default both)")
     parser.add_argument("--best-concurrency", type=int, default=1024,
                         help="requests the bare client keeps open for the server's best rate (default 1024)")
+    parser.add_argument("--best-seconds", type=float, default=10.0,
+                        help="the best-rate replay's aimed length, at the fastest rate seen (default 10)")
     options = parser.parse_args(argv)
     paths = [path.strip() for path in options.paths.split(",") if path.strip()]
     if not paths or any(path not in ("tgi", "openai") for path in paths):
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  path     calls  wall s  requests/s  CPU ms/call  bare requests/s  bare CPU ms/call  agentsim/bare  "
               "in flight (cap)  batches mean/max  bare batches  parsed  part s")
         recorded: list[bytes] = []
-        recorded_target = ""
+        recorded_target, fastest = "", pilot_rate
         for path in paths:
             part = time.perf_counter()
             result = naming_run(url, path, options.agents, rounds, scratch / f"run-{path}")
@@ -149,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 recorded, recorded_target = bodies, target
             bare_rate, bare_cpu, bare_stats = timed_replay(url, target, bodies, result["in_flight"])
             rate = requests / wall
+            fastest = max(fastest, rate, bare_rate)
             clean = not run["errors"] and run["fallbacks"] == 0 and run.get("reasks", 0) == 0
             print(f"  {path:6s}  {requests:6d}  {wall:6.1f}  {rate:10.0f}  {result['cpu'] * 1e3 / requests:11.2f}  "
                   f"{bare_rate:15.0f}  {bare_cpu * 1e3:16.2f}  {rate / bare_rate:13.2f}  "
@@ -159,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    errors {run['errors']}, fallbacks {run['fallbacks']}, re-asks {run.get('reasks')}, retries {run['retries']}, "
                       f"answered calls {run['calls']} of {requests} requests")
         part = time.perf_counter()
+        recorded = recorded[: max(2000, int(options.best_seconds * fastest))]  # about --best-seconds at the fastest rate seen
         bare_best, bare_best_cpu, best_stats = timed_replay(url, recorded_target, recorded, options.best_concurrency)
         print(f"bare client, {options.best_concurrency} open, {len(recorded)} {paths[0]} bodies: {bare_best:.0f} requests/s "
               f"({bare_best_cpu * 1e3:.2f} ms CPU/request; batches mean/max busy {batches(best_stats, len(recorded) / bare_best)}) "
