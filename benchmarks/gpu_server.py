@@ -245,12 +245,15 @@ class Engine:
         chosen = [self.pad_id] * len(jobs)
         free = [index for index, node in enumerate(nodes) if node is None and not finish[index]]
         if free:
-            rows = logits[free].float()
-            temperatures = torch.tensor([max(jobs[index].temperature, 1e-6) for index in free], device=rows.device)
-            greedy = rows.argmax(-1)
-            sampled = torch.multinomial(torch.softmax(rows / temperatures[:, None], -1), 1, generator=self.sampler)[:, 0]
-            use_sample = torch.tensor([jobs[index].temperature > 0 for index in free], device=rows.device)
-            for index, token in zip(free, torch.where(use_sample, sampled, greedy).tolist()):
+            # finite scores only: a NaN reaching multinomial is a device-side assert, which ends the CUDA context
+            rows = torch.nan_to_num(logits[free].float(), nan=0.0, posinf=1e4, neginf=-1e4)
+            tokens = rows.argmax(-1)
+            if any(jobs[index].temperature > 0 for index in free):
+                temperatures = torch.tensor([max(jobs[index].temperature, 1e-6) for index in free], device=rows.device)
+                sampled = torch.multinomial(torch.softmax(rows / temperatures[:, None], -1), 1, generator=self.sampler)[:, 0]
+                use_sample = torch.tensor([jobs[index].temperature > 0 for index in free], device=rows.device)
+                tokens = torch.where(use_sample, sampled, tokens)
+            for index, token in zip(free, tokens.tolist()):
                 chosen[index] = int(token)
         bound = [(index, [token for token in node if token != _END]) for index, node in enumerate(nodes)
                  if node is not None and not finish[index]]
@@ -271,6 +274,7 @@ def _pick(scores: list[float], job: Job, step: int) -> int:
     softmax(scores / temperature) with dice from the request's seed and the step."""
     if len(scores) == 1:
         return 0
+    scores = [score if score == score and abs(score) != float("inf") else 0.0 for score in scores]  # NaN, inf: 0
     if job.temperature <= 0:
         return max(range(len(scores)), key=scores.__getitem__)
     import math

@@ -28,6 +28,7 @@ BENCH_ARGS=${BENCH_ARGS:-}
 SERVER_ARGS=${SERVER_ARGS:-}
 LOGS=${LOGS:-${OUT:-/tmp}}
 export PYTHONUNBUFFERED=1
+ulimit -n 65536 2>/dev/null || ulimit -n 8192 2>/dev/null || true  # the best-rate replay keeps 1024 connections open
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(smollm2-135m)
 left() { echo $((BUDGET_S - (SECONDS - started))); }
@@ -44,7 +45,7 @@ export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 say "host"
 (nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "no nvidia-smi") 2>&1
-echo "cores $(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cores $(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg), open files $(ulimit -n)"
 timeout 120 "$SERVER_PYTHON" -c "import sys, torch, transformers, tokenizers; print('server python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-', 'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__)" \
     || { echo "the server's python lacks torch/transformers"; exit 1; }
 timeout 120 "$CLIENT_PYTHON" -X importtime -c "import agentsim.cli, mesa, aiohttp, sys; print('client python', sys.version.split()[0], 'agentsim.cli imports; mesa', mesa.__version__, 'aiohttp', aiohttp.__version__)" 2>/tmp/importtime.txt \
