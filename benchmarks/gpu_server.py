@@ -184,16 +184,21 @@ class Engine:
         return self.tries[options]
 
     def generate(self, jobs: Sequence[Job]) -> list[Answer]:
+        import numpy
+
         torch = self.torch
         started = time.perf_counter()
         with torch.inference_mode():
             encoded = [item.ids for item in self.tokenizer.encode_batch([job.prompt for job in jobs],
                                                                         add_special_tokens=False)]
             size, longest = len(jobs), max(len(ids) for ids in encoded)
-            rows = [[self.pad_id] * (longest - len(ids)) + ids for ids in encoded]
-            mask_rows = [[0] * (longest - len(ids)) + [1] * len(ids) for ids in encoded]
-            input_ids = torch.tensor(rows, device=self.device)
-            mask = torch.tensor(mask_rows, device=self.device)
+            lengths = numpy.array([len(ids) for ids in encoded])
+            rows = numpy.full((size, longest), self.pad_id, dtype=numpy.int64)
+            for row, ids in zip(rows, encoded):  # left-padded
+                row[longest - len(ids):] = ids
+            input_ids = torch.from_numpy(rows).to(self.device)
+            mask = torch.from_numpy((numpy.arange(longest)[None, :] >= (longest - lengths)[:, None]).astype(numpy.int64))
+            mask = mask.to(self.device)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
             output = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                                 logits_to_keep=1)
@@ -438,6 +443,9 @@ async def serve(shape: str, device: str, host: str, port: int, max_batch: int, l
 
 
 def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    sys.setswitchinterval(0.001)  # the GPU thread launches kernels under the GIL: let the HTTP loop in often
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="smollm2-135m")
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")

@@ -14,7 +14,7 @@
 #   SERVER_PYTHON=python3, CLIENT_PYTHON=python3 (the rehearsal runs the server on a torch venv)
 #   SITE=/tmp/site      where the wheels go (pip --target), put first on the client's PYTHONPATH
 #   BENCH_ARGS=""       more arguments for gpu_throughput.py (e.g. "--agents 50 --rounds 2")
-#   SERVER_ARGS=""      more arguments for gpu_server.py (e.g. "--max-batch 256")
+#   SERVER_ARGS="--log-batches"  arguments for gpu_server.py (each batch in its log; e.g. add "--max-batch 256")
 #   LOGS=$OUT or /tmp   where each server's own log goes (server-SHAPE.log)
 set -u -o pipefail
 started=$SECONDS
@@ -25,7 +25,7 @@ SERVER_PYTHON=${SERVER_PYTHON:-python3}
 CLIENT_PYTHON=${CLIENT_PYTHON:-python3}
 SITE=${SITE:-/tmp/site}
 BENCH_ARGS=${BENCH_ARGS:-}
-SERVER_ARGS=${SERVER_ARGS:-}
+SERVER_ARGS=${SERVER_ARGS:---log-batches}
 LOGS=${LOGS:-${OUT:-/tmp}}
 export PYTHONUNBUFFERED=1
 ulimit -n 65536 2>/dev/null || ulimit -n 8192 2>/dev/null || true  # the best-rate replay keeps 1024 connections open
