@@ -291,8 +291,8 @@ def _pick(scores: list[float], job: Job, step: int) -> int:
 
 
 class GPUServer:
-    def __init__(self, engine: Engine, *, max_batch: int, model_id: str) -> None:
-        self.engine, self.max_batch, self.model_id = engine, max_batch, model_id
+    def __init__(self, engine: Engine, *, max_batch: int, model_id: str, batch_wait_s: float = 0.0) -> None:
+        self.engine, self.max_batch, self.model_id, self.batch_wait_s = engine, max_batch, model_id, batch_wait_s
         self.stats = Stats()
         self.waiting: list[Job] = []
         self.ready = False
@@ -329,6 +329,8 @@ class GPUServer:
             if not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
+            if self.batch_wait_s and len(self.waiting) < self.max_batch:
+                await asyncio.sleep(self.batch_wait_s)  # let a trickle of arrivals gather into one batch
             batch, self.waiting = self.waiting[: self.max_batch], self.waiting[self.max_batch:]
             started = time.perf_counter()
             try:
@@ -424,10 +426,11 @@ class GPUServer:
         return web.json_response(self.stats.as_dict())
 
 
-async def serve(shape: str, device: str, host: str, port: int, max_batch: int, log_batches: bool = False) -> None:
+async def serve(shape: str, device: str, host: str, port: int, max_batch: int, log_batches: bool = False,
+                batch_wait_s: float = 0.0) -> None:
     engine = Engine(shape, device)
     engine.log_batches = log_batches
-    server = GPUServer(engine, max_batch=max_batch, model_id=f"{MODEL_IDS[shape]} (random weights)")
+    server = GPUServer(engine, max_batch=max_batch, model_id=f"{MODEL_IDS[shape]} (random weights)", batch_wait_s=batch_wait_s)
     runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=4096)
@@ -453,12 +456,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--max-batch", type=int, default=512, help="most requests in one batch (default 512)")
     parser.add_argument("--log-batches", action="store_true", help="print each batch's size, length, steps and time")
+    parser.add_argument("--batch-wait-ms", type=float, default=0.0,
+                        help="wait this long for more requests before a batch that is not full (default 0: take "
+                             "what is waiting, as TGI and vLLM do)")
     options = parser.parse_args(argv)
-    if options.max_batch < 1:
-        parser.exit(2, "gpu_server: error: --max-batch must be at least 1\n")
+    if options.max_batch < 1 or options.batch_wait_ms < 0:
+        parser.exit(2, "gpu_server: error: --max-batch must be at least 1 and --batch-wait-ms at least 0\n")
+    if options.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            parser.exit(2, "gpu_server: error: torch sees no CUDA device here; rehearse with --device cpu --shape tiny\n")
     try:
         asyncio.run(serve(options.shape, options.device, options.host, options.port, options.max_batch,
-                          options.log_batches))
+                          options.log_batches, options.batch_wait_ms / 1e3))
     except KeyboardInterrupt:
         return 0
     return 0
