@@ -1,7 +1,7 @@
 """Chat messages as one prompt string, for TGI's native `/generate`, which takes raw text.
 
 The format follows the served model (read once from TGI's `/info`): Llama 3's header tokens,
-ChatML for Qwen-style models, and a plain tagged format otherwise (the stand-in server reads
+ChatML for Qwen-style and SmolLM models, and a plain tagged format otherwise (the stand-in server reads
 all three back).
 """
 
@@ -16,7 +16,7 @@ def format_for(model_id: str) -> str:
     lowered = model_id.lower()
     if "llama-3" in lowered or "llama3" in lowered:
         return "llama3"
-    if "qwen" in lowered or "chatml" in lowered:
+    if "qwen" in lowered or "chatml" in lowered or "smollm" in lowered:
         return "chatml"
     return "plain"
 
