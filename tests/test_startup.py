@@ -98,3 +98,13 @@ def test_a_subcommand_declared_but_never_registered_is_a_bug_said_plainly() -> N
 def test_a_family_names_its_checkpoint_classes_as_module_and_class() -> None:
     with pytest.raises(ValueError, match="'module:Class'"):
         agentsim.games.Family(name="bad", summary="", checkpoint_classes=("agentsim.games.naming.network.NetworkMetrics",))
+
+
+def test_a_name_that_is_also_its_modules_name_stays_the_function() -> None:
+    """theory's `best_response` is a function in `best_response.py`: importing that module first
+    (as a scenario file may) leaves the package's name the function, as the eager import did."""
+    code = ("import inspect\nimport agentsim.games.theory.best_response\n"
+            "from agentsim.games.theory import best_response\nprint(inspect.isfunction(best_response))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"

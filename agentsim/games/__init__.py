@@ -39,7 +39,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -127,23 +128,38 @@ def discover() -> dict[str, Family]:
     return FAMILIES
 
 
-def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
-    """A family package's module `__getattr__` (PEP 562) that imports a re-exported name's module
-    when the name is first read: `exports` maps a relative module (".game") to its names. The
-    registry imports every family's package to list its subcommands; only what a run or a
-    command uses is imported beyond that (the package names them for type checkers under
-    TYPE_CHECKING)."""
-    where = {name: module for module, names in exports.items() for name in names}
+def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> None:
+    """Make the family package `package` import a re-exported name's module when the name is
+    first read (`exports` maps a relative module, ".game", to its names). The registry imports
+    every family's package to list its subcommands; only what a run or a command uses is
+    imported beyond that (the package names them for type checkers under TYPE_CHECKING)."""
+    module = sys.modules[package]
+    module.__class__ = _LazyPackage  # the data model's way to give a module __getattr__ and __setattr__
+    module.__dict__["_lazy_exports"] = {name: relative for relative, names in exports.items() for name in names}
 
-    def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
-        setattr(sys.modules[package], name, value)  # read once: the next read is a plain attribute
+
+class _LazyPackage(types.ModuleType):
+    """A family package with lazily re-exported names (`lazy_exports`)."""
+
+    _lazy_exports: dict[str, str]
+
+    def __getattr__(self, name: str) -> Any:
+        relative = self.__dict__.get("_lazy_exports", {}).get(name)
+        if relative is None:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(relative, self.__name__), name)
+        super().__setattr__(name, value)  # read once: the next read is a plain attribute
         return value
 
-    return __getattr__
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A submodule named as one of its own names (theory's `best_response`): importing it
+        binds the package's name to the module; the eager `from .best_response import
+        best_response` rebound it to the function, and so does this."""
+        exports = self.__dict__.get("_lazy_exports", {})
+        if (isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}"
+                and exports.get(name) == f".{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
 
 
 def report_section_modules() -> list[str]:

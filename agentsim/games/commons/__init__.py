@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CommonsGame", "CommonsParams", "CommonsStandIn", "CommonsStandInSettings", "allocate"]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".game": ("CommonsGame", "allocate"),
     ".memory": ("MemoryItem",),
     ".metrics": ("MonthRecord",),

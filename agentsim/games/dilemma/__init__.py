@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "COOPERATE", "DEFECT", "DilemmaCodec", "DilemmaMetrics", "DilemmaParams", "DilemmaStandIn",
            "DilemmaStandInSettings", "DilemmaView", "Play", "PrisonersDilemma"]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".codec": ("DilemmaCodec",),
     ".game": ("PrisonersDilemma",),
     ".metrics": ("DilemmaMetrics", "RoundTally", "Tally"),

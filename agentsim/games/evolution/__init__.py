@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "EvolutionParams", "EvolutionStandIn",
            "EvolutionStandInSettings", "StagHunt", "StagHuntParams", "conditions"]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".donor": ("DonorGame",),
     ".metrics": ("EvolutionMetrics",),
     ".params": ("CONDITION_LABELS", "CONDITIONS", "DonorParams", "EvolutionParams", "StagHuntParams"),

@@ -31,7 +31,7 @@ __all__ = [
     "read_options", "score",
 ]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".answers": ("NO_OPTION", "SEVERAL", "AnswerReader", "parse_answer"),
     ".comprehension": ("QUESTIONS", "ComprehensionStandIn", "Question", "question_messages", "questions_for", "score"),
     ".game": ("DRAWN_POOL_SIZE", "NamingGame", "NamingParams", "generate_names"),

@@ -27,7 +27,7 @@ __all__ = [
     "decision_route", "lexicon", "schema_regex", "sign_grid",
 ]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".game": ("CONDITION_LABELS", "CONDITIONS", "SignAgent", "SignGame", "SignParams", "SignSituation", "sign_grid"),
     ".metrics": ("THRESHOLDS", "SignMetrics"),
     ".schema": ("NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "FreeTextDecoder", "SchemaParser", "decision_route",

@@ -31,7 +31,7 @@ __all__ = [
     "simulate", "speak", "success_curve",
 ]
 
-__getattr__ = lazy_exports(__name__, {
+lazy_exports(__name__, {
     ".best_response": ("BestResponseNamingGame", "best_response", "flip_shares", "mean_field_critical_mass"),
     ".committed": ("consensus_times", "mean_field_critical_fraction", "rate_equations", "reaches_consensus"),
     ".inventory": ("InventoryMetrics", "MinimalNamingGame", "MinimalNamingParams", "speak"),
