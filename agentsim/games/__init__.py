@@ -30,8 +30,8 @@ re-exported lazily (`lazy_exports`: `from agentsim.games.naming import NamingGam
 module is imported when one of them runs; without `subcommands` it is imported at once, as a
 third-party family may expect), and its checkpoint classes may be named as "module:Class"
 (imported when a checkpoint holds one: agentsim.checkpoints.register_lazily). A run of the
-naming game thus imports neither the commons' game nor Mesa's dependencies on another
-family's account (tests/test_startup.py).
+naming game thus imports no module of another family, and `--help` none of any family
+(tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ _discovered = False
 def register_family(family: Family) -> Family:
     """Add `family` to the registry: its checkpoint classes become storable (those named by a
     string when a checkpoint first needs one) and its subcommands are registered (declared ones
-    by name, their `commands` module imported when one runs; else that module now); its report
+    by `agentsim.analysis.commands`, their `commands` module imported when one runs; without
+    declared ones, that module now); its report
     sections are imported when a report is built. Registering a name again replaces it (a module
     reloaded)."""
     checkpoints.register(*(cls for cls in family.checkpoint_classes
