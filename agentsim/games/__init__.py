@@ -61,7 +61,7 @@ class Family:
     summary: str
     scenario_names: tuple[str, ...] = ()
     commands: str | None = None
-    subcommands: Mapping[str, str] = field(default_factory=dict)  # name -> one-line summary, in `commands`
+    subcommands: Mapping[str, str] = field(default_factory=dict, hash=False)  # name -> one-line summary, in `commands`
     report_sections: tuple[str, ...] = ()
     checkpoint_classes: tuple[type | str, ...] = ()  # a class, or "module:Class" imported when a checkpoint needs it
 
