@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT
@@ -23,42 +23,64 @@ from agentsim.games import FAMILIES, discover
 HEAVY = ("matplotlib", "openai", "anthropic", "torch", "transformers", "llama_cpp", "ray", "httpx")
 OTHER_FAMILIES = ("commons", "dilemma", "evolution", "sign", "theory")
 
-# A naming run built as the command line builds it (its scenario loaded, its backends and store
-# opened: everything but the run), on a TGI server and a local OpenAI-compatible one.
-PREPARE = """
-import json, sys
+# In one fresh interpreter: `--help` (every declared subcommand listed), then a naming run built
+# as the command line builds it (its scenario loaded, its backends and store opened: everything
+# but the run) on a TGI server and a local OpenAI-compatible one, then theory's `best_response`
+# read after its module was imported first (as a scenario file may).
+PROBE = """
+import inspect, json, sys
 from agentsim import cli
+text = cli.build_parser().format_help()
+seen = {"help_lists": all(f"  {name} " in text for name in ("bias", "cooperation", "lineage", "commons-transcript")),
+        "help_modules": sorted(sys.modules)}
 options = cli.build_parser().parse_args([sys.argv[1], "--population",
     "tgi:http://127.0.0.1:9=2,openai:small@http://127.0.0.1:9/v1=2", "--no-live", "--no-cache", "--out", sys.argv[2],
     "--set", "agents=4"])
 experiment = cli._prepare(options)
 experiment.lock.release()
-print(json.dumps(sorted(sys.modules)))
+seen["run_modules"] = sorted(sys.modules)
+import agentsim.games.theory.best_response
+from agentsim.games.theory import best_response
+seen["best_response_is_the_function"] = inspect.isfunction(best_response)
+print(json.dumps(seen))
 """
 
 
-def test_a_naming_run_imports_no_other_game_no_subcommand_no_sdk_and_no_figures(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     environment = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
-    result = subprocess.run([sys.executable, "-c", PREPARE, str(ROOT / "scenarios" / "naming_game.py"),
-                             str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=environment)
+    result = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "scenarios" / "naming_game.py"),
+                             str(tmp_path_factory.mktemp("startup") / "out")],
+                            capture_output=True, text=True, timeout=120, env=environment)
     assert result.returncode == 0, result.stderr
-    modules = set(json.loads(result.stdout))
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
+
+
+def _family_modules(modules: list[str], families: tuple[str, ...]) -> list[str]:
+    """The modules of these families beyond their (declaring) packages."""
+    return sorted(name for name in modules for family in families if name.startswith(f"agentsim.games.{family}."))
+
+
+def test_a_naming_run_imports_no_other_game_no_subcommand_no_sdk_and_no_figures(seen: dict[str, Any]) -> None:
+    modules = set(seen["run_modules"])
     assert {"agentsim.games.naming.game", "agentsim.llm.tgi", "agentsim.llm.openai_http"} <= modules  # it was built
     assert [name for name in HEAVY if name in modules] == []
-    others = sorted(name for name in modules for family in OTHER_FAMILIES if name.startswith(f"agentsim.games.{family}."))
-    assert others == []  # their packages declare the family; none of their modules is imported
+    assert _family_modules(seen["run_modules"], OTHER_FAMILIES) == []
     assert sorted(name for name in modules if name.endswith(".commands") and name.startswith("agentsim.games.")) == []
     assert "agentsim.analysis.report" not in modules
 
 
-def test_the_help_lists_every_declared_subcommand_without_importing_its_module() -> None:
-    code = ("import sys\nfrom agentsim.cli import build_parser\nhelp = build_parser().format_help()\n"
-            "print(sorted(name for name in sys.modules if name.startswith('agentsim.games.')\n"
-            "             and name.rpartition('.')[2] in ('commands', 'game', 'report', 'network')))\n"
-            "print(all(f'  {name} ' in help for name in ('bias', 'cooperation', 'lineage', 'commons-transcript')))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["[]", "True"]
+def test_the_help_lists_every_declared_subcommand_without_importing_a_game(seen: dict[str, Any]) -> None:
+    assert seen["help_lists"]
+    assert _family_modules(seen["help_modules"], ("naming", *OTHER_FAMILIES)) == ["agentsim.games.naming.reference"]
+    assert [name for name in ("mesa", *HEAVY) if name in seen["help_modules"]] == []
+
+
+def test_a_name_that_is_also_its_modules_name_stays_the_function(seen: dict[str, Any]) -> None:
+    """theory's `best_response` is a function in `best_response.py`: importing that module first
+    leaves the package's name the function, as the eager from-import did."""
+    assert seen["best_response_is_the_function"]
 
 
 def test_declared_names_agree_with_the_code() -> None:
@@ -99,12 +121,3 @@ def test_a_family_names_its_checkpoint_classes_as_module_and_class() -> None:
     with pytest.raises(ValueError, match="'module:Class'"):
         agentsim.games.Family(name="bad", summary="", checkpoint_classes=("agentsim.games.naming.network.NetworkMetrics",))
 
-
-def test_a_name_that_is_also_its_modules_name_stays_the_function() -> None:
-    """theory's `best_response` is a function in `best_response.py`: importing that module first
-    (as a scenario file may) leaves the package's name the function, as the eager import did."""
-    code = ("import inspect\nimport agentsim.games.theory.best_response\n"
-            "from agentsim.games.theory import best_response\nprint(inspect.isfunction(best_response))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "True"
