@@ -5,9 +5,10 @@ A results directory must be safe to open: a checkpoint read back builds built-in
 registered here, and nothing else; no code named by the stored bytes runs. A class enters
 the registry from its own package: the core registers its records and usage beside their
 definitions (`register(MyState)`), each game family its state when it registers itself
-(`Family(checkpoint_classes=...)`, agentsim/games/__init__.py), so the core never imports a
-game family. An unregistered class is refused on both sides: writing it raises `TypeError`
-naming the class, reading it raises `CheckpointError`.
+(`Family(checkpoint_classes=...)`, agentsim/games/__init__.py, by name where importing the
+class would import the game: `register_lazily`), so the core never imports a game family.
+An unregistered class is refused on both sides: writing it raises `TypeError` naming the
+class, reading it raises `CheckpointError`.
 
 Encoding. JSON values stand for themselves, except what JSON cannot say, which is tagged as
 an object whose key "$" names the kind:
@@ -36,6 +37,7 @@ import base64
 import collections
 import dataclasses
 import enum
+import importlib
 import json
 import math
 import zlib
@@ -49,6 +51,7 @@ CHECKPOINT_FORMAT = 1
 
 _REGISTRY: dict[str, type] = {}
 _NAMES: dict[type, str] = {}
+_LAZY: dict[str, str] = {}  # name -> "module:Class", registered when a checkpoint first needs it
 _ENCODE_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
 
 
@@ -77,13 +80,38 @@ def register(*classes: type, name: str | None = None) -> None:
         _NAMES[cls] = key
 
 
+def register_lazily(*paths: str) -> None:
+    """Let checkpoints hold objects of the classes at `paths` ("package.module:Class", stored
+    under "package.module.Class" as `register` names them), importing a module only when a
+    checkpoint written or read first holds one of its classes: a game family registers its state
+    without importing its game, so a run of another game does not pay for it. Only the modules
+    named here are ever imported, so what a checkpoint names still runs no code of its choosing."""
+    for path in paths:
+        module, _, qualname = path.partition(":")
+        _LAZY.setdefault(f"{module}.{qualname}", path)
+
+
 def registered(name: str) -> type | None:
-    return _REGISTRY.get(name)
+    cls = _REGISTRY.get(name)
+    if cls is None and name in _LAZY:
+        module, _, qualname = _LAZY.pop(name).partition(":")
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        if _NAMES.get(found) is None:
+            register(found)
+        cls = _REGISTRY.get(name)
+    return cls
 
 
 def name_of(cls: type) -> str | None:
     """The name checkpoints store `cls` under, or None when it is not registered."""
-    return _NAMES.get(cls)
+    name = _NAMES.get(cls)
+    if name is None:
+        key = f"{cls.__module__}.{cls.__qualname__}"
+        if key in _LAZY and registered(key) is cls:
+            return key
+    return name
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -118,7 +146,7 @@ def encode(value: Any) -> Any:
         return {"$": "q", "v": _items(value), "n": value.maxlen}
     if kind is bytes:
         return {"$": "b", "v": base64.b64encode(value).decode("ascii")}
-    name = _NAMES.get(kind)
+    name = _NAMES.get(kind) or name_of(kind)
     if name is None:
         raise TypeError(f"a checkpoint cannot hold {kind.__module__}.{kind.__qualname__}: register the class with "
                         f"agentsim.checkpoints.register (in the package that defines it), or keep plain data")
@@ -226,7 +254,7 @@ def _decode_tagged(tag: Any, data: dict[str, Any]) -> Any:
         if values not in ("nan", "inf", "-inf"):
             raise CheckpointError(f"a malformed number {values!r}")
         return float(values)
-    cls = _REGISTRY.get(data.get("c", ""))
+    cls = registered(data.get("c", ""))
     if cls is None:
         raise CheckpointError(f"the checkpoint holds a {data.get('c')!r}, a class this agentsim does not know "
                               f"(renamed, removed, or not registered for checkpoints)")

@@ -30,7 +30,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
@@ -41,12 +41,14 @@ from .llm.limiter import Limits
 from .llm.retries import RetryPolicy
 from .llm.specs import BackendOptions
 from .params import finite_float
-from .runner import EXECUTORS, LOCAL, RAY, Experiment, ExperimentConfig
 from .scenario import Scenario
 from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
-from .session import fresh_directory
+from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory
 from .variants import pinned_variants
+
+if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
+    from .runner import Experiment
 
 EXIT_INTERRUPTED = 130
 LOG_FORMATS = ("text", "json")  # --log-format
@@ -293,6 +295,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         cpus_per_run=options.cpus_per_run,
     )
     from .live import LogView, RichView, configure_logging
+    from .runner import Experiment
 
     live = not options.no_live and sys.stdout.isatty()
     if not live:

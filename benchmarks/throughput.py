@@ -37,7 +37,8 @@ consensus at N 24 and 200, to a flip at N 1000; target at most 2%).
 the SDK path against a server of capacity 1024 and 10 ms, and requests per second against a
 bare aiohttp client replaying the very requests the run sent.
 
-`--only startup`: seconds from the command to the first request the server sees.
+`--only startup`: seconds from the command to the first request the server sees, and the CPU
+seconds the process had used by then (less sensitive to the host's load; Linux's /proc).
 
 Every section prints the host's load average beside its figures.
 
@@ -398,14 +399,15 @@ def startup_figures(scratch: Path, repeat: int = 3) -> None:
             started = time.perf_counter()
             process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                        env={**os.environ, "PYTHONPATH": str(ROOT)})
-            first = None
+            first, cpu = None, None
             while process.poll() is None:
                 if first is None and server_requests(url) > before:
-                    first = time.perf_counter() - started
+                    first, cpu = time.perf_counter() - started, process_cpu_seconds(process.pid)
                 time.sleep(0.005)
             ended = time.perf_counter() - started
-            print(f"  first request after {first if first is not None else float('nan'):.2f} s, the run done after "
-                  f"{ended:.2f} s (exit {process.returncode}); load average {load_average()}")
+            print(f"  first request after {first if first is not None else float('nan'):.2f} s "
+                  f"({cpu if cpu is not None else float('nan'):.2f} s of CPU), "
+                  f"the run done after {ended:.2f} s (exit {process.returncode}); load average {load_average()}")
     finally:
         server.terminate()
         server.wait(10)

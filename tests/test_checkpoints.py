@@ -105,6 +105,45 @@ def test_an_unregistered_class_is_refused_both_ways() -> None:
         checkpoints.loads(blob)
 
 
+LAZY_MODULE = """
+import dataclasses
+
+@dataclasses.dataclass
+class Lazy:
+    value: int
+"""
+
+
+def test_a_class_registered_by_name_is_imported_when_a_checkpoint_first_holds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A family names its state "module:Class" so that registering imports nothing; reading a
+    checkpoint that holds one imports that module (only a module so named: a checkpoint naming
+    another still runs nothing), and writing one finds the name."""
+    import sys
+
+    (tmp_path / "lazy_state_for_checkpoints.py").write_text(LAZY_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    checkpoints.register_lazily("lazy_state_for_checkpoints:Lazy")
+    assert "lazy_state_for_checkpoints" not in sys.modules  # registering imported nothing
+    blob = zlib.compress(b'{"checkpoint_format":1,"state":{"$":"o","c":"lazy_state_for_checkpoints.Lazy","v":{"value":3}}}')
+    state = checkpoints.loads(blob)
+    assert type(state).__name__ == "Lazy" and state.value == 3
+    assert checkpoints.loads(checkpoints.dumps([state])) == [state]
+    (tmp_path / "lazy_state_unnamed.py").write_text(LAZY_MODULE, encoding="utf-8")
+    with pytest.raises(CheckpointError, match="does not know"):
+        checkpoints.loads(zlib.compress(b'{"checkpoint_format":1,"state":{"$":"o","c":"lazy_state_unnamed.Lazy","v":{}}}'))
+    assert "lazy_state_unnamed" not in sys.modules
+
+
+def test_a_class_registered_by_name_is_found_when_written_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lazy_state_written_first.py").write_text(LAZY_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    checkpoints.register_lazily("lazy_state_written_first:Lazy")
+    from lazy_state_written_first import Lazy  # type: ignore[import-not-found]  # the game made one before any checkpoint
+
+    assert checkpoints.loads(checkpoints.dumps({"x": Lazy(value=5)})) == {"x": Lazy(value=5)}
+
+
 class _Marker:
     """Unpickling it creates a file: the proof that something ran."""
 

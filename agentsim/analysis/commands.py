@@ -4,10 +4,11 @@ to, with `SUBCOMMAND_HELP` for its help). The framework's own are here:
     report DIR              figures, CSVs and the HTML report for DIR's runs
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
 
-and each game family registers its own from its package when it is imported (the naming game's
-`bias`, `strategies`, `critical-mass`, ...; the commons' `commons-transcript`; cultural
-evolution's `lineage`): importing this module discovers every family (agentsim.games.discover),
-so the table is whole. `agentsim.analysis.subcommands` holds the registry and what parsers share.
+and each game family declares its own (the naming game's `bias`, `strategies`,
+`critical-mass`, ...; the commons' `commons-transcript`; cultural evolution's `lineage`):
+importing this module discovers every family (agentsim.games.discover) and puts their declared
+subcommands in the table, their command modules imported when one runs, so the table is whole.
+`agentsim.analysis.subcommands` holds the registry and what parsers share.
 
 Heavy imports (matplotlib, the runner) happen inside each command, so `python -m agentsim`
 starts fast.
@@ -20,7 +21,16 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..games import discover
-from .subcommands import SUBCOMMAND_HELP, SUBCOMMANDS, CommandParser, command, recorded, results_directory, scenario_option
+from .subcommands import (
+    SUBCOMMAND_HELP,
+    SUBCOMMANDS,
+    CommandParser,
+    command,
+    declare,
+    recorded,
+    results_directory,
+    scenario_option,
+)
 
 __all__ = ["SUBCOMMANDS", "SUBCOMMAND_HELP", "report", "transcript"]
 
@@ -70,4 +80,6 @@ def transcript(argv: list[str]) -> int:
     return 0
 
 
-discover()  # every game family registers its subcommands
+for _family in discover().values():  # every game family's subcommands, its command module imported when one runs
+    if _family.commands and _family.subcommands:
+        declare(_family.commands, _family.subcommands)

@@ -2,18 +2,21 @@
 
 A subcommand is a function of its arguments returning an exit code, registered with
 `@command(NAME, SUMMARY)` from any module: the framework's own (`report`, `transcript`) in
-`agentsim.analysis.commands`, a game family's in its package (`agentsim/games/naming/commands.py`),
-imported when the family registers itself (`agentsim.games.register_family`). The wrapper turns
+`agentsim.analysis.commands`, a game family's in its package (`agentsim/games/naming/commands.py`).
+A family declares its subcommands by name and summary (`Family(subcommands=...)`): the table
+holds a stand-in for each (`declare`) that imports the family's command module when the
+subcommand runs, so a scenario run or `--help` imports no command module. The wrapper turns
 a `UserError` into one line and exit code 2 and a stopped run into its line and exit code.
-Keep a command module light: heavy imports (matplotlib, the runner) go inside each command,
-so that `python -m agentsim` starts fast.
+Keep a command module light anyway: heavy imports (matplotlib, the runner) go inside each
+command.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -36,8 +39,28 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"agentsim {self.prog.split()[-1]}: error: {message} (see --help)\n")
 
 
-def command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
-    """Register the decorated function as the subcommand `name` (a later one replaces it)."""
+def declare(module: str, subcommands: Mapping[str, str]) -> None:
+    """Put `subcommands` (name -> summary) in the table without importing `module`, where they
+    are registered with `@command`: each imports it when it runs, then runs what registered."""
+    for name, summary in subcommands.items():
+        if name not in SUBCOMMANDS:
+            SUBCOMMANDS[name] = _deferred(name, module)
+            SUBCOMMAND_HELP[name] = summary
+
+
+def _deferred(name: str, module: str) -> Callable[[list[str]], int]:
+    def main(argv: list[str]) -> int:
+        importlib.import_module(module)
+        registered = SUBCOMMANDS[name]
+        if registered is main:
+            raise RuntimeError(f"the subcommand {name!r} is declared in {module}, which does not register it")
+        return registered(argv)
+    return main
+
+
+def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+    """Register the decorated function as the subcommand `name` (a later one replaces it);
+    without `summary`, the one its family declared stays (`declare`)."""
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             try:
@@ -50,7 +73,8 @@ def command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], C
                 return error.exit_code
         main.__doc__ = function.__doc__
         SUBCOMMANDS[name] = main
-        SUBCOMMAND_HELP[name] = summary
+        if summary is not None:
+            SUBCOMMAND_HELP[name] = summary
         return main
     return decorate
 

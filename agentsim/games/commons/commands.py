@@ -1,5 +1,5 @@
 """The commons' subcommand of `python -m agentsim`: `commons-transcript DIR`, a GovSim run
-month by month (registered when the family is)."""
+month by month (declared in the family's `__init__`, imported when it runs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from ...analysis.subcommands import CommandParser, command, results_directory
 from ...errors import UserError
 
 
-@command("commons-transcript", "a GovSim commons run month by month: harvests, discussion, limit, insights")
+@command("commons-transcript")
 def commons_transcript(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim commons-transcript",
                      description="A GovSim commons run's month by month: harvests, discussion, agreed limit, insights.")

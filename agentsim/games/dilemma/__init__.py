@@ -13,22 +13,39 @@ reciprocity, image scoring), written against the public extension points only
     commands.py   `python -m agentsim cooperation DIR`
 """
 
-from .. import Family, register_family
-from .codec import DilemmaCodec
-from .game import PrisonersDilemma
-from .metrics import DilemmaMetrics, RoundTally, Tally
-from .params import ACTIONS, COOPERATE, DEFECT, DilemmaParams, DilemmaStandInSettings
-from .situation import DilemmaView, Play
-from .standin import DilemmaStandIn
+from typing import TYPE_CHECKING
+
+from .. import Family, lazy_exports, register_family
+
+if TYPE_CHECKING:
+    from .codec import DilemmaCodec
+    from .game import PrisonersDilemma
+    from .metrics import DilemmaMetrics
+    from .metrics import RoundTally as RoundTally
+    from .metrics import Tally as Tally
+    from .params import ACTIONS, COOPERATE, DEFECT, DilemmaParams, DilemmaStandInSettings
+    from .situation import DilemmaView, Play
+    from .standin import DilemmaStandIn
 
 __all__ = ["ACTIONS", "COOPERATE", "DEFECT", "DilemmaCodec", "DilemmaMetrics", "DilemmaParams", "DilemmaStandIn",
            "DilemmaStandInSettings", "DilemmaView", "Play", "PrisonersDilemma"]
 
+lazy_exports(__name__, {
+    ".codec": ("DilemmaCodec",),
+    ".game": ("PrisonersDilemma",),
+    ".metrics": ("DilemmaMetrics", "RoundTally", "Tally"),
+    ".params": ("ACTIONS", "COOPERATE", "DEFECT", "DilemmaParams", "DilemmaStandInSettings"),
+    ".situation": ("DilemmaView", "Play"),
+    ".standin": ("DilemmaStandIn",),
+})
+
 register_family(Family(
     name="dilemma",
     summary="the repeated Prisoner's Dilemma between LLM agents with public reputations",
-    scenario_names=(PrisonersDilemma.name,),
+    scenario_names=("prisoners_dilemma",),  # PrisonersDilemma.name
     commands=f"{__name__}.commands",
+    subcommands={"cooperation": "cooperation per round and per model of Prisoner's Dilemma runs"},
     report_sections=(f"{__name__}.report",),
-    checkpoint_classes=(Play, Tally, RoundTally, DilemmaMetrics),
+    checkpoint_classes=(f"{__name__}.situation:Play", f"{__name__}.metrics:Tally", f"{__name__}.metrics:RoundTally",
+                        f"{__name__}.metrics:DilemmaMetrics"),
 ))

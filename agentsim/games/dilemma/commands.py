@@ -1,4 +1,4 @@
-"""The dilemma's subcommand of `python -m agentsim` (registered when the family is):
+"""The dilemma's subcommand of `python -m agentsim` (declared in the family's `__init__`, imported when it runs):
 
     cooperation DIR     cooperation rate per round and per model, and mean payoffs
 """
@@ -9,7 +9,7 @@ from ...analysis.subcommands import CommandParser, command, recorded, results_di
 from ...errors import UserError
 
 
-@command("cooperation", "cooperation per round and per model of Prisoner's Dilemma runs")
+@command("cooperation")
 def cooperation(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim cooperation",
                            description="Cooperation rate per round and per model, and mean payoffs, of the repeated "

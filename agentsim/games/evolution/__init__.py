@@ -12,34 +12,44 @@ evolving strategies and cultural norms (Liu 2025; Vallinder and Hughes 2024).
     report.py      the report's figures (Figs. 1-3) and the lineage of strategies and norms
 """
 
-from .. import Family, register_family
-from .donor import DonorGame
-from .metrics import EvolutionMetrics
-from .params import (
-    CONDITION_LABELS,
-    CONDITIONS,
-    DonorParams,
-    EvolutionParams,
-    StagHuntParams,
-)
-from .population import RunState
-from .stag_hunt import StagHunt
-from .standin import EvolutionStandIn, EvolutionStandInSettings
+from typing import TYPE_CHECKING
+
+from .. import Family, lazy_exports, register_family
+
+if TYPE_CHECKING:
+    from .donor import DonorGame
+    from .metrics import EvolutionMetrics as EvolutionMetrics
+    from .params import CONDITION_LABELS, CONDITIONS, DonorParams, EvolutionParams, StagHuntParams
+    from .population import RunState as RunState
+    from .stag_hunt import StagHunt
+    from .standin import EvolutionStandIn, EvolutionStandInSettings
 
 __all__ = ["CONDITIONS", "CONDITION_LABELS", "DonorGame", "DonorParams", "EvolutionParams", "EvolutionStandIn",
            "EvolutionStandInSettings", "StagHunt", "StagHuntParams", "conditions"]
 
+lazy_exports(__name__, {
+    ".donor": ("DonorGame",),
+    ".metrics": ("EvolutionMetrics",),
+    ".params": ("CONDITION_LABELS", "CONDITIONS", "DonorParams", "EvolutionParams", "StagHuntParams"),
+    ".population": ("RunState",),
+    ".stag_hunt": ("StagHunt",),
+    ".standin": ("EvolutionStandIn", "EvolutionStandInSettings"),
+})
+
 
 def conditions(*names: str) -> list[dict[str, str]]:
     """The paper's conditions as a scenario file's VARIANTS (all four by default)."""
+    from .params import CONDITIONS
+
     return [{"condition": name} for name in (names or CONDITIONS)]
 
 
 register_family(Family(
     name="evolution",
     summary="cultural evolution of cooperation: the Donor game and the Stag Hunt over generations",
-    scenario_names=(DonorGame.name, StagHunt.name),
+    scenario_names=("donor_game", "stag_hunt"),  # DonorGame.name, StagHunt.name
     commands=f"{__name__}.commands",
+    subcommands={"lineage": "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got"},
     report_sections=(f"{__name__}.report",),
-    checkpoint_classes=(RunState, EvolutionMetrics),
+    checkpoint_classes=(f"{__name__}.population:RunState", f"{__name__}.metrics:EvolutionMetrics"),
 ))

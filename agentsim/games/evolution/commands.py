@@ -1,12 +1,12 @@
 """Cultural evolution's subcommand of `python -m agentsim`: `lineage DIR`, which survivor's
-strategy and norms each new agent received (registered when the family is)."""
+strategy and norms each new agent received (declared in the family's `__init__`, imported when it runs)."""
 
 from __future__ import annotations
 
 from ...analysis.subcommands import CommandParser, command, results_directory
 
 
-@command("lineage", "which survivor's strategy and norms each new agent of a Donor game or Stag Hunt got")
+@command("lineage")
 def lineage(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim lineage",
                      description="Which survivor's strategy and norms became which new agent's, generation by generation "

@@ -1,4 +1,5 @@
-"""The naming game's subcommands of `python -m agentsim` (registered when the family is):
+"""The naming game's subcommands of `python -m agentsim` (declared, with their summaries, in the
+family's `__init__`; this module is imported when one of them runs):
 
     bias DIR                individual bias tests of first choices, and consensus counts
     strategies DIR          the strategy table of strategy-probe runs (Table 1)
@@ -22,7 +23,7 @@ from ...params import finite_float
 from ...scenario_files import load_scenario, parse_overrides
 
 
-@command("bias", "individual bias of first choices and collective bias of consensus")
+@command("bias")
 def bias(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim bias", description="Individual bias of first choices and collective bias of consensus.")
     parser.add_argument("directory")
@@ -48,7 +49,7 @@ def bias(argv: list[str]) -> int:
     return 0
 
 
-@command("strategies", "the strategy table (Table 1) of strategy-probe runs")
+@command("strategies")
 def strategies(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim strategies", description="Strategy table from strategy-probe runs.")
     parser.add_argument("directory")
@@ -85,7 +86,7 @@ def strategies(argv: list[str]) -> int:
     return 0
 
 
-@command("critical-mass", "search the critical mass against both conventions of a pair")
+@command("critical-mass")
 def critical_mass(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim critical-mass",
                      description="Smallest committed minority that flips each convention of a pair.")
@@ -158,7 +159,7 @@ def critical_mass(argv: list[str]) -> int:
     return 0
 
 
-@command("unbiased-pool", "draw random-string pools until one is unbiased")
+@command("unbiased-pool")
 def unbiased_pool(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim unbiased-pool",
                      description="Random six-character pools until one's first choices are within a JS distance of uniform.")
@@ -196,7 +197,7 @@ def unbiased_pool(argv: list[str]) -> int:
     return 0
 
 
-@command("comprehension", "ask Table S7's questions at a recorded run's states")
+@command("comprehension")
 def comprehension(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim comprehension", description="Table S7's questions at a recorded run's states.")
     parser.add_argument("directory", help="the output directory of a naming-game run")
@@ -219,7 +220,7 @@ def comprehension(argv: list[str]) -> int:
     return 0
 
 
-@command("check-model", "is a model fit for the naming-game experiments? readable replies, preference, calibration, comprehension")
+@command("check-model")
 def check_model(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim check-model",
                      description="Check a model before running the naming-game experiments on it: the share of readable "

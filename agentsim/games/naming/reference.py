@@ -5,17 +5,26 @@ and the figure goes without the line when no family did."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-_SUCCESS_CURVE: list[Callable[..., Any]] = []
+_SUCCESS_CURVE: list[Callable[..., Any] | str] = []
 
 
-def register_success_curve(function: Callable[..., Any]) -> None:
+def register_success_curve(function: Callable[..., Any] | str) -> None:
     """Make `function` (keywords among n_agents/agents, rounds/population_rounds, pool_size, runs,
-    seed; returns the success rate per round) the theory line of Fig. 1A."""
+    seed; returns the success rate per round) the theory line of Fig. 1A; as "module:function",
+    the module is imported when the figure is drawn (not when the family registers)."""
     _SUCCESS_CURVE[:] = [function]
 
 
 def success_curve() -> Callable[..., Any] | None:
-    return _SUCCESS_CURVE[0] if _SUCCESS_CURVE else None
+    if not _SUCCESS_CURVE:
+        return None
+    function = _SUCCESS_CURVE[0]
+    if isinstance(function, str):
+        module, _, name = function.partition(":")
+        function = getattr(importlib.import_module(module), name)
+        _SUCCESS_CURVE[:] = [function]
+    return function

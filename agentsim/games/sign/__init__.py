@@ -1,11 +1,24 @@
 """SIGN (Ren et al.): the naming game under three prompt conditions (free text, free text with
 partner history, a strict `@say {name: Ck}` schema), its schema parser, metrics and stand-in."""
 
-from .. import Family, register_family
-from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
-from .metrics import THRESHOLDS, SignMetrics
-from .schema import NOT_COMPLIANT, NOT_IN_LEXICON, ROUTES, FreeTextDecoder, SchemaParser, decision_route, lexicon, schema_regex
-from .standin import SignStandIn, SignStandInSettings
+from typing import TYPE_CHECKING
+
+from .. import Family, lazy_exports, register_family
+
+if TYPE_CHECKING:
+    from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
+    from .metrics import THRESHOLDS, SignMetrics
+    from .schema import (
+        NOT_COMPLIANT,
+        NOT_IN_LEXICON,
+        ROUTES,
+        FreeTextDecoder,
+        SchemaParser,
+        decision_route,
+        lexicon,
+        schema_regex,
+    )
+    from .standin import SignStandIn, SignStandInSettings
 
 __all__ = [
     "CONDITIONS", "CONDITION_LABELS", "NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "THRESHOLDS",
@@ -14,11 +27,19 @@ __all__ = [
     "decision_route", "lexicon", "schema_regex", "sign_grid",
 ]
 
+lazy_exports(__name__, {
+    ".game": ("CONDITION_LABELS", "CONDITIONS", "SignAgent", "SignGame", "SignParams", "SignSituation", "sign_grid"),
+    ".metrics": ("THRESHOLDS", "SignMetrics"),
+    ".schema": ("NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "FreeTextDecoder", "SchemaParser", "decision_route",
+                "lexicon", "schema_regex"),
+    ".standin": ("SignStandIn", "SignStandInSettings"),
+})
+
 
 register_family(Family(
     name="sign",
     summary="SIGN (Zhang and Woisetschlaeger 2026): naming under free text, partner history or a strict schema",
-    scenario_names=(SignGame.name,),
+    scenario_names=("sign",),  # SignGame.name
     report_sections=(f"{__name__}.report",),
-    checkpoint_classes=(SignMetrics,),
+    checkpoint_classes=(f"{__name__}.metrics:SignMetrics",),
 ))
