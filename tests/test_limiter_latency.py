@@ -65,6 +65,47 @@ class UnlimitedServer(QueueingServer):
         super().__init__(10**6, **options)
 
 
+class BatchingServer:
+    """A GPU inference server (TGI, vLLM): every waiting call joins the next batch, and a batch
+    of n takes fixed + per_call x n, so latency grows with calls in flight while the calls
+    served per second grow far more (Little's law: in flight / latency)."""
+
+    name = "batching"
+    immediate = False
+
+    def __init__(self, *, fixed: float = 0.1, per_call: float = 0.001, max_batch: int = 512, jitter: float = 0.0,
+                 cold: float = 0.0, seed: int = 0) -> None:
+        self.fixed, self.per_call, self.max_batch = fixed, per_call, max_batch
+        self.jitter, self.cold, self.random = jitter, cold, random.Random(seed)  # cold: the first batch's time
+        self.waiting: list[asyncio.Future[None]] = []
+        self.loop_task: asyncio.Task[None] | None = None
+        self.answered = 0
+        self.batches: list[int] = []
+
+    async def _serve(self) -> None:
+        while self.waiting:
+            batch, self.waiting = self.waiting[: self.max_batch], self.waiting[self.max_batch:]
+            self.batches.append(len(batch))
+            took = (self.fixed + self.per_call * len(batch)) * self.random.uniform(1 - self.jitter, 1 + self.jitter)
+            await asyncio.sleep(max(took, self.cold if len(self.batches) == 1 else 0.0))
+            for future in batch:
+                if not future.done():
+                    future.set_result(None)
+        self.loop_task = None
+
+    async def complete(self, request: Request) -> Completion:
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        if self.loop_task is None:
+            self.loop_task = asyncio.create_task(self._serve())
+        await future
+        self.answered += 1
+        return Completion(text="ok")
+
+    async def aclose(self) -> None:
+        return None
+
+
 async def drive(limiter: LimitedModel, *, calls: int, callers: int) -> None:
     """`callers` agents, each sending its next call as soon as the last is answered, `calls` in all;
     a refused call is counted as sent (the retry layer is not under test here)."""
@@ -263,3 +304,19 @@ def test_latency_rule_limits_are_validated() -> None:
         Limits(queueing_tolerance=1.0)
     with pytest.raises(ParameterError, match="latency window"):
         Limits(latency_window=2)
+
+
+@pytest.mark.parametrize("jitter, cold", [(0.0, 0.0), (0.5, 4.0)])
+def test_a_batching_server_is_not_a_queue_the_cap_stays_where_more_calls_are_served(jitter: float, cold: float) -> None:
+    """A GPU server batches what is in flight: at 128 calls a batch takes 0.23 s against 0.1 s
+    for one, so latency grows with load while the calls served per second grow 28-fold; and one
+    batch's time varies by half from the next (the issue-29 H100 run: 96-215 ms for a batch of
+    one), after a cold first batch of 4 s. The rule must not take that latency for a queue: on
+    that H100 it cut a TGI-like server to 2 calls in flight, 11 calls a second where a plain
+    client got 245. A cut that costs served calls is undone."""
+    server = BatchingServer(fixed=0.1, per_call=0.001, jitter=jitter, cold=cold, seed=1)
+    limiter = settle(server, Limits(max_in_flight=128), calls=20_000, callers=128)
+    rate = server.answered / limiter.clock()
+    best = 128 / (0.1 + 0.001 * 128)  # every batch full
+    assert rate >= 0.75 * best, f"{rate:.0f} calls/s, {rate / best:.2f} of the {best:.0f}/s full batches give"
+    assert limiter.mean_in_flight() > 80 and limiter.limit >= 64

@@ -42,6 +42,17 @@ decision sees what the one before did), on that round trip's answers:
   round trips (TCP BBR's probe): every slot stays busy and the calls do not queue, so the
   window keeps an unqueued latency.
 
+A server that batches what is in flight (TGI, vLLM on a GPU) is not a queue, though its latency
+grows with the calls in flight too: a batch of 128 takes longer than a batch of one, while the
+calls it serves a second (Little's law: calls in flight / latency) grow many-fold; and one
+batch's time varies by half from the next, so a round trip, often one batch, is a noisy mean.
+Read as a queue, it was cut to 2 calls in flight on an H100 (11 calls a second where a plain
+client got 245). So two round trips after each cut the rule compares the calls served a second
+with those before it: a queue serves as many with fewer in flight, a batching server far fewer
+(by UNDO_LOSS). Such a cut is undone, and for a window (renewed while it holds) the rule cuts
+only where the window's round trips near today's load serve no more (GAIN) than those with a
+fifth to three fifths fewer in flight, and makes no probes.
+
 tests/test_limiter_latency.py drives simulated servers with K = 1 to 8 slots on a virtual
 clock: the cap settles between K and 2K with the slots busy over 90% of the time; a server
 whose latency does not grow with calls in flight (a hosted API) never sees a cut. None of
@@ -53,6 +64,9 @@ from __future__ import annotations
 import collections
 import math
 import statistics
+
+GAIN = 1.1  # served a second near today's load over a fifth to three fifths fewer: a batching server
+UNDO_LOSS = 1.3  # served a second before a cut over after it: the cut was a batching server's loss, undone
 
 
 class QueueingRule:
@@ -78,6 +92,9 @@ class QueueingRule:
         self.probe_rounds = 0
         self.last_probe = 0  # the round trip the last probe began
         self.cuts = self.probes = 0
+        self.batching = False  # within a window of finding a batching server (below)
+        self.batching_round: int | None = None  # the round trip a cut was undone for costing served calls
+        self.before_cut: tuple[float, float, int] | None = None  # the cap, the served rate and round trip of the last cut
 
     def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float,
                  client: float = 0.0) -> float | None:
@@ -91,7 +108,7 @@ class QueueingRule:
         if started < self.round_started:
             # sent before the last decision: no news about it, but growing stops the moment
             # latency leaves the floor (growing on for the rest of the round trip overshoots)
-            if self.state == "clear" and self.lows and len(self.round_answers) >= 2 \
+            if self.state == "clear" and not self.batching and self.lows and len(self.round_answers) >= 2 \
                     and self.round_served / len(self.round_answers) > self.bound(0.75, len(self.round_answers)):
                 self.state = "near"
             return None
@@ -117,8 +134,20 @@ class QueueingRule:
                 self.probe_cap = None
             return None
         recent = served
+        rate = self.recent_sent / recent if recent > 0 else 0.0  # calls served a second (Little's law)
+        undone = self._undo_costly_cut(rate)
+        if undone is not None:
+            return undone
         cut = None
-        if recent > self.bound(1.0) and not self._at_lower_load(recent):
+        self.batching = self.batching_round is not None and self.rounds - self.batching_round <= self.window
+        trend = self._served_trend() if self.batching and recent > self.bound(0.75) else None
+        if self.batching and trend != "flat":
+            # a server that batches what is in flight (TGI, vLLM on a GPU): slower with more
+            # calls, but serving more of them a second; keep sending (and believing it while seen)
+            self.state = "clear"
+            if trend == "more":
+                self.batching_round = self.rounds
+        elif recent > self.bound(1.0) and not self._at_lower_load(recent):
             # slow, but no faster with fewer calls in flight, or never seen with fewer: halve
             # them for a few round trips (at most once a half window) and see
             self.state = "near"
@@ -134,18 +163,48 @@ class QueueingRule:
             if cut < limit:
                 self.cuts += 1
                 self.knee_round, self.knee_cap = self.rounds, cut
+                self.before_cut = (limit, rate, self.rounds)
             else:
                 cut = None
         elif recent > self.bound(0.75):
             self.state = "near"
         else:
             self.state = "clear"
-        if self.knee_round is not None and self.rounds - self.last_probe >= self.window // 2:
+        if not self.batching and self.knee_round is not None and self.rounds - self.last_probe >= self.window // 2:
             # at the slots' estimate: as many served as now, none waiting, nothing lost
             slots = int(self.recent_sent * min(self.lows)[0] / recent) if recent > 0 else 1
             if 1 <= slots < int(cut or limit):
                 self._probe(slots)
         return cut
+
+    def _undo_costly_cut(self, rate: float) -> float | None:
+        """Two round trips after a cut: if the server now serves fewer calls a second by UNDO_LOSS, the
+        latency was not a queue's (a queue serves as many with fewer in flight) but a batching
+        server's, which serves fewer with fewer in flight. Back to the cap before the cut, and
+        for a window cut only where the served rate is seen flat (`_served_trend`)."""
+        if self.before_cut is None or self.rounds - self.before_cut[2] < 2:
+            return None
+        limit, before, _ = self.before_cut
+        self.before_cut = None
+        if rate >= before / UNDO_LOSS:
+            return None
+        self.batching_round, self.knee_round, self.state = self.rounds, None, "clear"
+        return limit
+
+    def _served_trend(self) -> str | None:
+        """Little's law: calls in flight / latency is what the server serves a second. A queue (K
+        slots) serves no more with more calls in flight, however slow each call gets; a server
+        that batches what is in flight (TGI, vLLM on a GPU) serves more, at a higher latency.
+        "more": the window's round trips at today's load served GAIN times what those with a
+        fifth to three fifths fewer in flight served; "flat": they did not; None: too few of
+        either to tell. Means of several round trips: a batching server's round trip is often
+        one batch, whose time varies by half from one batch to the next."""
+        load = self.recent_sent
+        near = [sent / latency for latency, sent, _ in self.lows if sent >= load / 1.1 and latency > 0]
+        lower = [sent / latency for latency, sent, _ in self.lows if load / 2.5 <= sent <= load / 1.25 and latency > 0]
+        if len(lower) < 2 or len(near) < 2:
+            return None
+        return "more" if statistics.fmean(near) > GAIN * statistics.fmean(lower) else "flat"
 
     def _at_lower_load(self, recent: float) -> bool:
         """Was latency lower by the margin with a fifth fewer calls in flight, in the window? Then
