@@ -66,6 +66,7 @@ import math
 import statistics
 
 GAIN = 1.1  # served a second near today's load over a fifth to three fifths fewer: a batching server
+JUDGED = 16  # answers under a cut before it is judged (or twice the cap it set, if fewer)
 UNDO_LOSS = 1.3  # served a second before a cut over after it: the cut was a batching server's loss, undone
 
 
@@ -80,6 +81,7 @@ class QueueingRule:
         # each round trip's `recent`, with the calls in flight then and the answers it averages
         self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
         self.spreads: collections.deque[float] = collections.deque(maxlen=window)
+        self.served: collections.deque[tuple[float, float]] = collections.deque(maxlen=window)  # (calls in flight, served a second)
         self.round_answers: list[tuple[float, int, float]] = []  # latency, in flight when sent, the server's share
         self.round_served = 0.0  # the sum of round_answers' server shares, kept as they come (a mean per answer is quadratic)
         self.round_started = now
@@ -94,7 +96,8 @@ class QueueingRule:
         self.cuts = self.probes = 0
         self.batching = False  # within a window of finding a batching server (below)
         self.batching_round: int | None = None  # the round trip a cut was undone for costing served calls
-        self.before_cut: tuple[float, float, int] | None = None  # the cap, the served rate and round trip of the last cut
+        self.before_cut: tuple[float, float, float] | None = None  # the last cut: the cap before, its served rate, the cap after
+        self.after_cut: list[tuple[float, int]] = []  # since: each round trip's served rate and answers
 
     def answered(self, latency: float, sent_with: int, started: float, now: float, limit: float,
                  client: float = 0.0) -> float | None:
@@ -116,7 +119,10 @@ class QueueingRule:
 
     def _decide(self, now: float, limit: float) -> float | None:
         self.rounds += 1
-        self.round_started = now
+        elapsed, self.round_started = now - self.round_started, now
+        # calls served a second over the round trip, counted (Little's law from the calls in
+        # flight when sent misleads while a cut drains: those calls still wait behind the old queue)
+        rate = len(self.round_answers) / elapsed if elapsed > 0 else 0.0
         latencies = [answer for answer, _, _ in self.round_answers]
         self.recent = statistics.fmean(latencies)
         served = statistics.fmean(answer for _, _, answer in self.round_answers)  # the server's share
@@ -125,6 +131,7 @@ class QueueingRule:
         self.round_answers.clear()
         self.round_served = 0.0
         self.lows.append((self.recent, self.recent_sent, self.recent_count))
+        self.served.append((self.recent_sent, rate))
         if len(latencies) >= 2:  # within one round trip, not across: the cap moves between them
             spread = statistics.fmean(abs(answer - self.recent) for answer in latencies)
             self.spreads.append(spread * math.sqrt(len(latencies) / (len(latencies) - 1)))
@@ -134,8 +141,7 @@ class QueueingRule:
                 self.probe_cap = None
             return None
         recent = served
-        rate = self.recent_sent / recent if recent > 0 else 0.0  # calls served a second (Little's law)
-        undone = self._undo_costly_cut(rate)
+        undone = self._undo_costly_cut(rate, self.recent_count)
         if undone is not None:
             return undone
         cut = None
@@ -143,10 +149,10 @@ class QueueingRule:
         trend = self._served_trend() if self.batching and recent > self.bound(0.75) else None
         if self.batching and trend != "flat":
             # a server that batches what is in flight (TGI, vLLM on a GPU): slower with more
-            # calls, but serving more of them a second; keep sending (and believing it while seen)
+            # calls, but serving more of them a second; keep sending, and believing it until the
+            # served rate is seen flat
             self.state = "clear"
-            if trend == "more":
-                self.batching_round = self.rounds
+            self.batching_round = self.rounds
         elif recent > self.bound(1.0) and not self._at_lower_load(recent):
             # slow, but no faster with fewer calls in flight, or never seen with fewer: halve
             # them for a few round trips (at most once a half window) and see
@@ -160,10 +166,14 @@ class QueueingRule:
             # one slot and a cap of one the server would idle while each answer travels back and
             # the next request comes
             cut = max(limit / 2, min(limit, max(2.0, self.recent_sent * self.bound(0.5) / recent)))
-            if cut < limit:
+            if self.before_cut is not None and not self._latency_tracks_load(recent):
+                cut = None  # the last cut is not judged yet (`_undo_costly_cut`): no second on top of it
+            elif cut < limit:
                 self.cuts += 1
                 self.knee_round, self.knee_cap = self.rounds, cut
-                self.before_cut = (limit, rate, self.rounds)
+                before = [served for sent, served in self.served if sent >= self.recent_sent / 1.1]
+                self.before_cut = (limit, statistics.fmean(before), cut)
+                self.after_cut = []
             else:
                 cut = None
         elif recent > self.bound(0.75):
@@ -177,19 +187,32 @@ class QueueingRule:
                 self._probe(slots)
         return cut
 
-    def _undo_costly_cut(self, rate: float) -> float | None:
-        """Two round trips after a cut: if the server now serves fewer calls a second by UNDO_LOSS, the
-        latency was not a queue's (a queue serves as many with fewer in flight) but a batching
-        server's, which serves fewer with fewer in flight. Back to the cap before the cut, and
-        for a window cut only where the served rate is seen flat (`_served_trend`)."""
-        if self.before_cut is None or self.rounds - self.before_cut[2] < 2:
+    def _undo_costly_cut(self, rate: float, answers: int) -> float | None:
+        """After a cut, once two round trips and JUDGED answers were sent under it: if the server
+        serves fewer calls a second than at the cap before (the window's round trips at that
+        load), by UNDO_LOSS, the latency was not a queue's (a queue serves as many with fewer in
+        flight) but a batching server's, which serves fewer with fewer in flight. Back to the
+        cap before the cut; for a window (renewed while no flat served rate is seen) the rule
+        cuts only where `_served_trend` sees the served rate flat, and makes no probes."""
+        if self.before_cut is None:
+            return None
+        self.after_cut.append((rate, answers))
+        if len(self.after_cut) < 2 or sum(count for _, count in self.after_cut) < min(JUDGED, 2 * self.before_cut[2]):
             return None
         limit, before, _ = self.before_cut
+        after = sum(rate * count for rate, count in self.after_cut) / sum(count for _, count in self.after_cut)
         self.before_cut = None
-        if rate >= before / UNDO_LOSS:
+        if after >= before / UNDO_LOSS:
             return None
         self.batching_round, self.knee_round, self.state = self.rounds, None, "clear"
         return limit
+
+    def _latency_tracks_load(self, recent: float) -> bool:
+        """Has latency grown with the calls in flight as a queue's does (at least half as fast as
+        them, from the floor)? Then a cut may follow the last before it is judged: a batching
+        server's latency grows far slower than its load (a batch of 128 takes 2.3 times one)."""
+        floor, floor_sent, _ = min(self.lows)
+        return floor > 0 and floor_sent > 0 and recent / floor >= 0.5 * self.recent_sent / floor_sent
 
     def _served_trend(self) -> str | None:
         """Little's law: calls in flight / latency is what the server serves a second. A queue (K
@@ -200,8 +223,8 @@ class QueueingRule:
         either to tell. Means of several round trips: a batching server's round trip is often
         one batch, whose time varies by half from one batch to the next."""
         load = self.recent_sent
-        near = [sent / latency for latency, sent, _ in self.lows if sent >= load / 1.1 and latency > 0]
-        lower = [sent / latency for latency, sent, _ in self.lows if load / 2.5 <= sent <= load / 1.25 and latency > 0]
+        near = [rate for sent, rate in self.served if sent >= load / 1.1]
+        lower = [rate for sent, rate in self.served if load / 2.5 <= sent <= load / 1.25]
         if len(lower) < 2 or len(near) < 2:
             return None
         return "more" if statistics.fmean(near) > GAIN * statistics.fmean(lower) else "flat"
