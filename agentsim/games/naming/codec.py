@@ -27,9 +27,6 @@ class NamingCodec(Codec[NamingSituation]):
 
     def __init__(self, game: NamingGame) -> None:
         self.game = game
-        # history entries as rendered, by (the entry's template text, round, own, partner, payoff): a population
-        # plays few distinct ones, and formatting each anew was a tenth of a call's engine time
-        self._entries: dict[tuple[object, ...], str] = {}
 
     @cached_property
     def _answers(self) -> AnswerReader:
@@ -54,18 +51,10 @@ class NamingCodec(Codec[NamingSituation]):
         """The history block: one entry per memory, numbered from the oldest; empty without one."""
         if not memory:
             return ""
-        template, rendered = self.game.template, self._entries
-        entry = template.sections["entry"]
-        lines = []
-        for number, (own, partner, payoff) in enumerate(memory, start=1):
-            key = (entry, number, own, partner, payoff)
-            line = rendered.get(key)
-            if line is None:
-                if len(rendered) > 100_000:  # a game with many names or payoffs: keep the cache small
-                    rendered.clear()
-                line = rendered[key] = template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
-            lines.append(line)
-        return template.render("history", entries="\n".join(lines)) + "\n"
+        template = self.game.template
+        entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+                            for number, (own, partner, payoff) in enumerate(memory, start=1))
+        return template.render("history", entries=entries) + "\n"
 
     def readable_probes(self, count: int, seed: int) -> list[tuple[Request, NamingSituation]]:
         return list(probe_requests(self.game, count, seed))
