@@ -18,6 +18,16 @@ sys.path.insert(0, str(ROOT / "backends"))
 from standin_server import ServerConfig, StandInServer
 
 
+async def cancel_the_rest() -> None:
+    """Handlers still waiting when a server stops (a fault that holds a connection open) are
+    cancelled and awaited: left pending, the garbage collector reports each as destroyed."""
+    current = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not current]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
 class ServerThread:
     def __init__(self, config: ServerConfig) -> None:
         self.loop = asyncio.new_event_loop()
@@ -47,6 +57,7 @@ class ServerThread:
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(10)
+        asyncio.run_coroutine_threadsafe(cancel_the_rest(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
@@ -108,6 +119,7 @@ class ScriptedServer:
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        asyncio.run_coroutine_threadsafe(cancel_the_rest(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
