@@ -44,7 +44,7 @@ decision sees what the one before did), on that round trip's answers:
 
 A server that batches what is in flight (TGI, vLLM on a GPU) is not a queue, though its latency
 grows with the calls in flight too: a batch of 128 takes longer than a batch of one, while the
-calls it serves a second (Little's law: calls in flight / latency) grow many-fold; and one
+calls it serves a second (counted over each round trip) grow many-fold; and one
 batch's time varies by half from the next, so a round trip, often one batch, is a noisy mean.
 Read as a queue, it was cut to 2 calls in flight on an H100 (11 calls a second where a plain
 client got 245). So two round trips after each cut the rule compares the calls served a second
@@ -81,7 +81,7 @@ class QueueingRule:
         # each round trip's `recent`, with the calls in flight then and the answers it averages
         self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
         self.spreads: collections.deque[float] = collections.deque(maxlen=window)
-        self.served: collections.deque[tuple[float, float]] = collections.deque(maxlen=window)  # (calls in flight, served a second)
+        self.rates: collections.deque[tuple[float, float]] = collections.deque(maxlen=window)  # (calls in flight, served a second)
         self.round_answers: list[tuple[float, int, float]] = []  # latency, in flight when sent, the server's share
         self.round_served = 0.0  # the sum of round_answers' server shares, kept as they come (a mean per answer is quadratic)
         self.round_started = now
@@ -131,7 +131,7 @@ class QueueingRule:
         self.round_answers.clear()
         self.round_served = 0.0
         self.lows.append((self.recent, self.recent_sent, self.recent_count))
-        self.served.append((self.recent_sent, rate))
+        self.rates.append((self.recent_sent, rate))
         if len(latencies) >= 2:  # within one round trip, not across: the cap moves between them
             spread = statistics.fmean(abs(answer - self.recent) for answer in latencies)
             self.spreads.append(spread * math.sqrt(len(latencies) / (len(latencies) - 1)))
@@ -171,7 +171,7 @@ class QueueingRule:
             elif cut < limit:
                 self.cuts += 1
                 self.knee_round, self.knee_cap = self.rounds, cut
-                before = [served for sent, served in self.served if sent >= self.recent_sent / 1.1]
+                before = [served for sent, served in self.rates if sent >= self.recent_sent / 1.1]  # this round trip's too
                 self.before_cut = (limit, statistics.fmean(before), cut)
                 self.after_cut = []
             else:
@@ -215,16 +215,16 @@ class QueueingRule:
         return floor > 0 and floor_sent > 0 and recent / floor >= 0.5 * self.recent_sent / floor_sent
 
     def _served_trend(self) -> str | None:
-        """Little's law: calls in flight / latency is what the server serves a second. A queue (K
-        slots) serves no more with more calls in flight, however slow each call gets; a server
+        """The calls served a second (counted over each round trip): a queue (K slots) serves no
+        more with more calls in flight, however slow each call gets; a server
         that batches what is in flight (TGI, vLLM on a GPU) serves more, at a higher latency.
         "more": the window's round trips at today's load served GAIN times what those with a
         fifth to three fifths fewer in flight served; "flat": they did not; None: too few of
         either to tell. Means of several round trips: a batching server's round trip is often
         one batch, whose time varies by half from one batch to the next."""
         load = self.recent_sent
-        near = [rate for sent, rate in self.served if sent >= load / 1.1]
-        lower = [rate for sent, rate in self.served if load / 2.5 <= sent <= load / 1.25]
+        near = [rate for sent, rate in self.rates if sent >= load / 1.1]
+        lower = [rate for sent, rate in self.rates if load / 2.5 <= sent <= load / 1.25]
         if len(lower) < 2 or len(near) < 2:
             return None
         return "more" if statistics.fmean(near) > GAIN * statistics.fmean(lower) else "flat"
