@@ -189,7 +189,8 @@ class LimitedModel:
         if self.loop_lag is not None:
             self.loop_lag.watch()
         try:
-            await self._pace(tokens)
+            if self.requests is not None or self.tokens is not None:
+                await self._pace(tokens)
         except BaseException:
             self._count(-1)
             self._dispatch()

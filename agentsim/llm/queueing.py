@@ -81,6 +81,8 @@ class QueueingRule:
         # each round trip's `recent`, with the calls in flight then and the answers it averages
         self.lows: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=window)
         self.spreads: collections.deque[float] = collections.deque(maxlen=window)
+        self.floor: tuple[float, float, int] = (0.0, 0.0, 1)  # min(lows): the unqueued latency, its load, its answers
+        self.spread = 0.0  # the median of `spreads`
         self.rates: collections.deque[tuple[float, float]] = collections.deque(maxlen=window)  # (calls in flight, served a second)
         self.round_answers: list[tuple[float, int, float]] = []  # latency, in flight when sent, the server's share
         self.round_served = 0.0  # the sum of round_answers' server shares, kept as they come (a mean per answer is quadratic)
@@ -135,6 +137,9 @@ class QueueingRule:
         if len(latencies) >= 2:  # within one round trip, not across: the cap moves between them
             spread = statistics.fmean(abs(answer - self.recent) for answer in latencies)
             self.spreads.append(spread * math.sqrt(len(latencies) / (len(latencies) - 1)))
+        # what `bound` reads, at every answer: they change only here
+        self.floor = min(self.lows)
+        self.spread = statistics.median(self.spreads) if self.spreads else 0.0
         if self.probe_cap is not None:
             self.probe_rounds -= 1
             if self.probe_rounds <= 0:
@@ -182,7 +187,7 @@ class QueueingRule:
             self.state = "clear"
         if not self.batching and self.knee_round is not None and self.rounds - self.last_probe >= self.window // 2:
             # at the slots' estimate: as many served as now, none waiting, nothing lost
-            slots = int(self.recent_sent * min(self.lows)[0] / recent) if recent > 0 else 1
+            slots = int(self.recent_sent * self.floor[0] / recent) if recent > 0 else 1
             if 1 <= slots < int(cut or limit):
                 self._probe(slots)
         return cut
@@ -211,7 +216,7 @@ class QueueingRule:
         """Has latency grown with the calls in flight as a queue's does (at least half as fast as
         them, from the floor)? Then a cut may follow the last before it is judged: a batching
         server's latency grows far slower than its load (a batch of 128 takes 2.3 times one)."""
-        floor, floor_sent, _ = min(self.lows)
+        floor, floor_sent, _ = self.floor
         return floor > 0 and floor_sent > 0 and recent / floor >= 0.5 * self.recent_sent / floor_sent
 
     def _served_trend(self) -> str | None:
@@ -233,7 +238,7 @@ class QueueingRule:
         """Was latency lower by the margin with a fifth fewer calls in flight, in the window? Then
         the queue is ours: a server slower for everyone at the same load is no reason to send fewer."""
         lower = [latency for latency, sent, _ in self.lows if sent <= self.recent_sent / 1.25]
-        return bool(lower) and recent > min(lower) + (self.bound(1.0) - min(self.lows)[0])
+        return bool(lower) and recent > min(lower) + (self.bound(1.0) - self.floor[0])
 
     def _probe(self, cap: int) -> None:
         self.probes += 1
@@ -244,9 +249,8 @@ class QueueingRule:
         """The floor plus `share` of the margin by which latency must exceed it for queueing to be
         evident: the tolerance, or the noise in the difference of two means of answers (the
         floor's and the latest, of `count` answers): four mean spreads x sqrt(1/n1 + 1/n2)."""
-        floor, _, floor_count = min(self.lows)
-        spread = statistics.median(self.spreads) if self.spreads else 0.0
-        noise = 4 * spread * math.sqrt(1 / floor_count + 1 / (count or self.recent_count))
+        floor, _, floor_count = self.floor
+        noise = 4 * self.spread * math.sqrt(1 / floor_count + 1 / (count or self.recent_count))
         return floor + share * max((self.tolerance - 1) * floor, noise)
 
     def knee_known(self) -> bool:
