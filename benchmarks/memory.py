@@ -90,9 +90,12 @@ def main() -> None:
         sample_at = next((s for s in samples if s[1] >= total * tenth / 10), samples[-1])
         print(f"  {tenth / 10:16.0%}  {sample_at[1]:8d}  {sample_at[2] / 2**20:7.1f}")
     warm = next(s for s in samples if s[1] >= total / 3)
-    calls_done = next(s for s in samples if s[1] >= total)  # the last call answered: before the run's closing work
+    # the last sample before the last call was answered: a sample after it may catch the run's
+    # closing work (its final checkpoint, the summary), which is not growth per call
+    calls_done = [s for s in samples if s[1] < total][-1]
     growth = (calls_done[2] - warm[2]) / max(1, calls_done[1] - warm[1])
-    print(f"  from a third of the calls to the last: RSS {warm[2] / 2**20:.1f} -> {calls_done[2] / 2**20:.1f} MiB, "
+    print(f"  from a third of the calls to the last sample before the end ({calls_done[1]} calls): "
+          f"RSS {warm[2] / 2**20:.1f} -> {calls_done[2] / 2**20:.1f} MiB, "
           f"{growth:.1f} bytes per call (the store's SQLite page cache fills at about its growth on disk, up to "
           f"its 64 MiB bound); peak {max(s[2] for s in samples) / 2**20:.1f} MiB, closing the run included")
 
