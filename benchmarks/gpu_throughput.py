@@ -14,6 +14,9 @@ agentsim / bare, the most requests agentsim had in flight, the server's batch si
 largest, from /stats) and the share of the wall its GPU loop was busy; then the bare client's
 best rate with many requests open (what the server can do), and the host's load average.
 
+Then the first path once more with both caps raised (`--raised-caps CALLS,ENCOUNTERS`, default
+512,256: `--max-in-flight` and the scenario's `max_in_flight`), as a GPU server wants.
+
 The rounds are chosen so that each agentsim run takes about --seconds at the rate a first
 one-round run (the warm-up) reached, unless --rounds is given; each part's time is printed.
 
@@ -39,7 +42,7 @@ from throughput import Recording, _Quiet, load_average, replay, sustained_rate  
 
 from agentsim.games.naming import NamingGame
 from agentsim.llm.health import BackendGuard
-from agentsim.llm.limiter import LimitedModel
+from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.openai_http import OpenAIHTTPModel
 from agentsim.llm.specs import BackendOptions
 from agentsim.llm.stack import layer
@@ -59,12 +62,17 @@ def spec_for(path: str, url: str) -> str:
     return f"tgi:{url}" if path == "tgi" else f"openai:{MODEL}@{url}/v1"
 
 
-def naming_run(url: str, path: str, agents: int, rounds: int, out: Path) -> dict[str, Any]:
-    """One naming game with default flags and the answer grammar, its requests recorded."""
+def naming_run(url: str, path: str, agents: int, rounds: int, out: Path,
+               caps: tuple[int, int] | None = None) -> dict[str, Any]:
+    """One naming game with default flags (or `caps`: --max-in-flight CALLS and the scenario's
+    max_in_flight ENCOUNTERS) and the answer grammar, its requests recorded."""
     spec = spec_for(path, url)
     scenario = NamingGame(agents=agents, pool_size=10, max_rounds=rounds, stop_at="none", constrained_decoding=True)
-    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1,
-                                             llm=BackendOptions(cache=False)), _Quiet())
+    options = BackendOptions(cache=False)
+    if caps is not None:
+        scenario = scenario.with_params(max_in_flight=caps[1])
+        options = BackendOptions(cache=False, limits=Limits(max_in_flight=caps[0]))
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1, llm=options), _Quiet())
     experiment.open()
     guard = layer(experiment.backends[spec], BackendGuard)
     limiter = layer(experiment.backends[spec], LimitedModel)
@@ -118,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", default="tgi,openai", help="comma-separated: tgi, openai (default both)")
     parser.add_argument("--best-concurrency", type=int, default=1024,
                         help="requests the bare client keeps open for the server's best rate (default 1024)")
+    parser.add_argument("--raised-caps", default="512,256",
+                        help="CALLS,ENCOUNTERS: one more run of the first path with --max-in-flight CALLS and the "
+                             "scenario's max_in_flight ENCOUNTERS, as a GPU server wants (default 512,256; 'none' skips it)")
     parser.add_argument("--best-seconds", type=float, default=10.0,
                         help="the best-rate replay's aimed length, at the fastest rate seen (default 10)")
     options = parser.parse_args(argv)
@@ -140,13 +151,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"naming game N {options.agents}, {rounds} rounds, default flags, cache off, answer grammar; load average "
               f"{load_average()}")
         print("  (rates sustained over the middle 90% of each run's requests; in flight: most, mean, the cap it held longest)")
-        print("  path     calls  wall s  requests/s  sustained/s  CPU ms/call  bare sustained/s  bare CPU ms/call  agentsim/bare  "
+        print("  path          calls  wall s  requests/s  sustained/s  CPU ms/call  bare sustained/s  bare CPU ms/call  agentsim/bare  "
               "in flight most/mean/cap  batches mean/max  bare batches  parsed  part s")
         recorded: list[bytes] = []
         recorded_target, fastest = "", pilot_rate
-        for path in paths:
+        settings: list[tuple[str, tuple[int, int] | None]] = [(path, None) for path in paths]
+        if options.raised_caps != "none":
+            calls, encounters = (int(value) for value in options.raised_caps.split(","))
+            settings.append((paths[0], (calls, encounters)))
+        for path, caps in settings:
             part = time.perf_counter()
-            result = naming_run(url, path, options.agents, rounds, scratch / f"run-{path}")
+            label = path if caps is None else f"{path} {caps[0]}/{caps[1]}"
+            result = naming_run(url, path, options.agents, rounds, scratch / f"run-{label.replace(' ', '-').replace('/', '-')}", caps)
             run, stats = result["run"], result["stats"]
             requests, wall = int(stats["requests"]), result["wall"]
             target, bodies = bodies_for(result, url)
@@ -156,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             rate = result["sustained"]
             fastest = max(fastest, rate, bare_rate)
             clean = not run["errors"] and run["fallbacks"] == 0 and run.get("reasks", 0) == 0
-            print(f"  {path:6s}  {requests:6d}  {wall:6.1f}  {requests / wall:10.0f}  {rate:11.0f}  "
+            print(f"  {label:11s}  {requests:6d}  {wall:6.1f}  {requests / wall:10.0f}  {rate:11.0f}  "
                   f"{result['cpu'] * 1e3 / requests:11.2f}  {bare_rate:16.0f}  {bare_cpu * 1e3:16.2f}  {rate / bare_rate:13.2f}  "
                   f"{result['in_flight']:>9d}/{result['mean_in_flight']:.0f}/{result['settled']:<5d}  {batches(stats, wall):>16s}  "
                   f"{batches(bare_stats, len(bodies) / bare_rate):>12s}  {'yes' if clean else 'NO':>6s}  "
