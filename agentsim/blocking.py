@@ -15,6 +15,8 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from . import event_loop
+
 T = TypeVar("T")
 
 
@@ -34,8 +36,8 @@ def run_blocking(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventL
     if loop is None:
         if loop_running():
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsim") as pool:
-                return pool.submit(asyncio.run, coroutine).result()
-        return asyncio.run(coroutine)
+                return pool.submit(event_loop.run, coroutine).result()
+        return event_loop.run(coroutine)
     if loop_running():
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentsim") as pool:
             return pool.submit(loop.run_until_complete, coroutine).result()

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__
+from . import __version__, event_loop
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
 from .llm.cache import DEFAULT_MAX_BYTES
@@ -199,7 +199,7 @@ def _main(arguments: list[str]) -> int:
     out = experiment.config.out
     code, outcome, message = 0, "done", ""
     try:
-        asyncio.run(_run(experiment, received))
+        event_loop.run(_run(experiment, received))
     except UserError as error:
         code, outcome, message = EXIT_USER_ERROR, "user_error", f"agentsim: error: {error}"
     except RunStopped as error:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import mesa
 
-from . import checkpoints
+from . import checkpoints, event_loop
 from .blocking import run_blocking
 from .llm.base import LanguageModel
 from .records import EncounterRecord
@@ -141,7 +141,7 @@ class PopulationModel(mesa.Model):
                 # Policies that suspend keep encounters (and the scheduler's events) on one loop
                 # from step to step: it lives as long as the run (closed at the end, by `close()`
                 # or when the model is collected); the stand-in's rounds each get a fresh one.
-                self._loop = asyncio.new_event_loop()
+                self._loop = event_loop.new_event_loop()
                 self._loop_finalizer = weakref.finalize(self, self._loop.close)
             run_blocking(self._play_round(), self._loop)
             if self.finished:

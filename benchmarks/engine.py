@@ -18,7 +18,6 @@ no framework). A shared host's timings swing by a third from run to run, so each
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import random
 import re
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
@@ -67,7 +67,7 @@ def timed_run(agents: int, rounds: int, pairing: str, directory: Path) -> tuple[
     experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds, pairing), out=directory, seed=1), _Quiet())
     experiment.open()
     cpu, wall = time.process_time(), time.perf_counter()
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     store = Store(directory)
     interactions = next(iter(store.rows("SELECT COUNT(*) FROM encounters")))[0]
@@ -82,7 +82,7 @@ def verify_prompts(agents: int, rounds: int, pairing: str, directory: Path) -> i
     experiment.open()
     backend = _HashingStandIn(experiment.scenario.standin_rules())
     experiment.backends = {"stand-in": backend}
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     store = Store(directory)
     game = experiment.scenario
     from agentsim.seeding import derive_seed

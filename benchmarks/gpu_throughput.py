@@ -30,7 +30,6 @@ Prints figures; asserts nothing timed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import tempfile
 import time
@@ -40,6 +39,7 @@ from typing import Any
 
 from throughput import Recording, _Quiet, load_average, replay, sustained_rate  # benchmarks/, the script's folder
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.health import BackendGuard
 from agentsim.llm.limiter import LimitedModel, Limits
@@ -82,7 +82,7 @@ def naming_run(url: str, path: str, agents: int, rounds: int, out: Path,
     guard.inner = recording
     server_get(url, "/stats/reset", "POST")
     cpu, wall = time.process_time(), time.perf_counter()
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     stats = server_get(url, "/stats")
     (run,) = json.loads((out / "summary.json").read_text())["runs"]

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
@@ -95,7 +96,7 @@ def plain_client(url: str, concurrency: int, bodies: list[dict[str, Any]]) -> tu
             wall = time.perf_counter() - started
         return len(bodies) / wall, tokens / wall
 
-    return asyncio.run(hammer())
+    return event_loop.run(hammer())
 
 
 def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
 
     backend.arguments = recorded  # type: ignore[method-assign]
     wall = time.perf_counter()
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     wall = time.perf_counter() - wall
     settled = {"mean_in_flight": limiter.mean_in_flight(), "median_cap": median_cap(limiter)}  # at the run's end
     (run,) = json.loads((out / "summary.json").read_text())["runs"]

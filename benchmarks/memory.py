@@ -18,7 +18,6 @@ Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from throughput import _Quiet, load_average, start_server
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.specs import BackendOptions
 from agentsim.runner import Experiment, ExperimentConfig
@@ -72,7 +72,7 @@ def main() -> None:
             watcher = threading.Thread(target=sample, daemon=True)
             watcher.start()
             wall = time.perf_counter()
-            asyncio.run(experiment.run())
+            event_loop.run(experiment.run())
             wall = time.perf_counter() - wall
             done.set()
             watcher.join()

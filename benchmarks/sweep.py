@@ -26,7 +26,6 @@ asserts nothing timed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import socket
 import sqlite3
@@ -37,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.limiter import Limits
 from agentsim.llm.specs import BackendOptions
@@ -73,7 +73,7 @@ def sweep(out: Path, scenario: NamingGame, *, runs: int, backend: str, executor:
         scenario=scenario, out=out, runs=runs, backend=backend, executor=executor, cpus_per_run=cpus_per_run,
         llm=BackendOptions(cache=False, limits=Limits(max_in_flight=max_in_flight))), Quiet())
     experiment.open()
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     return time.perf_counter() - started
 
 
@@ -130,7 +130,7 @@ def main() -> None:
             same = moves(root / "ray") == moves(root / "local") == moves(root / "ray-shared")
             empty_local = sweep(root / "empty-local", empty, runs=runs, backend="stand-in", executor="local")
             empty_ray = sweep(root / "empty-ray", empty, runs=runs, backend="stand-in", executor="ray")
-            admission = asyncio.run(limiter_round_trip(ray))
+            admission = event_loop.run(limiter_round_trip(ray))
             ray.shutdown()
     finally:
         server.terminate()

@@ -21,12 +21,12 @@ Prints figures; asserts nothing. `--quick` uses smaller sizes (a minute on one c
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import time
 
 import numpy as np
 
+from agentsim import event_loop
 from agentsim.games.theory import (
     MinimalNamingGame,
     consensus_times,
@@ -109,7 +109,7 @@ def scheduler_speed(size: int, rounds: int, runs: int) -> None:
     for seed in range(runs):
         game = MinimalNamingGame(agents=size, pool_size=10, stop_at="none", max_rounds=rounds).for_experiment(seed)
         model = PopulationModel(game, seed=seed, backends=[BackendShare(StandInModel([]))])
-        asyncio.run(model.arun())
+        event_loop.run(model.arun())
         interactions += model.completed
     elapsed = time.perf_counter() - started
     print(f"   scheduler (rule agents): {interactions / elapsed:12,.0f} interactions/s")

@@ -68,6 +68,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentsim import event_loop
 from agentsim.games.naming import NamingGame
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.retries import RetryPolicy
@@ -116,7 +117,7 @@ def warm_up(url: str) -> None:
         await model.complete(request)
         await model.aclose()
 
-    asyncio.run(once())
+    event_loop.run(once())
 
 
 def run_once(url: str, *, agents: int, rounds: int, cap: int | None, out: Path, cache: Path | None,
@@ -132,7 +133,7 @@ def run_once(url: str, *, agents: int, rounds: int, cap: int | None, out: Path, 
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
     cpu, wall = time.process_time(), time.perf_counter()
-    asyncio.run(experiment.run())
+    event_loop.run(experiment.run())
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     summary = json.loads((out / "summary.json").read_text())
     (run,) = summary["runs"]
@@ -214,7 +215,7 @@ def bare_client_rate(url: str, concurrency: int, seconds: float = 5.0) -> float:
             await asyncio.gather(*(worker() for _ in range(concurrency)))
             return done / (time.perf_counter() - started)
 
-    return asyncio.run(hammer())
+    return event_loop.run(hammer())
 
 
 def scheduler_figures(url: str, options: argparse.Namespace, scratch: Path) -> None:
@@ -257,7 +258,7 @@ def stop_figures(url: str, scratch: Path) -> None:
         experiment = Experiment(ExperimentConfig(scenario=NamingGame(**params), out=out, backend=spec, seed=1,
                                                  llm=BackendOptions(cache=False)), _Quiet())
         experiment.open()
-        asyncio.run(experiment.run())
+        event_loop.run(experiment.run())
         (run,) = json.loads((out / "summary.json").read_text())["runs"]
         connection = sqlite3.connect(out / "agentsim.db")
         (recorded,) = connection.execute("SELECT COUNT(*) FROM calls WHERE run = 1 AND t < ?",
@@ -313,7 +314,8 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
     try:
         warm_up(url)
         print(f"client cost against a server of capacity 1024, 10 ms (at most 102400/s; on this host the server's "
-              f"own CPU is the limit), N {agents}, {rounds} rounds, default flags; load average {load_average()}")
+              f"own CPU is the limit), N {agents}, {rounds} rounds, default flags, agentsim and the bare client both on "
+              f"{event_loop.loop_name()}'s event loop; load average {load_average()}")
         print("  path              calls  wall s  requests/s  sustained/s  CPU ms/call  bare sustained/s  "
               "bare CPU ms/call  agentsim/bare  most in flight")
         for path in ("tgi", "openai-lean", "openai-sdk"):
@@ -335,7 +337,7 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
             assert isinstance(limiter, LimitedModel)
             before = server_requests(url)
             cpu, wall = time.process_time(), time.perf_counter()
-            asyncio.run(experiment.run())
+            event_loop.run(experiment.run())
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             requests = server_requests(url) - before
             in_flight = max(1, limiter.max_seen)
@@ -377,7 +379,7 @@ def replay(url: str, bodies: list[bytes], concurrency: int) -> tuple[float, floa
             await asyncio.gather(*(worker() for _ in range(concurrency)))
 
     cpu = time.process_time()
-    asyncio.run(post_all())
+    event_loop.run(post_all())
     return sustained_rate(sent), (time.process_time() - cpu) / len(bodies)
 
 

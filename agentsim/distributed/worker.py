@@ -31,6 +31,7 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import event_loop
 from ..executors import first_error
 from ..llm.accounting import Budget
 from ..llm.base import LanguageModel
@@ -130,7 +131,7 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
     """Run one replicate on this worker, yielding its records (see the module's docstring).
     `credentials` are the URL credentials the driver took out of the specs, by host."""
     keep_credentials(credentials or {})
-    loop = asyncio.new_event_loop()
+    loop = event_loop.new_event_loop()
     asyncio.set_event_loop(loop)
     queue: asyncio.Queue[Message | None] = asyncio.Queue()
 

@@ -11,12 +11,12 @@ six-character pools until one's first choices are within a Jensen-Shannon distan
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import event_loop
 from ...analysis.recorded import RecordedExperiment
 from ...analysis.stats import BiasTest, bias_test, js_distance_from_uniform
 from ...llm.specs import build_backend
@@ -120,7 +120,7 @@ def sample_first_choices(scenario: NamingGame, *, backend: str = "stand-in", sam
     """First choices (empty memory) of `scenario`'s agents on `backend` from `samples`
     decisions, asked `concurrency` at a time through the scheduler and the LLM policy, as in
     a run. Fallbacks are not choices: they are counted under None, never under a name."""
-    return asyncio.run(_sample(scenario, backend, samples, seed, concurrency))
+    return event_loop.run(_sample(scenario, backend, samples, seed, concurrency))
 
 
 async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: int,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import event_loop
 from ...analysis.recorded import ANALYSIS_DIR, RecordedExperiment, save_artifact
 from ...analysis.stats import proportion_interval
 from ...errors import BackendError, BackendFailedError, UserError
@@ -83,7 +84,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
                                       failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
             asked.append((choice, question, question_messages(game_messages, question)))
     backend_spec = check.backend or experiment.backend or "stand-in"
-    replies = asyncio.run(_ask(comprehension_backend(backend_spec, scenario), asked, check))
+    replies = event_loop.run(_ask(comprehension_backend(backend_spec, scenario), asked, check))
     rows = []
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for (choice, question, _), reply in zip(asked, replies):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ... import event_loop
 from ...analysis.recorded import RecordedExperiment, save_artifact
 from ...llm.specs import BackendOptions
 from ...params import require
@@ -114,7 +115,7 @@ class _Quiet:
 
 def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
     """Run (or reuse) `search.runs` runs with `committed` agents; how many flipped in time."""
-    return asyncio.run(_flips_at(search, root, committed))
+    return event_loop.run(_flips_at(search, root, committed))
 
 
 async def _flips_at(search: CriticalMassSearch, root: Path, committed: int,
@@ -143,7 +144,7 @@ def search(search: CriticalMassSearch, root: Path | str, *, progress: Progress |
            view: ViewFactory | None = None) -> CriticalMass:
     """Search for the smallest committed minority that flips the convention."""
     with _executor(search):
-        return asyncio.run(_search(search, Path(root), progress or (lambda line: None), view))
+        return event_loop.run(_search(search, Path(root), progress or (lambda line: None), view))
 
 
 async def _search(search: CriticalMassSearch, root: Path, progress: Progress, view: ViewFactory | None) -> CriticalMass:

@@ -30,6 +30,7 @@ from typing import Any
 
 from scipy import stats
 
+from ... import event_loop
 from ...analysis.stats import proportion_interval
 from ...errors import BackendError, UserError
 from ...llm.base import Completion, LanguageModel, Request, Sampling
@@ -269,4 +270,4 @@ def check_model(check: ModelCheck) -> CheckReport:
     if parse_spec(check.backend).provider == STAND_IN:
         raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
                         "settings say): give a model with --backend, e.g. --backend local:smollm2")
-    return asyncio.run(run_check(check))
+    return event_loop.run(run_check(check))
