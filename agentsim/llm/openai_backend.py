@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import BackendError
+from . import wire
 from .base import Completion, Request
 from .faults import rate_limit_signals, sdk_errors, whole_answer_within
 from .grammars import gbnf_if_available
@@ -125,7 +126,7 @@ def chat_arguments(model: str, request: Request, *, compatible: bool) -> dict[st
 def read_completion(answer: bytes, headers: Mapping[str, str], model: str) -> Completion:
     """A chat completion's body and headers as agentsim's Completion."""
     try:
-        body = json.loads(answer)
+        body = wire.decode(answer)
         choice = body["choices"][0]
         text = choice["message"]["content"] or ""
         usage = body.get("usage") or {}

@@ -19,13 +19,13 @@ OpenAI's own API (no base URL, or openai.com / azure.com) keeps the SDK (`openai
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
 from ..errors import BackendError
+from . import wire
 from .base import Completion, Request
 from .faults import error_for_status
 from .openai_backend import KEY_VARIABLE, chat_arguments, read_completion
@@ -62,12 +62,12 @@ class OpenAIHTTPModel:
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        data = json.dumps(self.body(request)).encode()
+        data = wire.encode(self.body(request))
         try:
             async with self.session.post(self.url, data=data) as response:
                 answer = await response.read()
                 if response.status >= 400:
-                    raise error_for_status("openai", response.status, response.headers, _json(answer),
+                    raise error_for_status("openai", response.status, response.headers, wire.decode_or_none(answer),
                                            key_variable=KEY_VARIABLE)
                 headers = response.headers
         except TimeoutError:
@@ -95,9 +95,3 @@ def sdk_base_url(url: str) -> str:
     path = parts.path if parts.path.endswith("/") else parts.path + "/"
     return urlunsplit((parts.scheme.lower(), netloc, path, parts.query, ""))
 
-
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None

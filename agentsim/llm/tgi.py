@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 
 from ..errors import BackendError
-from . import chat_format
+from . import chat_format, wire
 from .base import Completion, Request
 from .faults import error_for_status, rate_limit_signals
 
@@ -37,7 +37,7 @@ class TGIModel:
         self.model = ""
         self.style: str | None = None
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._info_lock = asyncio.Lock()
@@ -98,13 +98,14 @@ class TGIModel:
         )
 
     async def _post_or_get(self, method: str, path: str, payload: Any, *, with_headers: bool = False) -> Any:
+        data = None if payload is None else wire.encode(payload)
         try:
-            async with self.session.request(method, self.endpoint + path, json=payload) as response:
+            async with self.session.request(method, self.endpoint + path, data=data) as response:
                 raw = await response.read()
                 if response.status >= 400:
-                    raise error_for_status("tgi", response.status, response.headers, _json(raw), key_variable=KEY_VARIABLE)
+                    raise error_for_status("tgi", response.status, response.headers, wire.decode_or_none(raw), key_variable=KEY_VARIABLE)
                 try:
-                    body = json.loads(raw)
+                    body = wire.decode(raw)
                 except ValueError:
                     raise BackendError("tgi answered a body that is not JSON", kind="malformed") from None
                 return (body, response.headers) if with_headers else body
@@ -118,9 +119,3 @@ class TGIModel:
             await self._session.close()
             self._session = None
 
-
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
