@@ -54,3 +54,23 @@ def test_a_family_that_fails_to_import_is_named_in_one_line_and_left_out(tmp_pat
     assert result.returncode == 0 and "report" in result.stdout  # the rest of agentsim works
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "game family 'broken'" in lines[0] and "no luck" in lines[0], result.stderr
+
+
+def test_a_family_registered_after_the_table_was_built_brings_its_declared_subcommand(tmp_path: Path) -> None:
+    """A family made in a script or notebook, after `agentsim.cli` (and its subcommand table)
+    was imported, declaring its subcommand by name: it runs, its module imported then."""
+    (tmp_path / "dice_commands.py").write_text(
+        "from agentsim.analysis.subcommands import command\n\n"
+        "@command('roll')\ndef roll(argv: list[str]) -> int:\n    print('rolled', *argv)\n    return 0\n",
+        encoding="utf-8")
+    result = _run(tmp_path, "-c", "import sys\n"
+                                  "from agentsim.cli import main\n"
+                                  "from agentsim.games import Family, register_family\n"
+                                  "register_family(Family(name='dice', summary='a late family', commands='dice_commands',\n"
+                                  "                       subcommands={'roll': 'roll the dice'}))\n"
+                                  "from agentsim.analysis.commands import SUBCOMMAND_HELP\n"
+                                  "assert 'dice_commands' not in sys.modules, 'declared, not imported'\n"
+                                  "print(SUBCOMMAND_HELP['roll'])\n"
+                                  "raise SystemExit(main(['roll', 'twice']))")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["roll", "the", "dice", "rolled", "twice"]

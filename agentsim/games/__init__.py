@@ -95,6 +95,12 @@ def register_family(family: Family) -> Family:
     checkpoints.register_lazily(*(path for path in family.checkpoint_classes if isinstance(path, str)))
     if family.commands and not family.subcommands:
         importlib.import_module(family.commands)
+    elif family.commands and "agentsim.analysis.commands" in sys.modules:
+        # The table was built before this family registered (a notebook's own family, a
+        # script's): it joins now, as discovered ones did then.
+        from ..analysis.subcommands import declare
+
+        declare(family.commands, family.subcommands)
     FAMILIES[family.name] = family
     return family
 
