@@ -3,8 +3,8 @@ there), asyncio's own otherwise (Windows).
 
 Against a fast local server the client's CPU per call limits a run, and the loop's share of it
 (sockets, timers, callbacks) is a third: uvloop's loop, written in Cython over libuv, cuts the
-whole per-call cost by about a tenth (benchmarks/throughput.py `--only client` prints the
-loop it ran on). It changes nothing a run records: the scheduler's order of play does not
+whole per-call cost by a twentieth to a tenth (benchmarks/throughput.py `--only client` runs
+agentsim and its bare client on this loop and says which). It changes nothing a run records: the scheduler's order of play does not
 depend on when answers arrive (tests/test_event_loop.py runs the same seed on both loops).
 Every place that starts a loop for agentsim's machinery goes through here, so that a run, a
 notebook's `agentsim.run(...)`, Mesa's `model.step()` and a Ray worker all use the same one.

@@ -10,7 +10,7 @@
 # The wheels (agentsim's dependencies that a CUDA torch image lacks), fetched where pip reaches PyPI:
 #
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#       --platform manylinux_2_17_x86_64 -d .whl mesa==3.3.1 structlog==26.1.0 platformdirs==4.14.8 aiolimiter==1.3.0 uvloop==0.23.0
+#       --platform manylinux_2_17_x86_64 -d .whl mesa==3.3.1 structlog==26.1.0 platformdirs==4.14.8 aiolimiter==1.3.0 uvloop==0.23.0 orjson==3.13.0
 #
 # Settings from the environment (defaults for the device):
 #   BUDGET_S=450        seconds for the whole script; a shape starts only with SHAPE_MIN_S left
