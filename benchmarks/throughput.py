@@ -302,7 +302,10 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
     requests the run sent (each path's own bodies, built beforehand), as many at once as the
     run had in flight. Both rates are over the middle 90% of the requests (`sustained_rate`):
     the run's start (store, start-up probe) and its drain are the run's, not a per-call cost,
-    and `--only startup` times the start. N 1000 and 20 rounds unless --agents/--rounds given."""
+    and `--only startup` times the start. The last two columns split agentsim's CPU per call:
+    the engine's share (less the bare client's, the same HTTP work) and the most it could be for
+    agentsim to reach 0.9 of the bare client on the one core a process gets. N 1000 and 20
+    rounds unless --agents/--rounds given."""
     from agentsim.llm.health import BackendGuard
     from agentsim.llm.openai_backend import OpenAIModel
     from agentsim.llm.openai_http import OpenAIHTTPModel
@@ -317,7 +320,7 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
               f"own CPU is the limit), N {agents}, {rounds} rounds, default flags, agentsim and the bare client both on "
               f"{event_loop.loop_name()}'s event loop; load average {load_average()}")
         print("  path              calls  wall s  requests/s  sustained/s  CPU ms/call  bare sustained/s  "
-              "bare CPU ms/call  agentsim/bare  most in flight")
+              "bare CPU ms/call  agentsim/bare  most in flight  engine ms/call  engine ms/call for 0.9")
         for path in ("tgi", "openai-lean", "openai-sdk"):
             provider = "tgi" if path == "tgi" else "openai"
             spec = f"openai:stand-in-model@{url}/v1" if provider == "openai" else f"tgi:{url}"
@@ -350,9 +353,13 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
                 target, bodies = lean.url, [json.dumps(lean.body(request)).encode() for request in recording.requests]
             bare_rate, bare_cpu = replay(target, bodies, in_flight)
             rate = sustained_rate(recording.sent)
+            # The engine's share: agentsim's CPU per call less the bare client's (the same HTTP
+            # work); and what 0.9 of the bare client's rate would leave it, one core being all
+            # one process gets.
+            engine, engine_for_target = cpu / requests - bare_cpu, 1 / (0.9 * bare_rate) - bare_cpu
             print(f"  {path:14s}  {requests:7d}  {wall:6.2f}  {requests / wall:10.0f}  {rate:11.0f}  "
                   f"{cpu * 1e3 / requests:11.2f}  {bare_rate:16.0f}  {bare_cpu * 1e3:16.2f}  {rate / bare_rate:13.2f}  "
-                  f"{in_flight:14d}")
+                  f"{in_flight:14d}  {engine * 1e3:14.3f}  {engine_for_target * 1e3:22.3f}")
     finally:
         server.terminate()
         server.wait(10)
