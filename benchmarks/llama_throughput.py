@@ -32,7 +32,7 @@ from agentsim.games.naming import NamingGame
 from agentsim.llm.base import Request
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.llamacpp import smollm2_path
-from agentsim.llm.openai_backend import OpenAIModel
+from agentsim.llm.openai_http import OpenAIHTTPModel
 from agentsim.llm.retries import RetryPolicy
 from agentsim.llm.specs import BackendOptions
 from agentsim.llm.stack import layer
@@ -100,7 +100,8 @@ def plain_client(url: str, concurrency: int, bodies: list[dict[str, Any]]) -> tu
 
 
 def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -> dict[str, Any]:
-    """The naming game through the OpenAI backend, no response cache; every request body is kept."""
+    """The naming game through the OpenAI backend (its lean path, as for any local server), no
+    response cache; every request body is kept."""
     spec = f"openai:smollm2@{url}"
     options = BackendOptions(limits=Limits(max_in_flight=4 * slots), cache=False, timeout_s=120,
                              retry=RetryPolicy(max_attempts=4))
@@ -108,19 +109,18 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
                                              llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
-    backend = layer(experiment.backends[spec], OpenAIModel)
-    assert isinstance(backend, OpenAIModel) and isinstance(limiter, LimitedModel)
+    backend = layer(experiment.backends[spec], OpenAIHTTPModel)  # a local server: the lean path
+    assert isinstance(backend, OpenAIHTTPModel) and isinstance(limiter, LimitedModel)
     bodies: list[dict[str, Any]] = []
-    build = backend.arguments
+    build = backend.body
 
     def recorded(request: Request) -> dict[str, Any]:
-        arguments = build(request)
+        body = build(request)
         if request.options:  # not the start-up probe
-            bodies.append({**arguments, **arguments.get("extra_body", {})})
-            bodies[-1].pop("extra_body", None)
-        return arguments
+            bodies.append(body)
+        return body
 
-    backend.arguments = recorded  # type: ignore[method-assign]
+    backend.body = recorded  # type: ignore[method-assign]
     wall = time.perf_counter()
     event_loop.run(experiment.run())
     wall = time.perf_counter() - wall
