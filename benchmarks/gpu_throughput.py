@@ -41,6 +41,7 @@ from throughput import Recording, _Quiet, load_average, replay, sustained_rate  
 
 from agentsim import event_loop
 from agentsim.games.naming import NamingGame
+from agentsim.llm import wire
 from agentsim.llm.health import BackendGuard
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.openai_http import OpenAIHTTPModel
@@ -97,10 +98,10 @@ def bodies_for(result: dict[str, Any], url: str) -> tuple[str, list[bytes]]:
     provider = result["provider"]
     if isinstance(provider, TGIModel):
         style = provider.style or "plain"
-        return url + "/generate", [json.dumps(provider.payload(request, style)).encode() for request in result["requests"]]
+        return url + "/generate", [wire.encode(provider.payload(request, style)) for request in result["requests"]]
     lean = provider if isinstance(provider, OpenAIHTTPModel) else OpenAIHTTPModel(
         name="bare", model=MODEL, api_key="EMPTY", base_url=url + "/v1")
-    return lean.url, [json.dumps(lean.body(request)).encode() for request in result["requests"]]
+    return lean.url, [wire.encode(lean.body(request)) for request in result["requests"]]
 
 
 def timed_replay(url: str, target: str, bodies: list[bytes], concurrency: int) -> tuple[float, float, dict[str, Any]]:

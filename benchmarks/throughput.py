@@ -70,6 +70,7 @@ from typing import Any
 
 from agentsim import event_loop
 from agentsim.games.naming import NamingGame
+from agentsim.llm import wire
 from agentsim.llm.limiter import LimitedModel, Limits
 from agentsim.llm.retries import RetryPolicy
 from agentsim.llm.specs import BackendOptions
@@ -347,10 +348,10 @@ def client_figures(options: argparse.Namespace, scratch: Path) -> None:
             if isinstance(provider_model, TGIModel):
                 style = provider_model.style or "plain"
                 target = url + "/generate"
-                bodies = [json.dumps(provider_model.payload(request, style)).encode() for request in recording.requests]
+                bodies = [wire.encode(provider_model.payload(request, style)) for request in recording.requests]
             else:
                 lean = OpenAIHTTPModel(name=spec, model="stand-in-model", api_key="EMPTY", base_url=url + "/v1")
-                target, bodies = lean.url, [json.dumps(lean.body(request)).encode() for request in recording.requests]
+                target, bodies = lean.url, [wire.encode(lean.body(request)) for request in recording.requests]
             bare_rate, bare_cpu = replay(target, bodies, in_flight)
             rate = sustained_rate(recording.sent)
             # The engine's share: agentsim's CPU per call less the bare client's (the same HTTP
