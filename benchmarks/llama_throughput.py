@@ -6,24 +6,42 @@ so every call reaches the server) with its adaptive limiter allowed up to 4x the
 every request body it sends is kept; then, on a freshly started server, a plain aiohttp client
 sends the very same bodies (prompts, sampling, seeds, grammar) keeping as many requests open as
 agentsim kept on average (its time-weighted mean in flight, rounded): both ask the server for
-the same work at the same load, so the ratio measures agentsim's overhead, not a difference in
-how much the server is given to batch (a plain client at `slots` in flight against agentsim at
-up to 4x would measure the baseline). Printed per run: both rates and the ratio; per setting:
-the median ratio and its spread (min-max) over `--repeat` runs (default 5), and where the
-limiter settled. Build the server first: `backends/llamacpp/launch.sh build`. Prints figures;
-asserts nothing timed.
+the same work at the same load (a plain client at `slots` in flight against agentsim at up to
+4x would measure the baseline).
+
+That plain client sends the bodies in any order it likes, as fast as the server takes them,
+which the exact process cannot: encounter t waits for every earlier encounter of its agents
+(their memories are in its prompts), and at N 48 that chain, not the server, leaves the slots
+idle in stretches (a traced run had 1-3 calls in flight for its last 12 seconds while the
+limiter allowed 7-15). So each run is also replayed by an exact-process client: plain aiohttp
+again, the same bodies, but each encounter sent only once every earlier encounter of its two
+agents has its answers, as many encounters at once as the run's scenario allows and as many
+calls open as agentsim's limiter held for most of the run (its time-weighted median cap). That
+is what the exact process gets from this server at agentsim's load with no engine at all, so
+agentsim / exact-process client is agentsim's own cost; agentsim / plain client adds what the
+process's order costs. (Given the limiter's ceiling instead, 4x the slots, the exact-process
+client was slower than agentsim with 4 slots, 0.76-0.96 of it: llama-server serves fewer a
+second with 16 requests open than with 5 or 6, so that ceiling is not an upper bound.)
+
+Printed per run: the three rates and both ratios; per setting: the median ratios and their
+spread (min-max) over `--repeat` runs (default 5), and where the limiter settled. Build the
+server first: `backends/llamacpp/launch.sh build`. Prints figures; asserts nothing timed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +54,7 @@ from agentsim.llm.openai_http import OpenAIHTTPModel
 from agentsim.llm.retries import RetryPolicy
 from agentsim.llm.specs import BackendOptions
 from agentsim.llm.stack import layer
+from agentsim.policies import LLMPolicy
 from agentsim.runner import Experiment, ExperimentConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +118,59 @@ def plain_client(url: str, concurrency: int, bodies: list[dict[str, Any]]) -> tu
     return event_loop.run(hammer())
 
 
+# Who is asking, as the policy asks: (agent, its encounters resolved so far), so that each body
+# the run sends can be filed under the encounter it belongs to (`exact_client`).
+_asking: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar("asking")
+
+
+def exact_client(url: str, encounters: list[tuple[tuple[int, int], ...]],
+                 bodies: dict[tuple[int, int], list[dict[str, Any]]], *, encounters_at_once: int,
+                 calls_at_once: int) -> float:
+    """Requests/s of a plain aiohttp client that plays the exact process with no engine: each
+    encounter (its agents, each with its encounter number) starts once every earlier encounter
+    of its agents has its answers, with at most `encounters_at_once` encounters and
+    `calls_at_once` requests open; an agent's re-asks follow its first answer, as in the run."""
+    import aiohttp
+
+    async def play() -> float:
+        done: dict[tuple[int, int], asyncio.Event] = {key: asyncio.Event() for meeting in encounters for key in meeting}
+        window, calls = asyncio.Semaphore(encounters_at_once), asyncio.Semaphore(calls_at_once)
+        async with aiohttp.ClientSession() as session:
+
+            async def ask(key: tuple[int, int]) -> None:
+                for body in bodies.get(key, []):
+                    async with calls, session.post(url + "/chat/completions", json=body) as response:
+                        await response.json()
+
+            async def encounter(meeting: tuple[tuple[int, int], ...]) -> None:
+                for agent, number in meeting:
+                    if number > 0:
+                        await done[(agent, number - 1)].wait()
+                async with window:
+                    await asyncio.gather(*(ask(key) for key in meeting))
+                for key in meeting:
+                    done[key].set()
+
+            started = time.perf_counter()
+            await asyncio.gather(*(encounter(meeting) for meeting in encounters))
+            wall = time.perf_counter() - started
+        return sum(len(sent) for sent in bodies.values()) / wall
+
+    return event_loop.run(play())
+
+
+def encounter_sequence(database: Path) -> list[tuple[tuple[int, int], ...]]:
+    """The run's encounters in order t, each as its agents with the encounter number each was at."""
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT t, agent FROM decisions WHERE attempt = 0 ORDER BY t, agent").fetchall()
+    meetings: dict[int, list[tuple[int, int]]] = {}
+    seen: dict[int, int] = {}
+    for t, agent in rows:
+        meetings.setdefault(t, []).append((agent, seen.get(agent, 0)))
+        seen[agent] = seen.get(agent, 0) + 1
+    return [tuple(meetings[t]) for t in sorted(meetings)]
+
+
 def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -> dict[str, Any]:
     """The naming game through the OpenAI backend (its lean path, as for any local server), no
     response cache; every request body is kept."""
@@ -112,23 +184,35 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
     backend = layer(experiment.backends[spec], OpenAIHTTPModel)  # a local server: the lean path
     assert isinstance(backend, OpenAIHTTPModel) and isinstance(limiter, LimitedModel)
     bodies: list[dict[str, Any]] = []
-    build = backend.body
+    by_encounter: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    build, decide = backend.body, LLMPolicy.decide
 
     def recorded(request: Request) -> dict[str, Any]:
         body = build(request)
         if request.options:  # not the start-up probe
             bodies.append(body)
+            by_encounter.setdefault(_asking.get(), []).append(body)
         return body
 
+    async def asking(self: LLMPolicy[Any], agent: Any, situation: Any) -> Any:
+        _asking.set((agent.index, agent.encounters))
+        return await decide(self, agent, situation)
+
     backend.body = recorded  # type: ignore[method-assign]
-    wall = time.perf_counter()
-    event_loop.run(experiment.run())
-    wall = time.perf_counter() - wall
-    settled = {"mean_in_flight": limiter.mean_in_flight(), "median_cap": median_cap(limiter)}  # at the run's end
+    LLMPolicy.decide = asking  # type: ignore[method-assign]
+    try:
+        wall = time.perf_counter()
+        event_loop.run(experiment.run())
+        wall = time.perf_counter() - wall
+    finally:
+        LLMPolicy.decide = decide  # type: ignore[method-assign]
+    settled = {"mean_in_flight": limiter.mean_in_flight(), "median_cap": median_cap(limiter),  # at the run's end
+               "run_cap": median_cap(limiter, 1.0)}
     (run,) = json.loads((out / "summary.json").read_text())["runs"]
     usage = run["usage_by_backend"][spec]
     return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter, **settled,
-            "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies}
+            "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies,
+            "by_encounter": by_encounter, "encounters": encounter_sequence(out / "agentsim.db")}
 
 
 def main(options: Any) -> None:
@@ -139,46 +223,57 @@ def main(options: Any) -> None:
     print(f"llama-server ({binary}), SmolLM2-135M-Instruct Q4_1, {threads} threads; naming game N {options.agents}, "
           f"{options.rounds} rounds, constrained decoding, no response cache")
     repeat = max(1, getattr(options, "repeat", 5))
-    print(f"each setting {repeat} times, agentsim then the plain client at agentsim's mean in flight, each on a freshly "
-          f"started server: the median ratio and its spread")
+    print(f"each setting {repeat} times: agentsim, then the plain client at agentsim's mean in flight, then the "
+          f"exact-process client, each on a freshly started server: the median ratios and their spread")
     with tempfile.TemporaryDirectory() as scratch:
         for slots in (1, 2, 4):
             port = _free_port()
             url = f"http://127.0.0.1:{port}/v1"
-            ratios: list[float] = []
+            to_plain: list[float] = []
+            to_exact: list[float] = []
             for attempt in range(repeat):
-                server = start_llama_server(binary, slots, threads, port)
-                try:
+                with running_server(binary, slots, threads, port):
                     result = agentsim_run(url, slots=slots, agents=options.agents, rounds=options.rounds,
                                           out=Path(scratch) / f"slots-{slots}-{attempt}")
-                finally:
-                    server.terminate()
-                    server.wait(10)
                 in_flight = max(1, round(result["mean_in_flight"]))
-                server = start_llama_server(binary, slots, threads, port)  # the same cold start for the plain client
-                try:
+                with running_server(binary, slots, threads, port):  # the same cold start for each client
                     requests, tokens = plain_client(url, in_flight, result["bodies"])
-                finally:
-                    server.terminate()
-                    server.wait(10)
+                with running_server(binary, slots, threads, port):
+                    exact = exact_client(url, result["encounters"], result["by_encounter"],
+                                         encounters_at_once=options.agents // 2, calls_at_once=result["run_cap"])
                 rate = result["calls"] / result["wall"]
-                ratios.append(rate / requests)
+                to_plain.append(rate / requests)
+                to_exact.append(rate / exact)
                 limiter = result["limiter"]
                 print(f"  {slots} slot(s), run {attempt + 1}: agentsim {rate:.2f} requests/s "
                       f"({result['calls']} calls in {result['wall']:.1f} s, {result['tokens'] / result['wall']:.1f} "
-                      f"tokens/s, invalid {result['invalid']}, fallbacks {result['fallbacks']}), plain client at "
-                      f"{in_flight} in flight {requests:.2f} requests/s ({tokens:.1f} tokens/s): ratio {ratios[-1]:.2f}; "
+                      f"tokens/s, invalid {result['invalid']}, fallbacks {result['fallbacks']}); exact-process client "
+                      f"at {result['run_cap']} open {exact:.2f} requests/s: ratio {to_exact[-1]:.2f}; plain client at "
+                      f"{in_flight} in flight {requests:.2f} requests/s ({tokens:.1f} tokens/s): ratio {to_plain[-1]:.2f}; "
                       f"limiter: cap {4 * slots}, most in flight {limiter.max_seen}, final {limiter.limit:.1f}, mean "
                       f"in flight {result['mean_in_flight']:.2f}, median cap over the second half "
                       f"{result['median_cap']}, latency cuts {limiter.queueing.cuts if limiter.queueing else 0}")
-            ordered = sorted(ratios)
-            print(f"{slots} slot(s): agentsim / plain client at equal requests in flight: median "
-                  f"{statistics.median(ordered):.2f}, spread {ordered[0]:.2f}-{ordered[-1]:.2f} over {len(ordered)} runs")
+            for label, ratios in (("the exact-process client (agentsim's own cost)", to_exact),
+                                  ("the plain client at equal requests in flight (and the process's order)", to_plain)):
+                ordered = sorted(ratios)
+                print(f"{slots} slot(s): agentsim / {label}: median {statistics.median(ordered):.2f}, "
+                      f"spread {ordered[0]:.2f}-{ordered[-1]:.2f} over {len(ordered)} runs")
 
 
-def median_cap(limiter: LimitedModel) -> int:
-    """The cap the limiter held most of the second half of the run (time-weighted median): where it settled."""
-    spans = limiter.cap_spans(0.5)
+@contextlib.contextmanager
+def running_server(binary: Path, slots: int, threads: int, port: int) -> Iterator[None]:
+    server = start_llama_server(binary, slots, threads, port)
+    try:
+        yield
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def median_cap(limiter: LimitedModel, share: float = 0.5) -> int:
+    """The cap the limiter held most of the last `share` of the run (time-weighted median); over
+    the second half, where it settled."""
+    spans = limiter.cap_spans(share)
     passed, total = 0.0, sum(seconds for _, seconds in spans)
     for value, seconds in sorted(spans):
         passed += seconds

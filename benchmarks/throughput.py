@@ -465,8 +465,9 @@ def main() -> None:
     parser.add_argument("--llama-server", default=None, help="the llama-server binary (default: backends/llamacpp/.build)")
     parser.add_argument("--threads", type=int, default=None, help="llama-server's CPU threads (default: all cores)")
     parser.add_argument("--repeat", type=int, default=5,
-                        help="llama: runs per setting, each agentsim then a plain client at its mean in flight; the "
-                             "median ratio and its spread are printed")
+                        help="llama: runs per setting, each agentsim then two plain clients replaying its requests "
+                             "(at its mean in flight in any order; in the exact process's order at its cap); the "
+                             "median ratios and their spreads are printed")
     options = parser.parse_args()
     if options.server == "llama":
         import llama_throughput
