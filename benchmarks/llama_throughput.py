@@ -20,8 +20,8 @@ calls open as agentsim's limiter held for most of the run (its time-weighted med
 is what the exact process gets from this server at agentsim's load with no engine at all, so
 agentsim / exact-process client is agentsim's own cost; agentsim / plain client adds what the
 process's order costs. (Given the limiter's ceiling instead, 4x the slots, the exact-process
-client was slower than agentsim with 4 slots, 0.76-0.96 of it: llama-server serves fewer a
-second with 16 requests open than with 5 or 6, so that ceiling is not an upper bound.)
+client was slower than agentsim with 4 slots, 0.76-0.96 of it, and 0.65-0.76 of itself at 4
+open: it is not an upper bound.)
 
 Printed per run: the three rates and both ratios; per setting: the median ratios and their
 spread (min-max) over `--repeat` runs (default 5), and where the limiter settled. Build the
