@@ -19,9 +19,8 @@ agents has its answers, as many encounters at once as the run's scenario allows 
 calls open as agentsim's limiter held for most of the run (its time-weighted median cap). That
 is what the exact process gets from this server at agentsim's load with no engine at all, so
 agentsim / exact-process client is agentsim's own cost; agentsim / plain client adds what the
-process's order costs. (Given the limiter's ceiling instead, 4x the slots, the exact-process
-client was slower than agentsim with 4 slots, 0.76-0.96 of it, and 0.65-0.76 of itself at 4
-open: it is not an upper bound.)
+process's order costs. (Held at the limiter's ceiling instead, 4x the slots, it is no upper
+bound: with 4 slots it reached 2.7-3.8 requests/s at 16 open, 3.7-4.2 at 4-8.)
 
 Printed per run: the three rates and both ratios; per setting: the median ratios and their
 spread (min-max) over `--repeat` runs (default 5), and where the limiter settled. Build the
