@@ -176,7 +176,8 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
     spec = f"openai:smollm2@{url}"
     options = BackendOptions(limits=Limits(max_in_flight=4 * slots), cache=False, timeout_s=120,
                              retry=RetryPolicy(max_attempts=4))
-    experiment = Experiment(ExperimentConfig(scenario=naming_game(agents, rounds), out=out, backend=spec, seed=1,
+    scenario = naming_game(agents, rounds)
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend=spec, seed=1,
                                              llm=options), _Quiet())
     experiment.open()
     limiter = layer(experiment.backends[spec], LimitedModel)
@@ -211,7 +212,8 @@ def agentsim_run(url: str, *, slots: int, agents: int, rounds: int, out: Path) -
     usage = run["usage_by_backend"][spec]
     return {"calls": usage["calls"], "tokens": usage["completion_tokens"], "wall": wall, "limiter": limiter, **settled,
             "invalid": usage["invalid_replies"], "fallbacks": usage["fallbacks"], "bodies": bodies,
-            "by_encounter": by_encounter, "encounters": encounter_sequence(out / "agentsim.db")}
+            "by_encounter": by_encounter, "encounters": encounter_sequence(out / "agentsim.db"),
+            "encounters_at_once": scenario.params.max_in_flight}
 
 
 def main(options: Any) -> None:
@@ -239,7 +241,7 @@ def main(options: Any) -> None:
                     requests, tokens = plain_client(url, in_flight, result["bodies"])
                 with running_server(binary, slots, threads, port):
                     exact = exact_client(url, result["encounters"], result["by_encounter"],
-                                         encounters_at_once=options.agents // 2, calls_at_once=result["run_cap"])
+                                         encounters_at_once=result["encounters_at_once"], calls_at_once=result["run_cap"])
                 rate = result["calls"] / result["wall"]
                 to_plain.append(rate / requests)
                 to_exact.append(rate / exact)
