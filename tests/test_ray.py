@@ -89,13 +89,14 @@ def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Pat
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGKILL the worker of run 1 after its first commit (of eight rounds, each at least
     one 50 ms call, so its worker is still at work): the run goes on from that checkpoint on
-    another worker, and every run is recorded once, as in process."""
+    another worker, and every run is recorded once, as in process. A cap of 4 for two runs'
+    encounters keeps calls of the dead worker waiting in the cluster limiter when it dies."""
     from agentsim.distributed import driver
     from agentsim.distributed.records import Committed
 
     server = standin_server(capacity=32, service_time_s=0.05)
     backend = f"openai:stand-in@{server.url}/v1"
-    options = BackendOptions(limits=Limits(max_in_flight=32), cache=False)
+    options = BackendOptions(limits=Limits(max_in_flight=4), cache=False)
     kills: list[int] = []
     seen: list[tuple[int, str]] = []  # (run, the record's kind)
     apply = driver._Sweep._apply
@@ -274,3 +275,26 @@ def test_url_credentials_reach_the_workers_and_nothing_records_them(local_ray: A
     assert [run["status"] for run in json.loads((tmp_path / "ray" / "summary.json").read_text())["runs"]] == ["done"] * 2
     for path in (tmp_path / "ray").iterdir():
         assert secret.encode() not in path.read_bytes(), f"the key was written to {path.name}"
+
+
+def test_a_dead_workers_waiting_calls_do_not_keep_the_slots_they_are_granted() -> None:
+    """A worker killed while some of its calls wait for a slot in the cluster limiter: the
+    driver forgets the worker, which gives back the slots it held, and the calls still waiting
+    are granted those slots in turn. Each must hand its slot straight back (it has nobody to
+    send it): kept, the slots of a dead worker add up, and its run's next worker waited past
+    its start-up probe's deadline for one (a CI failure of the test above)."""
+    from agentsim.distributed.limits import ClusterLimiter
+
+    async def scenario() -> bool:
+        limiter = ClusterLimiter({"model": Limits(max_in_flight=2, adaptive=False)})
+        assert await limiter.acquire("model", "dead/0", "dead", 0)
+        assert await limiter.acquire("model", "dead/1", "dead", 0)
+        waiting = [asyncio.create_task(limiter.acquire("model", f"dead/{n}", "dead", 0)) for n in (2, 3)]
+        await asyncio.sleep(0.01)
+        assert limiter.forget("dead") == 2
+        assert await asyncio.gather(*waiting) == [False, False]  # granted after the worker was forgotten
+        async with asyncio.timeout(1):
+            return (await limiter.acquire("model", "next/0", "next", 0)
+                    and await limiter.acquire("model", "next/1", "next", 0))
+
+    assert asyncio.run(scenario())

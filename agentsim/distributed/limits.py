@@ -64,12 +64,13 @@ class ClusterLimiter:
         self.limiters = {label: LimitedModel(_Nowhere(label), each) for label, each in limits.items()}
         self.held: dict[str, _Ticket] = {}
         self.abandoned: set[str] = set()
+        self.forgotten: set[str] = set()  # owners whose worker died: what they still wait for is never sent
 
     async def acquire(self, label: str, ticket: str, owner: str, tokens: int) -> bool:
         """Wait until a call of `label` may be sent; False when it was abandoned meanwhile."""
         limiter = self.limiters[label]
         await limiter.admit(tokens)
-        if ticket in self.abandoned:
+        if ticket in self.abandoned or owner in self.forgotten:
             self.abandoned.discard(ticket)
             limiter.finish(time.monotonic(), tokens, None)
             return False
@@ -96,7 +97,9 @@ class ClusterLimiter:
             self.abandoned.add(ticket)
 
     def forget(self, owner: str) -> int:
-        """Give back every slot `owner` (a run's attempt on a worker that died) held."""
+        """Give back every slot `owner` (a run's attempt on a worker that died) held, and each
+        slot its calls still waiting are granted later (Ray does not cancel them)."""
+        self.forgotten.add(owner)
         tickets = [ticket for ticket, held in self.held.items() if held.owner == owner]
         for ticket in tickets:
             self.release(ticket, (ABANDONED,))
