@@ -67,7 +67,8 @@ class ClusterLimiter:
         self.forgotten: set[str] = set()  # owners whose worker died: what they still wait for is never sent
 
     async def acquire(self, label: str, ticket: str, owner: str, tokens: int) -> bool:
-        """Wait until a call of `label` may be sent; False when it was abandoned meanwhile."""
+        """Wait until a call of `label` may be sent; False when it was abandoned meanwhile, or
+        its worker died (was forgotten)."""
         limiter = self.limiters[label]
         await limiter.admit(tokens)
         if ticket in self.abandoned or owner in self.forgotten:
