@@ -3,6 +3,7 @@ to, with `SUBCOMMAND_HELP` for its help). The framework's own are here:
 
     report DIR              figures, CSVs and the HTML report for DIR's runs
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
+    import KIND SOURCE      another project's published runs read into a results directory
 
 and each game family declares its own (the naming game's `bias`, `strategies`,
 `critical-mass`, ...; the commons' `commons-transcript`; cultural evolution's `lineage`):
@@ -32,7 +33,10 @@ from .subcommands import (
     scenario_option,
 )
 
-__all__ = ["SUBCOMMANDS", "SUBCOMMAND_HELP", "report", "transcript"]
+__all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "import_runs", "report", "transcript"]
+
+# `import KIND ...` runs the subcommand `import-KIND`, which the family that reads KIND declares.
+IMPORT_PREFIX = "import-"
 
 
 @command("report", "figures (PNG + CSV) and one HTML report for a results directory")
@@ -78,6 +82,22 @@ def transcript(argv: list[str]) -> int:
     except BrokenPipeError:  # `| head`: the reader has seen enough
         sys.stderr.close()
     return 0
+
+
+@command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)")
+def import_runs(argv: list[str]) -> int:
+    """One verb for every reader of published runs: a family declares `import-KIND` and
+    `import KIND` finds it, so a new reader needs no edit here. A reader accepts plain data
+    only (JSON; pickles of builtin containers, never a global) and records where the runs came from."""
+    kinds = sorted(name.removeprefix(IMPORT_PREFIX) for name in SUBCOMMANDS if name.startswith(IMPORT_PREFIX))
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m agentsim import KIND SOURCE --out DIR\n\nKIND is one of: "
+              + (", ".join(kinds) or "none installed") + "; `import KIND --help` for its options.")
+        return 0 if argv else 2
+    kind, *rest = argv
+    if kind not in kinds:
+        raise UserError(f"no importer for '{kind}': KIND is one of {', '.join(kinds) or 'none installed'}")
+    return SUBCOMMANDS[IMPORT_PREFIX + kind](rest)
 
 
 for _family in discover().values():  # every game family's subcommands, its command module imported when one runs
