@@ -26,7 +26,7 @@ from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_r
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, load_user_prices, priced
+from .llm.prices import PRICES_HELP, load_user_prices, price_for, priced
 from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
 from .llm.stack import REMOTE, layer
 from .model_fitness import refuse_unscorable
@@ -289,6 +289,7 @@ class Session:
             "scenario_class": self.scenario.describe()["class"],
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
+            "prices": self.prices(),
         })
 
     def _shares(self) -> list[tuple[str, int | None]]:
@@ -421,6 +422,7 @@ class Session:
         document["by_model"] = total_by_model([by_model.get(run.get("run", 0), {}) for run in runs
                                                if run.get("status") == "done"])
         document["usage_by_backend"] = sum_usage(runs)
+        document["prices"] = experiment.get("prices") or self.prices()
         document["limiter_by_backend"] = self.limiter_stats()
         if stopped_by is not None:
             status, reason = run_outcome(stopped_by)
@@ -435,6 +437,17 @@ class Session:
         temporary.replace(path)
         write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
         write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
+
+    def prices(self) -> dict[str, Any]:
+        """Each hosted model's price as the accounts use it, and where it came from (genai-prices,
+        AGENTSIM_PRICES, register_price): a cost figure can be checked against its price later."""
+        found: dict[str, Any] = {}
+        for text, _ in self.shares:
+            spec = parse_spec(text)
+            if spec.provider in REMOTE:
+                price = price_for(spec.target)
+                found[spec.target] = price.as_dict() if price is not None else None
+        return found
 
     def limiter_stats(self) -> dict[str, Any]:
         if self.cluster_limiter_stats is not None:
@@ -473,7 +486,7 @@ def _require_prices(specs: list[str]) -> None:
         spec = parse_spec(text)
         if spec.provider in REMOTE and not priced(spec.target):
             raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
-                                   f"'{redact(text)}') has none in agentsim's table: give it with {PRICES_HELP}, "
+                                   f"'{redact(text)}') has none in genai-prices' table or AGENTSIM_PRICES: give it with {PRICES_HELP}, "
                                    f"or drop --max-cost")
 
 

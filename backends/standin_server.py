@@ -20,7 +20,16 @@ injects faults at given rates:
     unparseable      a 200 whose reply names no option (the game re-asks)
 
 Its answers' token counts are the rule's (`--usage reported`), or below zero (`negative`), or
-left out (`absent`): what a client's budget must not trust. It counts requests, faults, the
+left out (`absent`): what a client's budget must not trust. It caches prompts as the providers
+do and reports it in the usage as they do (`prompt_caching`): OpenAI's automatic prefix cache
+(prompts of 1,024 tokens or more; `prompt_tokens_details.cached_tokens`, in steps of 128) and
+Anthropic's breakpoints (`cache_control` on a block: `cache_creation_input_tokens` the first
+time a prefix of at least `cache_min_tokens` is seen, `cache_read_input_tokens` after).
+
+With `replies` (`replies_from_run`: the prompts and replies of a run recorded in process), it
+answers any scenario's prompts with the recorded reply, so that a run over HTTP with the same
+seed plays the recorded run again, whatever the game: what a benchmark of a provider's billing
+needs of a game whose prompts the naming rule cannot read. It counts requests, faults, the
 auth headers it was sent and the most requests it had open at once (what a client's in-flight
 cap is checked against): GET /stats, POST /stats/reset; POST /faults changes the fault rates. Start it from the command line:
 
@@ -33,12 +42,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import math
 import random
 import re
 import time
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -46,7 +58,7 @@ from aiohttp import web
 from agentsim.games.naming import NamingGame, NamingSituation, read_options
 from agentsim.games.naming.standin import NamingStandIn, NamingStandInSettings
 from agentsim.llm import chat_format
-from agentsim.llm.base import Message, Request, Sampling
+from agentsim.llm.base import Message, Request, Sampling, estimate_tokens
 from agentsim.llm.standin import StandInModel
 
 FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drip", "drop", "malformed",
@@ -75,6 +87,10 @@ class ServerConfig:
     bias_name: str | None = None
     bias: float = 0.0
     noise: float = 0.0
+    # prompt key (`prompt_key`) -> the replies to give it, in order; None: the naming rule answers
+    replies: dict[str, list[str]] | None = None
+    prompt_caching: bool = True
+    cache_min_tokens: int = 1024  # Anthropic's shortest cacheable prefix (Sonnet's; Haiku's is 2,048)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.faults) - set(FAULT_KINDS))
@@ -119,6 +135,7 @@ class StandInServer:
         self.slots = asyncio.Semaphore(self.config.capacity)
         self.runner: web.AppRunner | None = None
         self.url = ""
+        self.cached_prefixes: set[str] = set()  # what the emulated prompt caches hold
         self.app = web.Application(client_max_size=8 * 1024 * 1024)
         self.app.add_routes([
             web.post("/v1/chat/completions", self.openai),
@@ -249,6 +266,11 @@ class StandInServer:
         return prompt_tokens, completion_tokens
 
     def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+        if self.config.replies is not None:
+            queue = self.config.replies.get(prompt_key(messages)) or ["I have not seen this prompt."]
+            # The same prompt asked again later (an agent's prompt can repeat) gets its next recorded reply.
+            text = "Let me think about this for a while." if unparseable else queue.pop(0) if len(queue) > 1 else queue[0]
+            return text, sum(estimate_tokens(message.content) for message in messages), max(1, estimate_tokens(text))
         if seed is None:  # a provider with no seed (Anthropic): the prompt decides the dice
             seed = zlib.crc32("\n".join(message.content for message in messages).encode())
         if unparseable:
@@ -318,6 +340,8 @@ class StandInServer:
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
                 document["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+                if self.config.prompt_caching and usage[0] > 0:
+                    document["usage"]["prompt_tokens_details"] = {"cached_tokens": self._openai_cached(messages)}
             return web.json_response(document, headers={"x-ratelimit-remaining-requests": "10000"})
 
         return await self._serve(request, "openai", authorised, answer, error)
@@ -333,10 +357,9 @@ class StandInServer:
             return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
 
         def answer(unparseable: bool, queued: float) -> web.Response:
-            messages = ([Message("system", body["system"])] if body.get("system") else []) + [
-                Message(item["role"], item["content"] if isinstance(item["content"], str)
-                        else "".join(block.get("text", "") for block in item["content"]))
-                for item in body["messages"]]
+            system = body.get("system")
+            messages = ([Message("system", _block_text(system))] if system else []) + [
+                Message(item["role"], _block_text(item["content"])) for item in body["messages"]]
             sampling = Sampling(temperature=body.get("temperature", 1.0), top_k=body.get("top_k"),
                                 max_tokens=body["max_tokens"])
             text, prompt_tokens, completion_tokens = self._reply(messages, sampling, None, unparseable)
@@ -346,7 +369,9 @@ class StandInServer:
             }
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
-                document["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1]}
+                read, written = self._anthropic_cached(body) if self.config.prompt_caching and usage[0] > 0 else (0, 0)
+                document["usage"] = {"input_tokens": usage[0] - read - written, "output_tokens": usage[1],
+                                     "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
             return web.json_response(document)
 
         return await self._serve(request, "anthropic", authorised, answer, error)
@@ -390,6 +415,40 @@ class StandInServer:
 
         return await self._serve(request, "tgi", authorised, answer, error)
 
+    # --- prompt caches, as the providers bill them ----------------------------------------
+    def _openai_cached(self, messages: list[Message]) -> int:
+        """OpenAI's automatic cache: the longest prefix of the prompt seen before, counted in
+        steps of 128 tokens (here 512 characters), if it is 1,024 tokens or more."""
+        text = "".join(f"\x00{message.role}\x00{message.content}" for message in messages)
+        cached = 0
+        for end in range(512, len(text) + 1, 512):
+            key = "openai:" + hashlib.sha256(text[:end].encode()).hexdigest()
+            if key in self.cached_prefixes and end >= 4 * 1024:
+                cached = end // 4
+            self.cached_prefixes.add(key)
+        return min(cached, sum(estimate_tokens(message.content) for message in messages))
+
+    def _anthropic_cached(self, body: dict[str, Any]) -> tuple[int, int]:
+        """Anthropic's cache: a request reads the longest prefix, ending at one of its blocks up
+        to its last `cache_control` block, that an earlier breakpoint wrote, and writes the
+        rest up to that breakpoint (a prefix under `cache_min_tokens` is never cached)."""
+        blocks = _blocks(body.get("system")) + [block for item in body["messages"] for block in _blocks(item["content"])]
+        marked = [index for index, block in enumerate(blocks) if block.get("cache_control")]
+        if not marked:
+            return 0, 0
+        prefix, read, boundaries = "", 0, []
+        for block in blocks[:marked[-1] + 1]:
+            prefix += str(block.get("text", ""))
+            boundaries.append(("anthropic:" + hashlib.sha256(prefix.encode()).hexdigest(), estimate_tokens(prefix)))
+        for key, tokens in boundaries:
+            if key in self.cached_prefixes:
+                read = tokens
+        key, tokens = boundaries[-1]
+        if tokens < self.config.cache_min_tokens or key in self.cached_prefixes:
+            return read, 0
+        self.cached_prefixes.add(key)
+        return read, tokens - read
+
     async def info(self, request: web.Request) -> web.Response:
         return web.json_response({"model_id": self.config.model_id, "max_concurrent_requests": self.config.capacity})
 
@@ -405,6 +464,39 @@ class StandInServer:
         faults = {str(kind): float(rate) for kind, rate in (await request.json()).items()}
         self.config = ServerConfig(**{**self.config.__dict__, "faults": faults})
         return web.json_response({"faults": faults})
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """An Anthropic `system` or message `content` as its list of blocks (a string is one)."""
+    if not content:
+        return []
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _block_text(content: Any) -> str:
+    return "".join(str(block.get("text", "")) for block in _blocks(content))
+
+
+def prompt_key(messages: list[Message] | tuple[Message, ...]) -> str:
+    """What a recorded reply is found by: the prompt's roles and texts."""
+    return hashlib.sha256(json.dumps([[message.role, message.content] for message in messages]).encode()).hexdigest()
+
+
+def replies_from_run(directory: str | Path, scenario: Any) -> dict[str, list[str]]:
+    """Every prompt of the runs recorded in `directory` (re-asks included) with the replies it
+    got, in the order it got them: a server given them answers a run of `scenario` with the
+    same seeds as recorded (a prompt that repeats names its agent, whose calls come in order)."""
+    from agentsim.store import Store
+
+    store = Store(Path(directory))
+    try:
+        replies: dict[str, list[str]] = {}
+        for run, t, agent, attempt, reply in store.rows("SELECT run, t, agent, attempt, reply FROM calls "
+                                                        "WHERE reply IS NOT NULL ORDER BY run, t, agent, attempt"):
+            replies.setdefault(prompt_key(store.messages(scenario, run, t, agent, attempt)), []).append(reply)
+        return replies
+    finally:
+        store.close()
 
 
 def _top_k(value: Any) -> int | None:

@@ -74,6 +74,9 @@ class BackendOptions:
     max_cost_usd: float | None = None
     health: HealthPolicy = field(default_factory=HealthPolicy)
     model_check: bool = True  # ask an in-process model the scenario's prompts before a run (agentsim/model_fitness.py)
+    # Anthropic: mark the prompt prefix every call shares (the system text) for its prompt cache,
+    # where it is long enough to be cached (llm/anthropic_backend.py); --no-cache-breakpoints turns it off.
+    cache_breakpoints: bool = True
 
     def __post_init__(self) -> None:
         if self.base_url is not None:
@@ -127,7 +130,7 @@ def _anthropic(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Ba
     from .anthropic_backend import AnthropicModel
 
     return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
-                          timeout_s=options.timeout_s)
+                          timeout_s=options.timeout_s, cache_breakpoints=options.cache_breakpoints)
 
 
 def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
