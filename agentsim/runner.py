@@ -58,7 +58,8 @@ class Experiment:
         session, progress = self.session, self.progress
         progress.start({"scenario": session.scenario.name, "backend": session.config.backend_label,
                         "seed": session.config.seed, "runs": session.config.runs, "out": str(session.config.out),
-                        "stand_in": session.stand_in(), "backends": session.backend_shares()})
+                        "stand_in": session.stand_in(), "backends": session.backend_shares(),
+                        "estimate": session.estimate})
         for notice in session.notices:
             progress.warn(notice)
         ignored = session.standin_ignored()

@@ -167,6 +167,8 @@ class Session:
         self.notices: list[str] = []
         # The limiters' figures of a Ray sweep, from its cluster-wide limiter (agentsim/distributed).
         self.cluster_limiter_stats: dict[str, Any] | None = None
+        # What `python -m agentsim estimate --out DIR` expected of this experiment (DIR/estimate.json).
+        self.estimate: dict[str, Any] | None = None
         self.code_version = code_version()
 
     def open(self, warn: Callable[[str], None]) -> None:
@@ -211,6 +213,9 @@ class Session:
                                    "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
         self._check_directory()
+        from .estimate import read as read_estimate
+
+        self.estimate = read_estimate(config.out)
         self.lock = DirectoryLock.acquire(config.out)
         try:
             self._open_store(identity)
@@ -291,6 +296,9 @@ class Session:
             "llm_options": _describe_options(self.config.llm),
             "prices": self.prices(),
         })
+        if self.estimate is not None and not self.store.experiment().get("estimate"):
+            self.store.set_experiment({"estimate": self.estimate})
+        self.estimate = self.store.experiment().get("estimate") or self.estimate
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -423,6 +431,8 @@ class Session:
                                                if run.get("status") == "done"])
         document["usage_by_backend"] = sum_usage(runs)
         document["prices"] = experiment.get("prices") or self.prices()
+        if experiment.get("estimate"):  # `estimate --out DIR` before the run: what was expected beside what was spent
+            document["estimate"] = experiment["estimate"]
         document["limiter_by_backend"] = self.limiter_stats()
         if stopped_by is not None:
             status, reason = run_outcome(stopped_by)

@@ -37,6 +37,7 @@ def usage(context: ReportContext) -> None:
                       "prices). A fallback is a decision no "
                       "reply gave (every attempt invalid or failed): it is left out of every choice, share and "
                       "strategy in this report.")
+    _estimates(context)
     totals: dict[str, list[float]] = {}
     latencies: dict[str, list[float]] = {}
     for experiment in context.experiments:
@@ -70,3 +71,27 @@ def usage(context: ReportContext) -> None:
                        "Summed over every experiment in the directory. Fallbacks (decisions no reply gave) are left out "
                        "of every choice. Latency of every recorded call, retries included: boxes span the quartiles, "
                        "whiskers 5-95% (the stand-in answers in microseconds).")
+
+
+def _estimates(context: ReportContext) -> None:
+    """The estimate made before the run (`estimate --out DIR`), beside what was spent."""
+    rows = []
+    for experiment in context.experiments:
+        estimated = experiment.experiment.get("estimate")
+        if not isinstance(estimated, dict) or not isinstance(estimated.get("totals"), dict):
+            continue
+        totals = estimated["totals"]
+        summaries = [summary for summary in experiment.summaries() if isinstance(summary, dict)]
+        spent = [usage for summary in summaries for usage in (summary.get("usage_by_backend") or {}).values()]
+        rows.append([experiment.label, totals.get("calls"), totals.get("calls_upper"),
+                     sum(int(usage.get("calls") or 0) for usage in spent),
+                     (totals.get("prompt_tokens") or 0) + (totals.get("completion_tokens") or 0),
+                     sum(int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) for usage in spent),
+                     estimated.get("cost_usd"), estimated.get("cost_usd_upper"),
+                     round(sum(float(usage.get("cost_usd") or 0.0) for usage in spent), 6)])
+    if rows:
+        context.add_table("table_estimate", "Estimated before the run, and spent",
+                          ["experiment", "calls_estimated", "calls_at_most", "calls_spent", "tokens_estimated",
+                           "tokens_spent", "cost_estimated_usd", "cost_at_most_usd", "cost_spent_usd"], rows,
+                          "The estimate `python -m agentsim estimate --out DIR` wrote before the run (played on the "
+                          "stand-in with the real prompts), beside what the runs recorded.")
