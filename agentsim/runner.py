@@ -70,6 +70,10 @@ class Experiment:
         try:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
+            if session.config.llm.batch:  # independent calls, asked at half price before the runs play
+                from .batch_run import prefetch_batches
+
+                await prefetch_batches(session, progress.warn)
             with fewer_collections():
                 await self.executor().run(session, progress)
         finally:

@@ -197,6 +197,10 @@ class Session:
             if scenario.codec is not None:
                 scenario.codec.readable_probes(1, config.seed)
         self.shares = self._shares()
+        if config.llm.batch:
+            from .batch_run import refuse_unbatchable
+
+            refuse_unbatchable(self)
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "

@@ -91,6 +91,13 @@ class ServerConfig:
     replies: dict[str, list[str]] | None = None
     prompt_caching: bool = True
     cache_min_tokens: int = 1024  # Anthropic's shortest cacheable prefix (Sonnet's; Haiku's is 2,048)
+    # Batch APIs: a batch ends after this many looks at it; the first `batch_faulty` batches end
+    # `batch_end` ("completed", "expired": half answered, "cancelled": half answered, by the provider),
+    # and `batch_errored` of every batch's requests fail alone (a partial failure).
+    batch_polls: int = 1
+    batch_end: str = "completed"
+    batch_faulty: int = 1
+    batch_errored: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.faults) - set(FAULT_KINDS))
@@ -115,11 +122,14 @@ class Stats:
     by_route: dict[str, int] = field(default_factory=dict)
     arrivals: list[float] = field(default_factory=list)
     auth_headers: dict[str, int] = field(default_factory=dict)  # requests that carried each auth header
+    batches_created: int = 0
+    batch_requests: int = 0  # requests received inside batches
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "answered": self.answered, "active": self.active,
                 "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route),
-                "auth_headers": dict(self.auth_headers)}
+                "auth_headers": dict(self.auth_headers), "batches_created": self.batches_created,
+                "batch_requests": self.batch_requests}
 
 
 class StandInServer:
@@ -136,10 +146,19 @@ class StandInServer:
         self.runner: web.AppRunner | None = None
         self.url = ""
         self.cached_prefixes: set[str] = set()  # what the emulated prompt caches hold
+        self.files: dict[str, bytes] = {}  # OpenAI's uploaded and output files
+        self.batches: dict[str, dict[str, Any]] = {}  # both protocols' batches, by id
         self.app = web.Application(client_max_size=8 * 1024 * 1024)
         self.app.add_routes([
             web.post("/v1/chat/completions", self.openai),
             web.post("/v1/messages", self.anthropic),
+            web.post("/v1/files", self.upload),
+            web.get("/v1/files/{file_id}/content", self.file_content),
+            web.post("/v1/batches", self.openai_batch),
+            web.get("/v1/batches/{batch_id}", self.openai_batch_state),
+            web.post("/v1/messages/batches", self.anthropic_batch),
+            web.get("/v1/messages/batches/{batch_id}", self.anthropic_batch_state),
+            web.get("/v1/messages/batches/{batch_id}/results", self.anthropic_batch_results),
             web.post("/generate", self.tgi),
             web.get("/info", self.info),
             web.get("/stats", self.get_stats),
@@ -414,6 +433,168 @@ class StandInServer:
             return web.json_response(result, headers=headers)
 
         return await self._serve(request, "tgi", authorised, answer, error)
+
+    # --- batch APIs ----------------------------------------------------------------------
+    def _batch_answers(self, items: list[tuple[str, list[Message], Sampling, int | None]]) -> dict[str, Any]:
+        """Each request's answer (text and tokens) or why it failed, as the batch ends."""
+        number = self.stats.batches_created
+        end = self.config.batch_end if number <= self.config.batch_faulty else "completed"
+        answers: dict[str, Any] = {}
+        for index, (custom_id, messages, sampling, seed) in enumerate(items):
+            if end != "completed" and index >= len(items) // 2:
+                answers[custom_id] = end  # the provider expired or cancelled the rest
+            elif self.rng.random() < self.config.batch_errored:
+                answers[custom_id] = "errored"
+            else:
+                answers[custom_id] = self._reply(messages, sampling, seed, False)
+        return {"end": end, "answers": answers}
+
+    def _new_batch(self, kind: str, items: list[tuple[str, list[Message], Sampling, int | None]], body: Any) -> str:
+        self.stats.batches_created += 1
+        self.stats.batch_requests += len(items)
+        batch_id = f"{kind}_batch_{self.stats.batches_created}"
+        self.batches[batch_id] = {"items": items, "polls": 0, "result": None, "created": int(time.time()), "body": body}
+        return batch_id
+
+    def _advance(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        batch["polls"] += 1
+        if batch["result"] is None and batch["polls"] >= self.config.batch_polls:
+            batch["result"] = self._batch_answers(batch["items"])
+        return batch
+
+    async def upload(self, request: web.Request) -> web.Response:
+        data = await request.post()
+        upload = data["file"]
+        content = upload.file.read() if hasattr(upload, "file") else bytes(str(upload), "utf-8")
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return web.json_response({"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                                  "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})
+
+    async def file_content(self, request: web.Request) -> web.Response:
+        content = self.files.get(request.match_info["file_id"])
+        if content is None:
+            return web.json_response({"error": {"message": "no such file", "type": "invalid_request_error"}}, status=404)
+        return web.Response(body=content, content_type="application/octet-stream")
+
+    async def openai_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        items = []
+        for line in self.files[body["input_file_id"]].decode().splitlines():
+            item = json.loads(line)
+            chat = item["body"]
+            sampling = Sampling(temperature=chat.get("temperature", 1.0), top_k=_top_k(chat.get("top_k")),
+                                max_tokens=chat.get("max_tokens") or chat.get("max_completion_tokens") or 16)
+            items.append((item["custom_id"], [Message(m["role"], m["content"]) for m in chat["messages"]], sampling,
+                          chat.get("seed")))
+        batch_id = self._new_batch("openai", items, body)
+        return web.json_response(self._openai_batch_document(batch_id))
+
+    def _openai_batch_document(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        total = len(batch["items"])
+        document: dict[str, Any] = {
+            "id": batch_id, "object": "batch", "endpoint": "/v1/chat/completions", "completion_window": "24h",
+            "input_file_id": batch["body"]["input_file_id"], "created_at": batch["created"], "status": "in_progress",
+            "request_counts": {"total": total, "completed": 0, "failed": 0}}
+        result = batch["result"]
+        if result is None:
+            return document
+        answers = result["answers"]
+        ok = [(key, answer) for key, answer in answers.items() if isinstance(answer, tuple)]
+        failed = [(key, answer) for key, answer in answers.items() if not isinstance(answer, tuple)]
+        if "output_file_id" not in batch:
+            lines = []
+            for key, (text, prompt_tokens, completion_tokens) in ok:
+                completion = {"id": f"chatcmpl-{key[:8]}", "object": "chat.completion", "created": batch["created"],
+                              "model": batch["body"].get("model", self.config.model_id),
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                           "finish_reason": "stop"}],
+                              "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                        "total_tokens": prompt_tokens + completion_tokens}}
+                lines.append(json.dumps({"id": f"req-{key[:8]}", "custom_id": key, "error": None,
+                                         "response": {"status_code": 200, "request_id": key[:8], "body": completion}}))
+            errors = [json.dumps({"id": f"req-{key[:8]}", "custom_id": key, "response": None,
+                                  "error": {"code": "batch_expired" if reason == "expired" else
+                                            "batch_cancelled" if reason == "cancelled" else "server_error",
+                                            "message": reason}}) for key, reason in failed]
+            batch["output_file_id"] = f"file-{len(self.files) + 1}"
+            self.files[batch["output_file_id"]] = "\n".join(lines).encode()
+            batch["error_file_id"] = f"file-{len(self.files) + 1}"
+            self.files[batch["error_file_id"]] = "\n".join(errors).encode()
+        document.update(status=result["end"], output_file_id=batch["output_file_id"], error_file_id=batch["error_file_id"],
+                        request_counts={"total": total, "completed": len(ok), "failed": len(failed)})
+        return document
+
+    async def openai_batch_state(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"error": {"message": "no such batch", "type": "invalid_request_error"}}, status=404)
+        self._advance(batch_id)
+        return web.json_response(self._openai_batch_document(batch_id))
+
+    async def anthropic_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        items = []
+        for entry in body["requests"]:
+            params = entry["params"]
+            system = params.get("system")
+            messages = ([Message("system", _block_text(system))] if system else []) + [
+                Message(item["role"], _block_text(item["content"])) for item in params["messages"]]
+            sampling = Sampling(temperature=params.get("temperature", 1.0), top_k=params.get("top_k"),
+                                max_tokens=params["max_tokens"])
+            items.append((entry["custom_id"], messages, sampling, None))
+        batch_id = self._new_batch("msgbatch", items, body)
+        return web.json_response(self._anthropic_batch_document(batch_id))
+
+    def _anthropic_batch_document(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch["created"]))
+        counts = {"processing": len(batch["items"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        document: dict[str, Any] = {"id": batch_id, "type": "message_batch", "processing_status": "in_progress",
+                                    "request_counts": counts, "created_at": created, "expires_at": created,
+                                    "ended_at": None, "archived_at": None, "cancel_initiated_at": None,
+                                    "results_url": None}
+        result = batch["result"]
+        if result is not None:
+            kinds = {"expired": "expired", "cancelled": "canceled", "errored": "errored"}
+            counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            for answer in result["answers"].values():
+                counts["succeeded" if isinstance(answer, tuple) else kinds[answer]] += 1
+            document.update(processing_status="ended", request_counts=counts, ended_at=created,
+                            results_url=f"{self.url}/v1/messages/batches/{batch_id}/results")
+        return document
+
+    async def anthropic_batch_state(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}},
+                                     status=404)
+        self._advance(batch_id)
+        return web.json_response(self._anthropic_batch_document(batch_id))
+
+    async def anthropic_batch_results(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None or batch["result"] is None:
+            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "not ended"}},
+                                     status=404)
+        kinds = {"expired": "expired", "cancelled": "canceled", "errored": "errored"}
+        lines = []
+        for key, answer in batch["result"]["answers"].items():
+            if isinstance(answer, tuple):
+                text, prompt_tokens, completion_tokens = answer
+                message = {"id": f"msg_{key[:8]}", "type": "message", "role": "assistant", "model":
+                           batch["body"]["requests"][0]["params"]["model"], "content": [{"type": "text", "text": text}],
+                           "stop_reason": "end_turn", "stop_sequence": None,
+                           "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+                lines.append(json.dumps({"custom_id": key, "result": {"type": "succeeded", "message": message}}))
+            else:
+                result: dict[str, Any] = {"type": kinds[answer]}
+                if answer == "errored":
+                    result["error"] = {"type": "error", "error": {"type": "api_error", "message": "failed"}}
+                lines.append(json.dumps({"custom_id": key, "result": result}))
+        return web.Response(body="\n".join(lines).encode(), content_type="application/binary")
 
     # --- prompt caches, as the providers bill them ----------------------------------------
     def _openai_cached(self, messages: list[Message]) -> int:

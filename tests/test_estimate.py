@@ -9,10 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from agentsim.estimate import ESTIMATE_FILE, estimate
 from agentsim.llm.specs import BackendOptions
-from helpers import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [

@@ -150,7 +150,7 @@ class AccountedModel:
 
     async def complete(self, request: Request) -> Completion:
         completion = await self.inner.complete(request)
-        if not completion.cached:
+        if not completion.cached and not completion.batched:  # a batch's answer was priced when it came back
             completion.cost_usd = answer_cost(self.model, completion)
         return completion
 

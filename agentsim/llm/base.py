@@ -135,6 +135,7 @@ class Completion:
     errors: tuple[str, ...] = ()  # the kinds of those failed attempts
     signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
     sampled_locally: bool = False  # drawn from a stored choice distribution, no call made (llm/choices.py)
+    batched: bool = False  # answered through a batch API (llm/batches.py): `cost_usd` is its billed half price
 
 
 @runtime_checkable
