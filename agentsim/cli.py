@@ -139,6 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "from it, without a call (llama.cpp in process, with the answer grammar; docs/backends.md)")
     llm.add_argument("--no-model-check", action="store_true",
                      help="skip the start-up check that an in-process model's replies can be read at all")
+    llm.add_argument("--batch", action="store_true",
+                     help="a scenario whose calls are independent (the bias and strategy probes): ask them through the "
+                          "provider's batch API at half price, answered within hours (openai:, anthropic:)")
+    llm.add_argument("--batch-poll", type=finite_float, default=30.0, metavar="S",
+                     help="seconds between looks at a submitted batch (default 30)")
+    llm.add_argument("--no-cache-breakpoints", action="store_true",
+                     help="Anthropic: send no prompt-cache breakpoint (by default the shared system text is marked, "
+                          "where long enough, and read back at a tenth of the input price)")
     llm.add_argument("--max-calls", type=int, default=None,
                      help="send at most this many requests, retries and the start-up probe included (exit 4 when spent)")
     llm.add_argument("--max-cost", type=finite_float, default=None,
@@ -341,6 +349,9 @@ def backend_options(options: argparse.Namespace) -> BackendOptions:
         replay=options.replay,
         sample_locally=options.sample_locally,
         model_check=not options.no_model_check,
+        cache_breakpoints=not options.no_cache_breakpoints,
+        batch=options.batch,
+        batch_poll_s=options.batch_poll,
         max_calls=options.max_calls,
         max_cost_usd=options.max_cost,
         health=HealthPolicy(probe=not options.no_probe, max_consecutive_failures=options.max_consecutive_failures,

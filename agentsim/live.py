@@ -106,6 +106,11 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
     if any(view.worker for view in runs):
         header.append(_line(sweep_progress(runs, int(experiment.get("runs") or len(runs)))))
     header.extend(_line((str(note), "cyan")) for note in experiment.get("notes", []))
+    estimated = experiment.get("estimate")
+    if isinstance(estimated, dict) and estimated.get("cost_usd") is not None:
+        spent = sum(float(view.usage.get("cost_usd") or 0.0) for view in runs)
+        header.append(_line((f"estimate ${estimated['cost_usd']:.4f} (at most ${estimated.get('cost_usd_upper') or 0:.4f})"
+                             f", spent ${spent:.4f}", "cyan")))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
     focus = next((view for view in runs if view.status == "running"), runs[-1]) if runs else None
     panel, panel_height = _run_panel(focus) if focus is not None else (None, 0)

@@ -58,7 +58,8 @@ class Experiment:
         session, progress = self.session, self.progress
         progress.start({"scenario": session.scenario.name, "backend": session.config.backend_label,
                         "seed": session.config.seed, "runs": session.config.runs, "out": str(session.config.out),
-                        "stand_in": session.stand_in(), "backends": session.backend_shares()})
+                        "stand_in": session.stand_in(), "backends": session.backend_shares(),
+                        "estimate": session.estimate})
         for notice in session.notices:
             progress.warn(notice)
         ignored = session.standin_ignored()
@@ -69,6 +70,10 @@ class Experiment:
         try:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
+            if session.config.llm.batch:  # independent calls, asked at half price before the runs play
+                from .batch_run import prefetch_batches
+
+                await prefetch_batches(session, progress.warn)
             with fewer_collections():
                 await self.executor().run(session, progress)
         finally:

@@ -85,6 +85,9 @@ class Scenario(Generic[P, S, St]):
     # True where every agent follows a rule (theory baselines): no backend is asked, and the
     # store, the summary, the view and the report say "rule agents", not the stand-in.
     rule_agents: ClassVar[bool] = False
+    # True where no call depends on another's answer (agents that never remember: the bias and
+    # strategy probes): `--batch` may then ask them all at once through a batch API (llm/batches.py).
+    independent_calls: ClassVar[bool] = False
     # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
     # game narrows the type and a subclass or `standin=` changes the value.
     standin: StandInSettings = StandInSettings()

@@ -26,7 +26,7 @@ from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_r
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, load_user_prices, priced
+from .llm.prices import PRICES_HELP, load_user_prices, price_for, priced
 from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
 from .llm.stack import REMOTE, layer
 from .model_fitness import refuse_unscorable
@@ -167,6 +167,8 @@ class Session:
         self.notices: list[str] = []
         # The limiters' figures of a Ray sweep, from its cluster-wide limiter (agentsim/distributed).
         self.cluster_limiter_stats: dict[str, Any] | None = None
+        # What `python -m agentsim estimate --out DIR` expected of this experiment (DIR/estimate.json).
+        self.estimate: dict[str, Any] | None = None
         self.code_version = code_version()
 
     def open(self, warn: Callable[[str], None]) -> None:
@@ -195,6 +197,10 @@ class Session:
             if scenario.codec is not None:
                 scenario.codec.readable_probes(1, config.seed)
         self.shares = self._shares()
+        if config.llm.batch:
+            from .batch_run import refuse_unbatchable
+
+            refuse_unbatchable(self)
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
@@ -211,6 +217,9 @@ class Session:
                                    "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
         self._check_directory()
+        from .estimate import read as read_estimate
+
+        self.estimate = read_estimate(config.out)
         self.lock = DirectoryLock.acquire(config.out)
         try:
             self._open_store(identity)
@@ -289,7 +298,11 @@ class Session:
             "scenario_class": self.scenario.describe()["class"],
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
+            "prices": self.prices(),
         })
+        if self.estimate is not None and not self.store.experiment().get("estimate"):
+            self.store.set_experiment({"estimate": self.estimate})
+        self.estimate = self.store.experiment().get("estimate") or self.estimate
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -421,6 +434,9 @@ class Session:
         document["by_model"] = total_by_model([by_model.get(run.get("run", 0), {}) for run in runs
                                                if run.get("status") == "done"])
         document["usage_by_backend"] = sum_usage(runs)
+        document["prices"] = experiment.get("prices") or self.prices()
+        if experiment.get("estimate"):  # `estimate --out DIR` before the run: what was expected beside what was spent
+            document["estimate"] = experiment["estimate"]
         document["limiter_by_backend"] = self.limiter_stats()
         if stopped_by is not None:
             status, reason = run_outcome(stopped_by)
@@ -435,6 +451,17 @@ class Session:
         temporary.replace(path)
         write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
         write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
+
+    def prices(self) -> dict[str, Any]:
+        """Each hosted model's price as the accounts use it, and where it came from (genai-prices,
+        AGENTSIM_PRICES, register_price): a cost figure can be checked against its price later."""
+        found: dict[str, Any] = {}
+        for text, _ in self.shares:
+            spec = parse_spec(text)
+            if spec.provider in REMOTE:
+                price = price_for(spec.target)
+                found[spec.target] = price.as_dict() if price is not None else None
+        return found
 
     def limiter_stats(self) -> dict[str, Any]:
         if self.cluster_limiter_stats is not None:
@@ -473,7 +500,7 @@ def _require_prices(specs: list[str]) -> None:
         spec = parse_spec(text)
         if spec.provider in REMOTE and not priced(spec.target):
             raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
-                                   f"'{redact(text)}') has none in agentsim's table: give it with {PRICES_HELP}, "
+                                   f"'{redact(text)}') has none in genai-prices' table or AGENTSIM_PRICES: give it with {PRICES_HELP}, "
                                    f"or drop --max-cost")
 
 

@@ -44,9 +44,11 @@ def sum_usage(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     totals: dict[str, dict[str, Any]] = {}
     for run in runs:
         for label, usage in (run.get("usage_by_backend") or {}).items():
-            total = totals.setdefault(label, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+            total = totals.setdefault(label, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                              "cached_prompt_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.0,
                                               "cache_hits": 0, "retries": 0, "errors": {}})
-            for key in ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "cache_hits", "retries"):
+            for key in ("calls", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "cache_write_tokens",
+                        "cost_usd", "cache_hits", "retries"):
                 total[key] += usage.get(key, 0)
             for kind, count in (usage.get("errors") or {}).items():
                 total["errors"][kind] = total["errors"].get(kind, 0) + count

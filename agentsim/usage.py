@@ -54,6 +54,9 @@ class BackendUsage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of prompt_tokens, those the provider read from its prompt cache and wrote to it (billed apart).
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
     invalid_replies: int = 0
     reasks: int = 0
     decisions: int = 0  # language-model decisions taken (a reply's, or a fallback)
@@ -76,6 +79,8 @@ class BackendUsage:
     def answered(self, completion: Completion) -> None:
         """What the backend stack reports beside tokens: cost, a cache hit, retried attempts."""
         self.cost_usd += completion.cost_usd
+        self.cached_prompt_tokens += completion.cached_prompt_tokens
+        self.cache_write_tokens += completion.cache_write_tokens
         self.cache_hits += completion.cached
         self.sampled_locally += completion.sampled_locally
         if completion.retries:
@@ -88,6 +93,8 @@ class BackendUsage:
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "invalid_replies": self.invalid_replies,
             "reasks": self.reasks,
             "decisions": self.decisions,
@@ -120,6 +127,8 @@ class RunUsage:
             total.calls += usage.calls
             total.prompt_tokens += usage.prompt_tokens
             total.completion_tokens += usage.completion_tokens
+            total.cached_prompt_tokens += usage.cached_prompt_tokens
+            total.cache_write_tokens += usage.cache_write_tokens
             total.invalid_replies += usage.invalid_replies
             total.reasks += usage.reasks
             total.decisions += usage.decisions

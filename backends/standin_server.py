@@ -20,7 +20,16 @@ injects faults at given rates:
     unparseable      a 200 whose reply names no option (the game re-asks)
 
 Its answers' token counts are the rule's (`--usage reported`), or below zero (`negative`), or
-left out (`absent`): what a client's budget must not trust. It counts requests, faults, the
+left out (`absent`): what a client's budget must not trust. It caches prompts as the providers
+do and reports it in the usage as they do (`prompt_caching`): OpenAI's automatic prefix cache
+(prompts of 1,024 tokens or more; `prompt_tokens_details.cached_tokens`, in steps of 128) and
+Anthropic's breakpoints (`cache_control` on a block: `cache_creation_input_tokens` the first
+time a prefix of at least `cache_min_tokens` is seen, `cache_read_input_tokens` after).
+
+With `replies` (`replies_from_run`: the prompts and replies of a run recorded in process), it
+answers any scenario's prompts with the recorded reply, so that a run over HTTP with the same
+seed plays the recorded run again, whatever the game: what a benchmark of a provider's billing
+needs of a game whose prompts the naming rule cannot read. It counts requests, faults, the
 auth headers it was sent and the most requests it had open at once (what a client's in-flight
 cap is checked against): GET /stats, POST /stats/reset; POST /faults changes the fault rates. Start it from the command line:
 
@@ -33,12 +42,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import math
 import random
 import re
 import time
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -46,7 +58,7 @@ from aiohttp import web
 from agentsim.games.naming import NamingGame, NamingSituation, read_options
 from agentsim.games.naming.standin import NamingStandIn, NamingStandInSettings
 from agentsim.llm import chat_format
-from agentsim.llm.base import Message, Request, Sampling
+from agentsim.llm.base import Message, Request, Sampling, estimate_tokens
 from agentsim.llm.standin import StandInModel
 
 FAULT_KINDS = ("429", "429_retry_after", "529", "overloaded", "500", "503", "timeout", "drip", "drop", "malformed",
@@ -75,6 +87,17 @@ class ServerConfig:
     bias_name: str | None = None
     bias: float = 0.0
     noise: float = 0.0
+    # prompt key (`prompt_key`) -> the replies to give it, in order; None: the naming rule answers
+    replies: dict[str, list[str]] | None = None
+    prompt_caching: bool = True
+    cache_min_tokens: int = 1024  # Anthropic's shortest cacheable prefix (Sonnet's; Haiku's is 2,048)
+    # Batch APIs: a batch ends after this many looks at it; the first `batch_faulty` batches end
+    # `batch_end` ("completed", "expired": half answered, "cancelled": half answered, by the provider),
+    # and `batch_errored` of every batch's requests fail alone (a partial failure).
+    batch_polls: int = 1
+    batch_end: str = "completed"
+    batch_faulty: int = 1
+    batch_errored: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.faults) - set(FAULT_KINDS))
@@ -99,11 +122,14 @@ class Stats:
     by_route: dict[str, int] = field(default_factory=dict)
     arrivals: list[float] = field(default_factory=list)
     auth_headers: dict[str, int] = field(default_factory=dict)  # requests that carried each auth header
+    batches_created: int = 0
+    batch_requests: int = 0  # requests received inside batches
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "answered": self.answered, "active": self.active,
                 "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route),
-                "auth_headers": dict(self.auth_headers)}
+                "auth_headers": dict(self.auth_headers), "batches_created": self.batches_created,
+                "batch_requests": self.batch_requests}
 
 
 class StandInServer:
@@ -119,10 +145,20 @@ class StandInServer:
         self.slots = asyncio.Semaphore(self.config.capacity)
         self.runner: web.AppRunner | None = None
         self.url = ""
+        self.cached_prefixes: set[str] = set()  # what the emulated prompt caches hold
+        self.files: dict[str, bytes] = {}  # OpenAI's uploaded and output files
+        self.batches: dict[str, dict[str, Any]] = {}  # both protocols' batches, by id
         self.app = web.Application(client_max_size=8 * 1024 * 1024)
         self.app.add_routes([
             web.post("/v1/chat/completions", self.openai),
             web.post("/v1/messages", self.anthropic),
+            web.post("/v1/files", self.upload),
+            web.get("/v1/files/{file_id}/content", self.file_content),
+            web.post("/v1/batches", self.openai_batch),
+            web.get("/v1/batches/{batch_id}", self.openai_batch_state),
+            web.post("/v1/messages/batches", self.anthropic_batch),
+            web.get("/v1/messages/batches/{batch_id}", self.anthropic_batch_state),
+            web.get("/v1/messages/batches/{batch_id}/results", self.anthropic_batch_results),
             web.post("/generate", self.tgi),
             web.get("/info", self.info),
             web.get("/stats", self.get_stats),
@@ -249,6 +285,11 @@ class StandInServer:
         return prompt_tokens, completion_tokens
 
     def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+        if self.config.replies is not None:
+            queue = self.config.replies.get(prompt_key(messages)) or ["I have not seen this prompt."]
+            # The same prompt asked again later (an agent's prompt can repeat) gets its next recorded reply.
+            text = "Let me think about this for a while." if unparseable else queue.pop(0) if len(queue) > 1 else queue[0]
+            return text, sum(estimate_tokens(message.content) for message in messages), max(1, estimate_tokens(text))
         if seed is None:  # a provider with no seed (Anthropic): the prompt decides the dice
             seed = zlib.crc32("\n".join(message.content for message in messages).encode())
         if unparseable:
@@ -318,6 +359,8 @@ class StandInServer:
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
                 document["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+                if self.config.prompt_caching and usage[0] > 0:
+                    document["usage"]["prompt_tokens_details"] = {"cached_tokens": self._openai_cached(messages)}
             return web.json_response(document, headers={"x-ratelimit-remaining-requests": "10000"})
 
         return await self._serve(request, "openai", authorised, answer, error)
@@ -333,10 +376,9 @@ class StandInServer:
             return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
 
         def answer(unparseable: bool, queued: float) -> web.Response:
-            messages = ([Message("system", body["system"])] if body.get("system") else []) + [
-                Message(item["role"], item["content"] if isinstance(item["content"], str)
-                        else "".join(block.get("text", "") for block in item["content"]))
-                for item in body["messages"]]
+            system = body.get("system")
+            messages = ([Message("system", _block_text(system))] if system else []) + [
+                Message(item["role"], _block_text(item["content"])) for item in body["messages"]]
             sampling = Sampling(temperature=body.get("temperature", 1.0), top_k=body.get("top_k"),
                                 max_tokens=body["max_tokens"])
             text, prompt_tokens, completion_tokens = self._reply(messages, sampling, None, unparseable)
@@ -346,7 +388,9 @@ class StandInServer:
             }
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
-                document["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1]}
+                read, written = self._anthropic_cached(body) if self.config.prompt_caching and usage[0] > 0 else (0, 0)
+                document["usage"] = {"input_tokens": usage[0] - read - written, "output_tokens": usage[1],
+                                     "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
             return web.json_response(document)
 
         return await self._serve(request, "anthropic", authorised, answer, error)
@@ -390,6 +434,202 @@ class StandInServer:
 
         return await self._serve(request, "tgi", authorised, answer, error)
 
+    # --- batch APIs ----------------------------------------------------------------------
+    def _batch_answers(self, items: list[tuple[str, list[Message], Sampling, int | None]]) -> dict[str, Any]:
+        """Each request's answer (text and tokens) or why it failed, as the batch ends."""
+        number = self.stats.batches_created
+        end = self.config.batch_end if number <= self.config.batch_faulty else "completed"
+        answers: dict[str, Any] = {}
+        for index, (custom_id, messages, sampling, seed) in enumerate(items):
+            if end != "completed" and index >= len(items) // 2:
+                answers[custom_id] = end  # the provider expired or cancelled the rest
+            elif self.rng.random() < self.config.batch_errored:
+                answers[custom_id] = "errored"
+            else:
+                answers[custom_id] = self._reply(messages, sampling, seed, False)
+        return {"end": end, "answers": answers}
+
+    def _new_batch(self, kind: str, items: list[tuple[str, list[Message], Sampling, int | None]], body: Any) -> str:
+        self.stats.batches_created += 1
+        self.stats.batch_requests += len(items)
+        batch_id = f"{kind}_batch_{self.stats.batches_created}"
+        self.batches[batch_id] = {"items": items, "polls": 0, "result": None, "created": int(time.time()), "body": body}
+        return batch_id
+
+    def _advance(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        batch["polls"] += 1
+        if batch["result"] is None and batch["polls"] >= self.config.batch_polls:
+            batch["result"] = self._batch_answers(batch["items"])
+        return batch
+
+    async def upload(self, request: web.Request) -> web.Response:
+        data = await request.post()
+        upload = data["file"]
+        content = upload.file.read() if hasattr(upload, "file") else bytes(str(upload), "utf-8")
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return web.json_response({"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                                  "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})
+
+    async def file_content(self, request: web.Request) -> web.Response:
+        content = self.files.get(request.match_info["file_id"])
+        if content is None:
+            return web.json_response({"error": {"message": "no such file", "type": "invalid_request_error"}}, status=404)
+        return web.Response(body=content, content_type="application/octet-stream")
+
+    async def openai_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        items = []
+        for line in self.files[body["input_file_id"]].decode().splitlines():
+            item = json.loads(line)
+            chat = item["body"]
+            sampling = Sampling(temperature=chat.get("temperature", 1.0), top_k=_top_k(chat.get("top_k")),
+                                max_tokens=chat.get("max_tokens") or chat.get("max_completion_tokens") or 16)
+            items.append((item["custom_id"], [Message(m["role"], m["content"]) for m in chat["messages"]], sampling,
+                          chat.get("seed")))
+        batch_id = self._new_batch("openai", items, body)
+        return web.json_response(self._openai_batch_document(batch_id))
+
+    def _openai_batch_document(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        total = len(batch["items"])
+        document: dict[str, Any] = {
+            "id": batch_id, "object": "batch", "endpoint": "/v1/chat/completions", "completion_window": "24h",
+            "input_file_id": batch["body"]["input_file_id"], "created_at": batch["created"], "status": "in_progress",
+            "request_counts": {"total": total, "completed": 0, "failed": 0}}
+        result = batch["result"]
+        if result is None:
+            return document
+        answers = result["answers"]
+        ok = [(key, answer) for key, answer in answers.items() if isinstance(answer, tuple)]
+        failed = [(key, answer) for key, answer in answers.items() if not isinstance(answer, tuple)]
+        if "output_file_id" not in batch:
+            lines = []
+            for key, (text, prompt_tokens, completion_tokens) in ok:
+                completion = {"id": f"chatcmpl-{key[:8]}", "object": "chat.completion", "created": batch["created"],
+                              "model": batch["body"].get("model", self.config.model_id),
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                           "finish_reason": "stop"}],
+                              "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                        "total_tokens": prompt_tokens + completion_tokens}}
+                lines.append(json.dumps({"id": f"req-{key[:8]}", "custom_id": key, "error": None,
+                                         "response": {"status_code": 200, "request_id": key[:8], "body": completion}}))
+            errors = [json.dumps({"id": f"req-{key[:8]}", "custom_id": key, "response": None,
+                                  "error": {"code": "batch_expired" if reason == "expired" else
+                                            "batch_cancelled" if reason == "cancelled" else "server_error",
+                                            "message": reason}}) for key, reason in failed]
+            batch["output_file_id"] = f"file-{len(self.files) + 1}"
+            self.files[batch["output_file_id"]] = "\n".join(lines).encode()
+            batch["error_file_id"] = f"file-{len(self.files) + 1}"
+            self.files[batch["error_file_id"]] = "\n".join(errors).encode()
+        document.update(status=result["end"], output_file_id=batch["output_file_id"], error_file_id=batch["error_file_id"],
+                        request_counts={"total": total, "completed": len(ok), "failed": len(failed)})
+        return document
+
+    async def openai_batch_state(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"error": {"message": "no such batch", "type": "invalid_request_error"}}, status=404)
+        self._advance(batch_id)
+        return web.json_response(self._openai_batch_document(batch_id))
+
+    async def anthropic_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        items = []
+        for entry in body["requests"]:
+            params = entry["params"]
+            system = params.get("system")
+            messages = ([Message("system", _block_text(system))] if system else []) + [
+                Message(item["role"], _block_text(item["content"])) for item in params["messages"]]
+            sampling = Sampling(temperature=params.get("temperature", 1.0), top_k=params.get("top_k"),
+                                max_tokens=params["max_tokens"])
+            items.append((entry["custom_id"], messages, sampling, None))
+        batch_id = self._new_batch("msgbatch", items, body)
+        return web.json_response(self._anthropic_batch_document(batch_id))
+
+    def _anthropic_batch_document(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch["created"]))
+        counts = {"processing": len(batch["items"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        document: dict[str, Any] = {"id": batch_id, "type": "message_batch", "processing_status": "in_progress",
+                                    "request_counts": counts, "created_at": created, "expires_at": created,
+                                    "ended_at": None, "archived_at": None, "cancel_initiated_at": None,
+                                    "results_url": None}
+        result = batch["result"]
+        if result is not None:
+            kinds = {"expired": "expired", "cancelled": "canceled", "errored": "errored"}
+            counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            for answer in result["answers"].values():
+                counts["succeeded" if isinstance(answer, tuple) else kinds[answer]] += 1
+            document.update(processing_status="ended", request_counts=counts, ended_at=created,
+                            results_url=f"{self.url}/v1/messages/batches/{batch_id}/results")
+        return document
+
+    async def anthropic_batch_state(self, request: web.Request) -> web.Response:
+        batch_id = request.match_info["batch_id"]
+        if batch_id not in self.batches:
+            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}},
+                                     status=404)
+        self._advance(batch_id)
+        return web.json_response(self._anthropic_batch_document(batch_id))
+
+    async def anthropic_batch_results(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None or batch["result"] is None:
+            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "not ended"}},
+                                     status=404)
+        kinds = {"expired": "expired", "cancelled": "canceled", "errored": "errored"}
+        lines = []
+        for key, answer in batch["result"]["answers"].items():
+            if isinstance(answer, tuple):
+                text, prompt_tokens, completion_tokens = answer
+                message = {"id": f"msg_{key[:8]}", "type": "message", "role": "assistant", "model":
+                           batch["body"]["requests"][0]["params"]["model"], "content": [{"type": "text", "text": text}],
+                           "stop_reason": "end_turn", "stop_sequence": None,
+                           "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+                lines.append(json.dumps({"custom_id": key, "result": {"type": "succeeded", "message": message}}))
+            else:
+                result: dict[str, Any] = {"type": kinds[answer]}
+                if answer == "errored":
+                    result["error"] = {"type": "error", "error": {"type": "api_error", "message": "failed"}}
+                lines.append(json.dumps({"custom_id": key, "result": result}))
+        return web.Response(body="\n".join(lines).encode(), content_type="application/binary")
+
+    # --- prompt caches, as the providers bill them ----------------------------------------
+    def _openai_cached(self, messages: list[Message]) -> int:
+        """OpenAI's automatic cache: the longest prefix of the prompt seen before, counted in
+        steps of 128 tokens (here 512 characters), if it is 1,024 tokens or more."""
+        text = "".join(f"\x00{message.role}\x00{message.content}" for message in messages)
+        cached = 0
+        for end in range(512, len(text) + 1, 512):
+            key = "openai:" + hashlib.sha256(text[:end].encode()).hexdigest()
+            if key in self.cached_prefixes and end >= 4 * 1024:
+                cached = end // 4
+            self.cached_prefixes.add(key)
+        return min(cached, sum(estimate_tokens(message.content) for message in messages))
+
+    def _anthropic_cached(self, body: dict[str, Any]) -> tuple[int, int]:
+        """Anthropic's cache: a request reads the longest prefix, ending at one of its blocks up
+        to its last `cache_control` block, that an earlier breakpoint wrote, and writes the
+        rest up to that breakpoint (a prefix under `cache_min_tokens` is never cached)."""
+        blocks = _blocks(body.get("system")) + [block for item in body["messages"] for block in _blocks(item["content"])]
+        marked = [index for index, block in enumerate(blocks) if block.get("cache_control")]
+        if not marked:
+            return 0, 0
+        prefix, read, boundaries = "", 0, []
+        for block in blocks[:marked[-1] + 1]:
+            prefix += str(block.get("text", ""))
+            boundaries.append(("anthropic:" + hashlib.sha256(prefix.encode()).hexdigest(), estimate_tokens(prefix)))
+        for key, tokens in boundaries:
+            if key in self.cached_prefixes:
+                read = tokens
+        key, tokens = boundaries[-1]
+        if tokens < self.config.cache_min_tokens or key in self.cached_prefixes:
+            return read, 0
+        self.cached_prefixes.add(key)
+        return read, tokens - read
+
     async def info(self, request: web.Request) -> web.Response:
         return web.json_response({"model_id": self.config.model_id, "max_concurrent_requests": self.config.capacity})
 
@@ -405,6 +645,39 @@ class StandInServer:
         faults = {str(kind): float(rate) for kind, rate in (await request.json()).items()}
         self.config = ServerConfig(**{**self.config.__dict__, "faults": faults})
         return web.json_response({"faults": faults})
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """An Anthropic `system` or message `content` as its list of blocks (a string is one)."""
+    if not content:
+        return []
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _block_text(content: Any) -> str:
+    return "".join(str(block.get("text", "")) for block in _blocks(content))
+
+
+def prompt_key(messages: list[Message] | tuple[Message, ...]) -> str:
+    """What a recorded reply is found by: the prompt's roles and texts."""
+    return hashlib.sha256(json.dumps([[message.role, message.content] for message in messages]).encode()).hexdigest()
+
+
+def replies_from_run(directory: str | Path, scenario: Any) -> dict[str, list[str]]:
+    """Every prompt of the runs recorded in `directory` (re-asks included) with the replies it
+    got, in the order it got them: a server given them answers a run of `scenario` with the
+    same seeds as recorded (a prompt that repeats names its agent, whose calls come in order)."""
+    from agentsim.store import Store
+
+    store = Store(Path(directory))
+    try:
+        replies: dict[str, list[str]] = {}
+        for run, t, agent, attempt, reply in store.rows("SELECT run, t, agent, attempt, reply FROM calls "
+                                                        "WHERE reply IS NOT NULL ORDER BY run, t, agent, attempt"):
+            replies.setdefault(prompt_key(store.messages(scenario, run, t, agent, attempt)), []).append(reply)
+        return replies
+    finally:
+        store.close()
 
 
 def _top_k(value: Any) -> int | None:

@@ -29,10 +29,10 @@ QUICK = ("--set", "agents=8", "--set", "max_rounds=3", "--no-live", "--no-cache"
 def test_max_cost_with_an_unpriced_model_is_refused_at_start_up(tmp_path: Path, standin_server: Any) -> None:
     server = standin_server(capacity=8)
     out = tmp_path / "out"
-    result = cli(NAMING, "--backend", f"openai:gpt-5@{server.url}/v1", "--max-cost", "0.00005", "--out", str(out), *QUICK)
+    result = cli(NAMING, "--backend", f"openai:gpt-unreleased-model@{server.url}/v1", "--max-cost", "0.00005", "--out", str(out), *QUICK)
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert "'gpt-5'" in line and "AGENTSIM_PRICES" in line, line
+    assert "'gpt-unreleased-model'" in line and "AGENTSIM_PRICES" in line, line
     assert server.stats.requests == 0 and not out.exists()
 
 
@@ -101,8 +101,8 @@ def _environment() -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _prices_restored() -> Any:
-    saved = dict(prices.PRICES)
+    saved = dict(prices.USER_PRICES)
     yield
-    prices.PRICES.clear()
-    prices.PRICES.update(saved)
+    prices.USER_PRICES.clear()
+    prices.USER_PRICES.update(saved)
     prices._MATCHED.clear()

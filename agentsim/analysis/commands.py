@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 from ..games import discover
@@ -33,7 +34,7 @@ from .subcommands import (
     scenario_option,
 )
 
-__all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "import_runs", "report", "transcript"]
+__all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "estimate_command", "import_runs", "report", "transcript"]
 
 # `import KIND ...` runs the subcommand `import-KIND`, which the family that reads KIND declares.
 IMPORT_PREFIX = "import-"
@@ -103,3 +104,79 @@ def import_runs(argv: list[str]) -> int:
 for _family in discover().values():  # every game family's subcommands, its command module imported when one runs
     if _family.commands and _family.subcommands:
         declare(_family.commands, _family.subcommands)
+
+
+@command("estimate", "what a scenario will cost and take on a backend, before anything is spent")
+def estimate_command(argv: list[str]) -> int:
+    """The run's own options (scenario, --backend or --population, --runs, --seed, --set, the
+    limits) and `--timed-calls N`; plays the scenario on the stand-in and prints the calls,
+    tokens, cost and wall time (agentsim/estimate.py). `--out DIR` also writes DIR/estimate.json,
+    which a run recorded into DIR shows beside what it spent."""
+    from ..cli import backend_options, build_parser
+    from ..estimate import estimate, write
+    from ..scenario_files import file_population, file_runs, load_scenario, parse_overrides
+
+    parser = build_parser()
+    parser.prog = "python -m agentsim estimate"
+    parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
+                        help="time N real calls of the backend for its latency where it answers (0: assume it); they "
+                             "are paid for")
+    options = parser.parse_args(argv)
+    if options.scenario is None:
+        raise UserError("give a scenario file: python -m agentsim estimate scenarios/naming_game.py --backend SPEC")
+    if options.backend is not None and options.population is not None:
+        raise UserError("--backend and --population both choose the agents' models; give one of them")
+    if options.timed_calls < 0 or options.timed_calls > 20:
+        raise UserError(f"--timed-calls takes 0 to 20 calls (got {options.timed_calls})")
+    _, module = load_scenario(options.scenario)
+    runs = options.runs if options.runs is not None else file_runs(module, options.scenario, "pass --runs")
+    population = options.population
+    if population is None and options.backend is None:
+        population = file_population(module, options.scenario, "pass --population")
+    found = estimate(options.scenario, backend=options.backend or "stand-in", population=population or "", runs=runs,
+                     seed=options.seed or 0, overrides=parse_overrides(options.overrides),
+                     options=backend_options(options), timed_calls=options.timed_calls)
+    print(render_estimate(found.as_dict()))
+    if options.out is not None:
+        print(f"written to {write(found, Path(options.out))}; a run with --out {options.out} shows it beside what it spends")
+    return 0
+
+
+def render_estimate(document: dict[str, Any]) -> str:
+    """The estimate as a short table: per run, per backend, the experiment."""
+    lines = [f"estimate for {document['scenario']}: {len(document['runs'])} runs, played on the stand-in with the real "
+             f"prompts (expected: the stand-in's own stopping and replies; at most: every round, every reply at max_tokens)"]
+    lines.append(f"{'run':>5} {'seed':>5} {'rounds':>9} {'calls':>9} {'(at most)':>10} {'prompt tok':>11} {'(at most)':>11} "
+                 f"{'reply tok':>10} {'(at most)':>10}")
+    for run in document["runs"]:
+        figures = run["figures"]
+        lines.append(f"{run['run']:>5} {run['seed']:>5} {run['rounds']:>4}/{run['max_rounds']:<4} {figures['calls']:>9} "
+                     f"{figures['calls_upper']:>10} {figures['prompt_tokens']:>11} {figures['prompt_tokens_upper']:>11} "
+                     f"{figures['completion_tokens']:>10} {figures['completion_tokens_upper']:>10}")
+    for spec, backend in document["backends"].items():
+        figures = backend["figures"]
+        cost = ("unpriced" if backend["cost_usd"] is None
+                else f"${backend['cost_usd']:.4f} (at most ${backend['cost_usd_upper']:.4f})")
+        price = backend["price"]
+        source = f"; price from {price['source']}" if price else ""
+        latency = f"{backend['latency_s']:.3g} s a call ({'measured' if backend['latency_measured'] else 'assumed'})"
+        lines.append(f"{spec}: {figures['calls']} calls (at most {figures['calls_upper']}), {figures['prompt_tokens']} "
+                     f"prompt + {figures['completion_tokens']} reply tokens, {cost}{source}; {latency}")
+    totals = document["totals"]
+    cost = ("not estimated (a model has no price)" if document["cost_usd"] is None
+            else f"${document['cost_usd']:.4f} (at most ${document['cost_usd_upper']:.4f})")
+    lines.append(f"experiment: {totals['calls']} calls (at most {totals['calls_upper']}), "
+                 f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens (at most "
+                 f"{totals['prompt_tokens_upper'] + totals['completion_tokens_upper']}), cost {cost}, wall time about "
+                 f"{_duration(document['wall_s'])} (at most {_duration(document['wall_s_upper'])})")
+    lines.append(f"tokens: {document['tokenizer']}")
+    lines.extend(f"note: {note}" for note in document["notes"])
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -261,16 +261,20 @@ class RecordedExperiment:
                 entry["decisions"] += decisions
                 entry["fallbacks"] += fallbacks
         costs: dict[str, float] = defaultdict(float)
+        cached: dict[str, dict[str, int]] = defaultdict(lambda: {"cached_prompt_tokens": 0, "cache_write_tokens": 0})
         for summary in self.summaries():
             for label, usage in (summary.get("usage_by_backend") or {}).items():
                 for key in ("cost_usd", "cost"):
                     if isinstance(usage.get(key), (int, float)):
                         costs[label] += usage[key]
+                for key in ("cached_prompt_tokens", "cache_write_tokens"):  # runs recorded before prompt caching have none
+                    if isinstance(usage.get(key), int):
+                        cached[label][key] += usage[key]
         table = []
         for model, entry in sorted(by_model.items()):
             latencies = np.asarray(entry["latencies"])
             table.append({
-                "model": model, **entry,
+                "model": model, **entry, **cached[model],
                 "latency_p50_s": float(np.percentile(latencies, 50)) if latencies.size else 0.0,
                 "latency_p95_s": float(np.percentile(latencies, 95)) if latencies.size else 0.0,
                 "cost_usd": costs.get(model),

@@ -18,7 +18,8 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
     for experiment in context.experiments:
         for entry in experiment.usage_by_model():
             rows.append([experiment.label, experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
-                         entry["completion_tokens"], entry["errors"], entry["decisions"], entry["fallbacks"],
+                         entry["completion_tokens"], entry["cached_prompt_tokens"], entry["cache_write_tokens"],
+                         entry["errors"], entry["decisions"], entry["fallbacks"],
                          round(entry["fallbacks"] / entry["decisions"], 4) if entry["decisions"] else None,
                          entry["latency_p50_s"], entry["latency_p95_s"], entry["cost_usd"]])
     return rows
@@ -27,12 +28,16 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
 @register_section("usage", "LLM usage by model", order=90, applies=lambda context: bool(_usage_rows(context)))
 def usage(context: ReportContext) -> None:
     rows = _usage_rows(context)
-    columns = ["experiment", "scenario", "model", "calls", "prompt_tokens", "completion_tokens", "errors",
+    columns = ["experiment", "scenario", "model", "calls", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+               "cache_write_tokens", "errors",
                "decisions", "fallbacks", "fallback_rate", "latency_p50_s", "latency_p95_s", "cost_usd"]
     context.add_table("table_usage", "Calls, tokens, fallbacks, latency and cost by model", columns, rows,
-                      "From every recorded call; cost where the backend reported one. A fallback is a decision no "
+                      "From every recorded call; cost where the backend reported one, as billed (prompt tokens read "
+                      "from or written to the provider's prompt cache, counted in prompt_tokens, at their own "
+                      "prices). A fallback is a decision no "
                       "reply gave (every attempt invalid or failed): it is left out of every choice, share and "
                       "strategy in this report.")
+    _estimates(context)
     totals: dict[str, list[float]] = {}
     latencies: dict[str, list[float]] = {}
     for experiment in context.experiments:
@@ -41,7 +46,7 @@ def usage(context: ReportContext) -> None:
     for row in rows:
         total = totals.setdefault(row[2], [0, 0, 0, 0, 0])
         for column in range(5):  # calls, prompt and completion tokens, decisions, fallbacks
-            total[column] += row[(3, 4, 5, 7, 8)[column]]
+            total[column] += row[(3, 4, 5, 9, 10)[column]]
     models = list(totals)
     figure, axes = context.figure(width=max(13, 4.2 * len(models)), height=3.6, ncols=4)
     calls, tokens, fell, latency = axes[0]
@@ -66,3 +71,27 @@ def usage(context: ReportContext) -> None:
                        "Summed over every experiment in the directory. Fallbacks (decisions no reply gave) are left out "
                        "of every choice. Latency of every recorded call, retries included: boxes span the quartiles, "
                        "whiskers 5-95% (the stand-in answers in microseconds).")
+
+
+def _estimates(context: ReportContext) -> None:
+    """The estimate made before the run (`estimate --out DIR`), beside what was spent."""
+    rows = []
+    for experiment in context.experiments:
+        estimated = experiment.experiment.get("estimate")
+        if not isinstance(estimated, dict) or not isinstance(estimated.get("totals"), dict):
+            continue
+        totals = estimated["totals"]
+        summaries = [summary for summary in experiment.summaries() if isinstance(summary, dict)]
+        spent = [usage for summary in summaries for usage in (summary.get("usage_by_backend") or {}).values()]
+        rows.append([experiment.label, totals.get("calls"), totals.get("calls_upper"),
+                     sum(int(usage.get("calls") or 0) for usage in spent),
+                     (totals.get("prompt_tokens") or 0) + (totals.get("completion_tokens") or 0),
+                     sum(int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) for usage in spent),
+                     estimated.get("cost_usd"), estimated.get("cost_usd_upper"),
+                     round(sum(float(usage.get("cost_usd") or 0.0) for usage in spent), 6)])
+    if rows:
+        context.add_table("table_estimate", "Estimated before the run, and spent",
+                          ["experiment", "calls_estimated", "calls_at_most", "calls_spent", "tokens_estimated",
+                           "tokens_spent", "cost_estimated_usd", "cost_at_most_usd", "cost_spent_usd"], rows,
+                          "The estimate `python -m agentsim estimate --out DIR` wrote before the run (played on the "
+                          "stand-in with the real prompts), beside what the runs recorded.")

@@ -30,27 +30,30 @@ from typing import TYPE_CHECKING
 
 from ..errors import BudgetExhausted, ParameterError
 from .base import Completion, LanguageModel, Request, estimate_tokens
-from .prices import cost_usd, price_of, priced
+from .prices import FREE, cost_usd, price_for, priced
 
 if TYPE_CHECKING:
     from .health import BackendHealth
 
 
 def estimate_cost(model: str, request: Request) -> float:
-    """What `request` can cost at most: the prompt's estimated tokens and the whole
-    `max_tokens` at the model's price."""
-    prompt_price, completion_price = price_of(model)
-    if not prompt_price and not completion_price:
+    """What `request` can cost at most: the prompt's estimated tokens at the dearest way the
+    model's input is billed (a prompt-cache write costs more than plain input) and the whole
+    `max_tokens` at its output price."""
+    price = price_for(model) or FREE
+    if price.free:
         return 0.0
     prompt_tokens = sum(estimate_tokens(message.content) for message in request.messages)
-    return (prompt_price * prompt_tokens + completion_price * request.sampling.max_tokens) / 1e6
+    return (price.most_per_input_token() * prompt_tokens + price.output_usd_per_mtok * request.sampling.max_tokens) / 1e6
 
 
 def answer_cost(model: str, completion: Completion) -> float:
-    """What an answer cost: its tokens at the price of the model that answered, or of `model`
-    (the spec's) when the server names one the table has no price for."""
+    """What an answer cost as billed: its tokens (cached and cache-writing input at their own
+    prices) at the price of the model that answered, or of `model` (the spec's) when the
+    server names one that has no price."""
     return cost_usd(completion.model if completion.model and priced(completion.model) else model,
-                    completion.prompt_tokens, completion.completion_tokens)
+                    completion.prompt_tokens, completion.completion_tokens,
+                    cached_tokens=completion.cached_prompt_tokens, cache_write_tokens=completion.cache_write_tokens)
 
 
 def count_tokens(request: Request, completion: Completion) -> bool:
@@ -147,7 +150,7 @@ class AccountedModel:
 
     async def complete(self, request: Request) -> Completion:
         completion = await self.inner.complete(request)
-        if not completion.cached:
+        if not completion.cached and not completion.batched:  # a batch's answer was priced when it came back
             completion.cost_usd = answer_cost(self.model, completion)
         return completion
 

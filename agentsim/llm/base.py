@@ -115,8 +115,12 @@ class Completion:
     """What came back, with what accounting and analysis need."""
 
     text: str
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # every input token, those read from or written to a prompt cache included
     completion_tokens: int = 0
+    # Of the prompt's tokens, those the provider read from its prompt cache and those it wrote
+    # there (Anthropic's cache_creation_input_tokens): billed at their own prices (llm/prices.py).
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
     model: str = ""
     # Each option's chance that the backend's own sampler writes its reply, scored exactly
     # (llm/scoring.py); None where the backend cannot score. `unscored` bounds what the scoring
@@ -131,6 +135,7 @@ class Completion:
     errors: tuple[str, ...] = ()  # the kinds of those failed attempts
     signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
     sampled_locally: bool = False  # drawn from a stored choice distribution, no call made (llm/choices.py)
+    batched: bool = False  # answered through a batch API (llm/batches.py): `cost_usd` is its billed half price
 
 
 @runtime_checkable
@@ -151,3 +156,9 @@ def estimate_tokens(text: str) -> int:
     """Token count for backends that report none (the stand-in): one token per four characters,
     the usual rule of thumb for English text with BPE vocabularies."""
     return (len(text) + 3) // 4
+
+
+def usage_count(value: Any) -> int:
+    """A part of the token usage a provider reports (cached input, cache writes); 0 where it
+    gives none, or one a budget cannot trust (negative, not an integer)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

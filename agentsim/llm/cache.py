@@ -232,8 +232,11 @@ class CachedModel:
         key = cache_key(*self.identity, request)
         stored = self.store.get(key)
         if stored is not None:
-            self.hits += 1
             fields: dict[str, Any] = {name: stored[name] for name in _STORED if name in stored}
+            if "batch_cost_usd" in stored:  # a batch's answer (llm/batches.py): its first use is the call it paid for
+                self.store.put(key, self.name, {name: stored[name] for name in _STORED if name in stored})
+                return Completion(**fields, batched=True, cost_usd=float(stored["batch_cost_usd"]))
+            self.hits += 1
             return Completion(**fields, cached=True)
         if self.replay:
             raise ReplayMissError(f"--replay: the cache {self.store.path} holds no answer for a request to {self.name}; "

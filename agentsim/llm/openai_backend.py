@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from ..errors import BackendError
 from . import wire
-from .base import Completion, Request
+from .base import Completion, Request, usage_count
 from .faults import rate_limit_signals, sdk_errors, whole_answer_within
 from .grammars import gbnf_if_available
 
@@ -136,6 +136,9 @@ def read_completion(answer: bytes, headers: Mapping[str, str], model: str) -> Co
         text=text,
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        # OpenAI caches prompt prefixes of 1,024 tokens or more by itself and bills the cached part
+        # at its cached-input price; prompt_tokens counts them too.
+        cached_prompt_tokens=usage_count((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
         model=str(body.get("model") or model),
         raw={"id": body.get("id"), "finish_reason": choice.get("finish_reason"),
              "system_fingerprint": body.get("system_fingerprint")},

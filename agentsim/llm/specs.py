@@ -74,6 +74,13 @@ class BackendOptions:
     max_cost_usd: float | None = None
     health: HealthPolicy = field(default_factory=HealthPolicy)
     model_check: bool = True  # ask an in-process model the scenario's prompts before a run (agentsim/model_fitness.py)
+    # Anthropic: mark the prompt prefix every call shares (the system text) for its prompt cache,
+    # where it is long enough to be cached (llm/anthropic_backend.py); --no-cache-breakpoints turns it off.
+    cache_breakpoints: bool = True
+    # Independent calls through the provider's batch API, at half price (llm/batches.py, --batch),
+    # polled every `batch_poll_s` seconds.
+    batch: bool = False
+    batch_poll_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.base_url is not None:
@@ -86,6 +93,10 @@ class BackendOptions:
             raise ParameterError("--replay answers from the cache; drop --no-cache")
         if self.sample_locally and not self.cache:
             raise ParameterError("--sample-locally keeps its distributions in the cache; drop --no-cache")
+        if self.batch and not self.cache:
+            raise ParameterError("--batch keeps the batches' answers in the response cache; drop --no-cache")
+        if not (math.isfinite(self.batch_poll_s) and 0 < self.batch_poll_s <= 3600):
+            raise ParameterError(f"--batch-poll must be a number of seconds in (0, 3600] (got {self.batch_poll_s})")
 
 
 Factory = Callable[[BackendSpec, "Scenario[Any, Any, Any]", BackendOptions], LanguageModel]
@@ -127,7 +138,7 @@ def _anthropic(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Ba
     from .anthropic_backend import AnthropicModel
 
     return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
-                          timeout_s=options.timeout_s)
+                          timeout_s=options.timeout_s, cache_breakpoints=options.cache_breakpoints)
 
 
 def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:

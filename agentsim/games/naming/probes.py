@@ -33,6 +33,7 @@ class FirstChoiceProbe(NamingGame):
     """Individual bias: agents meet as usual but never remember, so every choice is a first one."""
 
     name = "individual_bias"
+    independent_calls = True  # an empty memory every time: a prompt depends on the seed alone
 
     def remember(self, agent: PopulationAgent, own: str | None, partner: str | None, payoff: int) -> None:
         return None
@@ -60,6 +61,7 @@ class StrategyProbe(NamingGame):
 
     name = "strategies"
     Params = StrategyProbeParams
+    independent_calls = True  # each decision is asked from a chosen memory, not the agent's own
     params: StrategyProbeParams
 
     @cached_property

@@ -1,0 +1,101 @@
+"""`--batch`: an experiment whose calls are independent, asked through a batch API before it
+plays (llm/batches.py says how). Here: which experiments may, and the stand-in's play that finds
+the requests it will make."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import BackendSpecError
+from .llm.accounting import answer_cost
+from .llm.base import Completion, LanguageModel, Request
+from .llm.specs import parse_spec
+
+if TYPE_CHECKING:
+    from .session import Session
+
+BATCH_PROVIDERS = ("openai", "anthropic")
+
+
+def refuse_unbatchable(session: Session) -> None:
+    """--batch only where every call can wait for none: one hosted backend, independent calls."""
+    scenarios = [session.scenario, *session.variant_scenarios]
+    dependent = sorted({type(scenario).__name__ for scenario in scenarios if not scenario.independent_calls})
+    if dependent:
+        raise BackendSpecError(f"--batch asks every call at once, and {', '.join(dependent)}'s calls depend on earlier "
+                               f"answers (its agents remember); drop --batch (it is for the bias and strategy probes, and "
+                               f"scenarios that set independent_calls = True)")
+    specs = [spec for spec, _ in session.shares]
+    if len(specs) != 1 or parse_spec(specs[0]).provider not in BATCH_PROVIDERS:
+        raise BackendSpecError(f"--batch needs one openai: or anthropic: backend (got {', '.join(specs)}); drop --batch "
+                               f"or choose --backend openai:MODEL / anthropic:MODEL")
+
+
+class _Recorder:
+    """The stand-in, keeping every request it is asked."""
+
+    def __init__(self, inner: LanguageModel) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.immediate = inner.immediate
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Completion:
+        self.requests.append(request)
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def requests_of(session: Session) -> list[Request]:
+    """The requests the experiment makes, found by playing it on the stand-in (same runs,
+    seeds, grid and settings) in a scratch directory."""
+    from .progress import NoView
+    from .runner import Experiment
+    from .session import ExperimentConfig
+
+    config: ExperimentConfig = session.config
+    with tempfile.TemporaryDirectory(prefix="agentsim-batch-") as scratch:
+        played = Experiment(dataclasses.replace(config, backend="stand-in", population="", resume=False, executor="local",
+                                                out=Path(scratch) / "standin", llm=dataclasses.replace(config.llm, batch=False,
+                                                max_calls=None, max_cost_usd=None)), NoView())
+        played.open()
+        recorder = _Recorder(played.backends["stand-in"])
+        played.backends = {"stand-in": recorder}
+        await played.run()
+        return recorder.requests
+
+
+def innermost(model: Any) -> Any:
+    while getattr(model, "inner", None) is not None:
+        model = model.inner
+    return model
+
+
+async def prefetch_batches(session: Session, progress: Callable[[str], None]) -> int:
+    """Answer the experiment's first requests through its backend's batch API, into the response
+    cache; returns how many were submitted now."""
+    from .llm.batches import estimated_cost, first_requests, prefetch
+    from .llm.cache import CachedModel
+    from .llm.stack import layer, response_store
+
+    ((spec, stack),) = session.backends.items()
+    cached = layer(stack, CachedModel)
+    assert isinstance(cached, CachedModel)  # --batch requires the cache (BackendOptions)
+    model = parse_spec(spec).target
+
+    def price(completion: Completion) -> float:
+        return answer_cost(model, completion)
+
+    requests = first_requests(await requests_of(session))
+    progress(f"--batch: {len(requests)} requests found by playing the experiment on the stand-in")
+    return await prefetch(requests, backend=innermost(stack), identity=cached.identity,
+                          store=response_store(session.config.llm), reserve=session.budget.reserve,
+                          settle=session.budget.settle, price=price,
+                          estimate=lambda request: estimated_cost(price, request), progress=progress,
+                          poll_s=session.config.llm.batch_poll_s, attempts=session.config.llm.retry.max_attempts)
