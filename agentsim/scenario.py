@@ -26,6 +26,7 @@ store's encoding live there, not here, and the policy is handed it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
@@ -110,6 +111,15 @@ class Scenario(Generic[P, S, St]):
                 raise ParameterError(f"standin= takes {expected.__name__} for {type(self).__name__} "
                                      f"(got {type(standin).__name__})")
             self.standin = standin
+
+    def __repr__(self) -> str:
+        """The class and what differs from its defaults, `NamingGame(agents=6, committed=2)`:
+        what a `mesa.batch_run` row or a notebook shows of a scenario."""
+        changed = _changed(self.params, type(self).Params())
+        if self.standin != type(self).standin:
+            settings = ", ".join(f"{key}={value}" for key, value in _changed(self.standin, type(self).standin))
+            changed.append(("standin", f"{type(self.standin).__name__}({settings})"))
+        return f"{type(self).__name__}({', '.join(f'{key}={value}' for key, value in changed)})"
 
     def with_params(self, **changes: Any) -> Self:
         return type(self)(self.params.replace(**changes), standin=self.standin)
@@ -239,3 +249,12 @@ class Scenario(Generic[P, S, St]):
     def live_figures(self, model: PopulationModel) -> LiveFigures:
         """What the live view and the log lines show of the run now (agentsim/figures.py)."""
         return LiveFigures()
+
+
+def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:
+    """The fields of `params` whose values differ from `defaults`', each as (name, repr)."""
+    return [(field.name, repr(getattr(params, field.name))) for field in dataclasses.fields(params)
+            if getattr(params, field.name) != getattr(defaults, field.name, _MISSING)]
+
+
+_MISSING = object()
