@@ -27,7 +27,7 @@ store's encoding live there, not here, and the policy is handed it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
 from .codec import Parsed as Parsed  # where families and user code found it before the codec
@@ -89,6 +89,12 @@ class Scenario(Generic[P, S, St]):
     # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
     # game narrows the type and a subclass or `standin=` changes the value.
     standin: StandInSettings = StandInSettings()
+    # The dtypes of the family's own columns in the results' DataFrames (agentsim/tables.py):
+    # its run summary's keys, flat (`runs()`), and its rounds' tallies (`rounds()`), patterns
+    # such as "productions.*" for keys the run names; so that a column has one dtype whatever
+    # the runs did (a flip's round is Int64 whether every run flipped or none did).
+    summary_dtypes: ClassVar[Mapping[str, str]] = {}
+    round_dtypes: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a subclass that overrides a hook the scenario no longer calls (the prompt

@@ -91,6 +91,17 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     name = "naming_game"
     Params = NamingParams
     standin: NamingStandInSettings = NamingStandInSettings()
+    summary_dtypes = {
+        "consensus": "boolean", "consensus_name": "string", "consensus_round": "Int64",
+        "final_success_rate": "Float64", "final_agreement": "Float64", "leading_name": "string",
+        "committed": "Int64", "committed_name": "string", "majority_name": "string", "flip": "boolean",
+        "flip_round": "Int64", "final_alternative_share": "Float64", "final_alternative_choices": "Int64",
+        "fallback_moves": "Int64",
+    }
+    round_dtypes = {
+        "interactions": "Int64", "successes": "Int64", "success_rate": "Float64", "productions.*": "count",
+        "fallbacks": "Int64", "alternative_share": "Float64",
+    }
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> NamingGame:
