@@ -88,21 +88,21 @@ class NotebookView:
             timing = f"took {clock(elapsed)}"
         else:
             timing = f"ETA {clock(left)}" if left is not None else "ETA …"
+        name = f"{self.experiment.get('scenario', 'experiment')} · {self.experiment.get('backend', '')}"
         figures = (f"runs {ended}/{planned}  ·  calls {calls:,} ({calls / elapsed if elapsed > 0 else 0:.0f}/s)  ·  "
                    f"fallbacks {fallbacks:,}  ·  {timing}")
         statuses = sorted({view.status for view in runs} - {"running", "done"})
         if statuses:
             figures += "  ·  " + ", ".join(f"{sum(view.status == status for view in runs)} {status}"
                                           for status in statuses)
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(width=30)
-        grid.add_column()
-        name = f"{self.experiment.get('scenario', 'experiment')} · {self.experiment.get('backend', '')}"
-        grid.add_row(Text(name, style="bold"), ProgressBar(total=1.0, completed=1.0 if final else done, width=30),
-                     Text(f"{(1.0 if final else done):.0%}  {figures}"))
+        bar = Table.grid(padding=(0, 1))
+        bar.add_row(Text(name, style="bold"), ProgressBar(total=1.0, completed=1.0 if final else done, width=30),
+                    Text(f"{(1.0 if final else done):.0%}"))
+        grid = Table.grid()  # two short lines: a notebook's output is narrower than a terminal
+        grid.add_row(bar)
+        grid.add_row(Text(figures))
         for message in self.warnings:
-            grid.add_row(Text(f"warning: {message}", style="red"), "", "")
+            grid.add_row(Text(f"warning: {message}", style="red"))
         return grid
 
 
