@@ -84,10 +84,7 @@ class NotebookView:
         fallbacks = sum(int(view.usage.get("fallbacks", 0) or 0) for view in runs)
         left = eta(self.experiment, runs, elapsed)
         done = _fraction_done(runs, planned)
-        if final:
-            timing = f"took {clock(elapsed)}"
-        else:
-            timing = f"ETA {clock(left)}" if left is not None else "ETA …"
+        timing = f"took {clock(elapsed)}" if final else f"ETA {clock(left)}" if left is not None else "ETA …"
         name = f"{self.experiment.get('scenario', 'experiment')} · {self.experiment.get('backend', '')}"
         figures = (f"runs {ended}/{planned}  ·  calls {calls:,} ({calls / elapsed if elapsed > 0 else 0:.0f}/s)  ·  "
                    f"fallbacks {fallbacks:,}  ·  {timing}")

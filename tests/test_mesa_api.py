@@ -43,7 +43,7 @@ def test_the_lines_a_mesa_user_writes_work_as_written() -> None:
     assert m.completed == 3 * 4  # a population round is N/2 encounters
 
     table = pd.DataFrame(rows)
-    combinations = list(itertools.product([6, 10], range(0, 4), [1, 2]))
+    combinations = list(itertools.product([6, 10], range(4), [1, 2]))
     assert len(table) == len(combinations) * 1 * 3  # (combination, iteration, step): steps 0, 1, 2
     assert not table.duplicated(["agents", "committed", "seed", "iteration", "Step"]).any()
     assert set(zip(table["agents"], table["committed"], table["seed"], strict=True)) == set(combinations)
