@@ -13,8 +13,10 @@ import pytest
 from helpers import ROOT, run_experiment
 
 import agentsim
+from agentsim.games.commons import CommonsGame
 from agentsim.games.naming import NamingGame
 from agentsim.games.naming.standin import NamingStandInSettings
+from agentsim.games.sign import SignGame
 from agentsim.results import Results
 
 TABLES = ("runs", "moves", "decisions", "rounds", "by_model")
@@ -35,6 +37,8 @@ def experiments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Results]:
         "some": (_committed(2), 4),
         "none": (_committed(1, max_rounds=4), 2),
         "plain": (NamingGame(agents=6, max_rounds=3), 2),
+        "sign": (SignGame(agents=8, max_rounds=3), 1),
+        "commons": (CommonsGame(months=2), 1),
     }
     for name, (scenario, runs) in made.items():
         run_experiment(scenario, root / name, runs=runs)
@@ -98,10 +102,13 @@ def test_the_dtypes_are_the_documented_ones(experiments: dict[str, Results]) -> 
                         re.escape(pattern).replace(r"\*", ".*"), name)), None)
                 if key is not None:
                     assert listed[key] == str(dtype), f"{table} {name}: documented {listed[key]}, is {dtype}"
-    runs = experiments["some"].runs()
-    family = {column for column in runs.columns if column not in documented["runs()"]
-              and not any("*" in pattern and column.startswith(pattern.split("*")[0]) for pattern in documented["runs()"])}
-    assert not family, f"docs/data.md gives no dtype for runs() columns {sorted(family)}"
+    for name in ("some", "sign", "commons"):
+        for table in ("runs", "rounds"):
+            listed = documented[f"{table}()"]
+            frame = getattr(experiments[name], table)()
+            missing = {column for column in frame.columns if column not in listed and not any(
+                "*" in pattern and column.startswith(pattern.split("*")[0]) for pattern in listed)}
+            assert not missing, f"docs/data.md gives no dtype for {name}'s {table}() columns {sorted(missing)}"
 
 
 def test_counts_are_zero_where_nothing_was_counted(experiments: dict[str, Results]) -> None:
