@@ -52,7 +52,8 @@ class PopulationModel(mesa.Model):
     (`PopulationModel(NamingGame, agents=8, committed=2)`), so `mesa.batch_run` sweeps them as
     it sweeps any model's (`parameters={"scenario": NamingGame, "agents": [6, 10]}`) and its
     rows carry them as plain columns. `seed` is optional, as in Mesa: without one, a seed is
-    drawn from the operating system, kept as `seed` and reported in every DataCollector row.
+    drawn from the operating system, kept as `seed` and reported in every DataCollector row
+    (`rng=`, Mesa's other spelling, takes a whole number too).
 
     Inside an event loop, the entry point is `astep()` (the runner's): it plays one round and
     ends by calling `step()`, which then only does Mesa's bookkeeping and collects the row."""
@@ -62,6 +63,7 @@ class PopulationModel(mesa.Model):
         scenario: Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]],
         *,
         seed: int | None = None,
+        rng: int | None = None,
         replicate: int = 0,
         run_id: int = 1,
         backends: Sequence[BackendShare] = (),
@@ -69,6 +71,13 @@ class PopulationModel(mesa.Model):
         **params: Any,
     ) -> None:
         scenario = _scenario_with(scenario, params)
+        if rng is not None:  # Mesa's other spelling; agentsim's draws all derive from one whole number
+            if seed is not None:
+                raise ValueError("PopulationModel takes seed= or rng=, not both (as Mesa's models)")
+            if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
+                raise TypeError(f"PopulationModel's rng must be a whole number (a seed) or None (got {rng!r}); "
+                                f"agentsim derives every generator of a run from one seed")
+            seed = rng
         if seed is None:
             seed = secrets.randbelow(2**31)  # Mesa's way: a fresh seed, kept and reported
         elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral):

@@ -98,6 +98,12 @@ def test_arguments_a_model_cannot_take_are_refused_naming_them() -> None:
     with pytest.raises(TypeError, match="seed must be a whole number"):
         PopulationModel(NamingGame, seed=1.5)  # type: ignore[arg-type]
     assert PopulationModel(NamingGame(agents=6), agents=10, seed=1).scenario.params.agents == 10
+    with pytest.raises(TypeError, match="scenario must be a Scenario class or object"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus"}, iterations=1, max_steps=1,
+                       display_progress=False)
+    with pytest.raises(ValueError, match="seed= or rng=, not both"):
+        PopulationModel(NamingGame, seed=1, rng=2)
+    assert PopulationModel(NamingGame, rng=7).seed == 7
 
 
 def test_stepping_is_the_run_the_runner_makes() -> None:
