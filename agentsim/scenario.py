@@ -75,6 +75,17 @@ _MOVED_HOOKS = {
 }
 
 
+def scenario_repr(scenario: Scenario[Any, Any, Any]) -> str:
+    """A scenario as its class and what differs from its defaults, `NamingGame(agents=6,
+    committed=2)`: what a `mesa.batch_run` row or a notebook shows of it."""
+    cls = type(scenario)
+    changed = _changed(scenario.params, cls.Params())
+    if scenario.standin != cls.standin:
+        settings = ", ".join(f"{key}={value}" for key, value in _changed(scenario.standin, cls.standin))
+        changed.append(("standin", f"{type(scenario.standin).__name__}({settings})"))
+    return f"{cls.__name__}({', '.join(f'{key}={value}' for key, value in changed)})"
+
+
 class Scenario(Generic[P, S, St]):
     """Base of every experiment: the rules of a game over parameters `P`, whose agents are
     shown situations `S` (through the prompt codec, `codec`) and whose run keeps its world
@@ -118,14 +129,7 @@ class Scenario(Generic[P, S, St]):
                                      f"(got {type(standin).__name__})")
             self.standin = standin
 
-    def __repr__(self) -> str:
-        """The class and what differs from its defaults, `NamingGame(agents=6, committed=2)`:
-        what a `mesa.batch_run` row or a notebook shows of a scenario."""
-        changed = _changed(self.params, type(self).Params())
-        if self.standin != type(self).standin:
-            settings = ", ".join(f"{key}={value}" for key, value in _changed(self.standin, type(self).standin))
-            changed.append(("standin", f"{type(self.standin).__name__}({settings})"))
-        return f"{type(self).__name__}({', '.join(f'{key}={value}' for key, value in changed)})"
+    __repr__ = scenario_repr  # (a function of the module: the class keeps to the rules' hooks)
 
     def with_params(self, **changes: Any) -> Self:
         return type(self)(self.params.replace(**changes), standin=self.standin)
