@@ -151,3 +151,13 @@ def test_a_family_without_its_own_series_records_the_same_columns_every_step() -
     frame = model.datacollector.get_model_vars_dataframe()
     assert list(frame.columns) == ["seed", "success_rate", "leading_name", "leading_share"]
     assert len(frame) == 1 + 3 and frame["leading_share"].iloc[-1] > 0
+
+
+def test_a_restored_model_collects_from_the_state_it_resumed_from() -> None:
+    played = PopulationModel(NamingGame(agents=8, max_rounds=6), seed=2)
+    played.step(); played.step()  # noqa: E702
+    restored = PopulationModel(NamingGame(agents=8, max_rounds=6), seed=2)
+    restored.restore(played.checkpoint())
+    frame = restored.datacollector.get_model_vars_dataframe()
+    assert len(frame) == 1  # not the fresh model's step 0: the state after two rounds
+    assert frame.iloc[0].to_dict() == played.datacollector.get_model_vars_dataframe().iloc[-1].to_dict()
