@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
         population: str | None = None, runs: int | None = None, seed: int = 0,
         overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
         ) -> Results:
     """Run `scenario` and return its results.
 
@@ -48,7 +48,10 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
                 name), so that the runs stay on disk for `report` and `agentsim.open`
     resume      continue the runs recorded in `out`
     executor    "local" (this process) or "ray"
-    progress    log a line per run's progress (the command line's --no-live lines)
+    progress    None (the default): in a Jupyter notebook, a progress bar in the cell's output
+                (runs, calls, calls/s, fallbacks, time left), elsewhere nothing; True: that bar
+                in a notebook, elsewhere a log line per run's progress (the command line's
+                --no-live lines); False: nothing
 
     Raises `UserError` for a mistake in the input, before any run, and `RunStopped` when a
     backend fails or the budget is spent (everything recorded is in the output directory:
@@ -63,7 +66,7 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
 async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
                population: str | None = None, runs: int | None = None, seed: int = 0,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
                ) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
     from .results import Results
@@ -85,7 +88,7 @@ def open(directory: str | Path) -> Results:
 def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
             population: str | None = None, runs: int | None = None, seed: int = 0,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool = False
+            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
             ) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
     from .errors import ParameterError, UserError
@@ -133,13 +136,19 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
         scenario_file=str(Path(file).resolve()) if file else "",
         executor=executor,
     )
-    if progress:
-        from .live import LogView, configure_logging
+    view: Any = NoView()  # a script prints nothing it was not asked for
+    if progress is not None and not isinstance(progress, bool):
+        raise UserError(f"progress must be True, False or None (got {progress!r})")
+    if progress is not False:
+        from .notebook import NotebookView, in_notebook
 
-        configure_logging()
-        view: Any = LogView()
-    else:
-        view = NoView()  # a notebook shows the results, not a terminal dashboard
+        if in_notebook():
+            view = NotebookView()
+        elif progress:
+            from .live import LogView, configure_logging
+
+            configure_logging()
+            view = LogView()
     experiment = Experiment(config, view)
     experiment.open()
     return experiment

@@ -18,6 +18,8 @@ from typing import Any
 RUNS_CSV = "runs.csv"
 BY_MODEL_CSV = "by_model.csv"
 BY_MODEL_COLUMNS = ("run", "model", "kind", "agents", "decisions", "fallbacks", "answers", "mean_payoff")
+# The `runs` table's own columns, first in runs.csv and `Results.runs()` (the summary's follow).
+RUN_COLUMNS = ("run", "replicate", "seed", "backend", "status", "stop_reason", "started", "finished")
 
 
 def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -37,15 +39,33 @@ def run_rows(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [flatten({key: value for key, value in run.items() if key != "by_model"}) for run in runs]
 
 
+def run_table_rows(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row per row of the store's `runs` table (`Store.runs()`): its own columns
+    (`RUN_COLUMNS`: status, times), then its summary flat. runs.csv and `Results.runs()` both."""
+    rows = []
+    for run in runs:
+        base = {key: run.get(key) for key in RUN_COLUMNS}
+        summary = run_rows([run.get("summary") or {}])[0]
+        rows.append(base | {key: value for key, value in summary.items() if key not in base})
+    return rows
+
+
 def by_model_rows(by_model: Mapping[int, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """One flat row per run and model (`Store.by_model`'s counts), its choices as `choices.ACTION`."""
+    """One flat row per run and model (`Store.by_model`'s counts), its choices as
+    `choices.ACTION`: a column for every action any model chose, 0 where one never did."""
     rows = []
     for run, models in sorted(by_model.items()):
         for model, entry in sorted(models.items()):
             row = {"run": run, "model": model, **{key: entry.get(key) for key in BY_MODEL_COLUMNS[2:]}}
             row.update({f"choices.{action}": count for action, count in sorted((entry.get("choices") or {}).items())})
             rows.append(row)
-    return rows
+    return counted_as_zero(rows, "choices.")
+
+
+def counted_as_zero(rows: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """`rows` with every count column (named `prefix`ACTION) in each row, 0 where it was missing."""
+    columns = list(dict.fromkeys(key for row in rows for key in row if key.startswith(prefix)))
+    return [row | {column: row.get(column, 0) for column in columns} for row in rows]
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], first: tuple[str, ...] = ()) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import numbers
+import secrets
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,22 +43,46 @@ class PopulationModel(mesa.Model):
     built-in stand-in (no backend named), `step()` plays one population round synchronously
     (on an event loop of the model's own; from inside a running loop, as in a notebook, on a
     worker thread), `running` turns False when the run is over (so `mesa.batch_run` stops), and
-    `datacollector` is a `mesa.DataCollector` that records the scenario's model-level series
-    (`Scenario.model_series`: the naming game's agreement, leading share, ...) after each step.
+    `datacollector` is a `mesa.DataCollector` that records the run's `seed` and the scenario's
+    model-level series (`Scenario.model_series`: the naming game's agreement, leading share, ...)
+    for the state it was built in (step 0) and after each step.
+
+    Its keyword arguments are Mesa's model parameters: `scenario` is a Scenario class or
+    object, and any other keyword is one of the scenario's parameters
+    (`PopulationModel(NamingGame, agents=8, committed=2)`), so `mesa.batch_run` sweeps them as
+    it sweeps any model's (`parameters={"scenario": NamingGame, "agents": [6, 10]}`) and its
+    rows carry them as plain columns. `seed` is optional, as in Mesa: without one, a seed is
+    drawn from the operating system, kept as `seed` and reported in every DataCollector row
+    (`rng=`, Mesa's other spelling, takes a whole number too).
 
     Inside an event loop, the entry point is `astep()` (the runner's): it plays one round and
     ends by calling `step()`, which then only does Mesa's bookkeeping and collects the row."""
 
     def __init__(
         self,
-        scenario: Scenario[Any, Any, Any],
+        scenario: Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]],
         *,
-        seed: int,
+        seed: int | None = None,
+        rng: int | None = None,
         replicate: int = 0,
         run_id: int = 1,
         backends: Sequence[BackendShare] = (),
         on_resolved: Callable[[EncounterRecord], None] | None = None,
+        **params: Any,
     ) -> None:
+        scenario = _scenario_with(scenario, params)
+        if rng is not None:  # Mesa's other spelling; agentsim's draws all derive from one whole number
+            if seed is not None:
+                raise ValueError("PopulationModel takes seed= or rng=, not both (as Mesa's models)")
+            if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
+                raise TypeError(f"PopulationModel's rng must be a whole number (a seed) or None (got {rng!r}); "
+                                f"agentsim derives every generator of a run from one seed")
+            seed = rng
+        if seed is None:
+            seed = secrets.randbelow(2**31)  # Mesa's way: a fresh seed, kept and reported
+        elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"PopulationModel's seed must be a whole number or None (got {seed!r})")
+        seed = int(seed)
         super().__init__(seed=seed)
         # What is drawn once per experiment (a name pool) from the seed, for a model built on its
         # own (Mesa's way); a no-op on the scenario an experiment resolved already.
@@ -83,8 +109,9 @@ class PopulationModel(mesa.Model):
         self.metrics: Any = scenario.new_metrics(self)
         self.scheduler = make_scheduler(self, scenario.pairing(self))
         self._series: tuple[int, dict[str, Any]] | None = None
-        self.datacollector = mesa.DataCollector(model_reporters={
+        self.datacollector = mesa.DataCollector(model_reporters={"seed": "seed"} | {
             key: partial(_series_value, key) for key in scenario.model_series(self)})
+        self.datacollector.collect(self)  # step 0: the state before any round, as Mesa's models collect it
 
     @property
     def population(self) -> list[PopulationAgent]:
@@ -224,7 +251,33 @@ class PopulationModel(mesa.Model):
         self.scheduler.population_changed()
         if hasattr(self.scheduler, "reach"):
             self.scheduler.reach = state.get("reach", 0)
+        # The collector starts again from the state resumed from (its rows before are in the store).
+        self.datacollector = mesa.DataCollector(model_reporters=self.datacollector.model_reporters)
+        self._series = None
+        self.datacollector.collect(self)
         return state["pending"]
+
+
+def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, Any, Any]:
+    """The scenario a model runs: `scenario` (a Scenario class, built with `params`, or a
+    Scenario object, `params` changing its parameters); `standin=` among them sets the
+    stand-in's settings. Anything else is refused naming the argument."""
+    from .scenario import Scenario  # (the scenario module imports this one's types)
+
+    params = dict(params)
+    standin = params.pop("standin", None)
+    if isinstance(scenario, type) and issubclass(scenario, Scenario):
+        scenario.Params().refuse_unread(*params)
+        return scenario(standin=standin, **params)
+    if isinstance(scenario, Scenario):
+        if params:
+            scenario.params.refuse_unread(*params)
+            scenario = scenario.with_params(**params)
+        if standin is not None:
+            scenario = type(scenario)(scenario.params, standin=standin)
+        return scenario
+    raise TypeError(f"PopulationModel's scenario must be a Scenario class or object, such as NamingGame or "
+                    f"NamingGame(agents=8) (got {scenario!r})")
 
 
 def _series_value(key: str, model: PopulationModel) -> Any:

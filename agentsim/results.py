@@ -11,17 +11,21 @@
     results.report()           the HTML report and its figures (python -m agentsim report DIR)
 
 Everything is read from the database (`agentsim.db`), so a directory the command line wrote, a
-stopped one and a resumed one read alike. pandas is imported when a table is asked for.
+stopped one and a resumed one read alike. pandas is imported when a table is asked for. Every
+column has one dtype whatever the runs did (agentsim/tables.py; docs/data.md lists them): pandas'
+nullable dtypes where a value can be missing, and counts of 0 where nothing was counted.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .flat import by_model_rows, flatten, run_rows
+from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
+from .tables import BY_MODEL_DTYPES, DECISION_DTYPES, MOVE_DTYPES, ROUND_DTYPES, RUN_DTYPES, typed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,17 +79,14 @@ class Results:
 
     # --- tables --------------------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:
-        """One row per run: the `runs` table's status and times with the run's summary, flat
-        (nested keys dotted, as in runs.csv)."""
+        """One row per run: the `runs` table's status and times (UTC datetimes) with the run's
+        summary, flat (nested keys dotted): the columns of runs.csv."""
         import pandas as pd
 
-        rows = []
-        for row in self.store.runs():
-            summary = dict(row["summary"] or {})
-            base = {key: row[key] for key in ("run", "replicate", "seed", "backend", "status", "stop_reason", "started",
-                                              "finished")}
-            rows.append(base | {key: value for key, value in run_rows([summary])[0].items() if key not in base})
-        return pd.DataFrame(rows)
+        recorded = self.store.runs()
+        frame = pd.DataFrame(run_table_rows(recorded), columns=None if recorded else list(RUN_COLUMNS))
+        summarized = pd.Series([bool(row["summary"]) for row in recorded], index=frame.index, dtype=bool)
+        return typed(frame, RUN_DTYPES, self._family_dtypes("summary_dtypes"), counted=summarized)
 
     def moves(self, *, situations: bool = False) -> pd.DataFrame:
         """One row per decision, in sequence order: `run`, `t`, `round`, `outcome` (the
@@ -101,6 +102,7 @@ class Results:
             "FROM moves m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) ORDER BY m.run, m.t, m.agent",
             self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
+        frame = typed(frame, MOVE_DTYPES)
         if situations:
             codec = self._scenario().codec
             if codec is None:
@@ -135,6 +137,8 @@ class Results:
         frame = pd.read_sql_query(
             "SELECT d.*, a.model, a.kind FROM decisions d JOIN agents a USING (run, agent) "
             "ORDER BY d.run, d.t, d.agent, d.attempt", self.store.connection)
+        for flag in ("fallback", "sampled_locally"):  # 1 where it is so, NULL (not 0) elsewhere
+            frame[flag] = frame[flag].eq(1)
         if prompts:
             scenario = self._scenario()
             frame["prompt"] = [
@@ -143,7 +147,7 @@ class Results:
                     for message in self.store.messages(scenario, int(run), int(t), int(agent), int(attempt)))
                 for run, t, agent, attempt, reply in zip(frame["run"], frame["t"], frame["agent"], frame["attempt"],
                                                          frame["reply"], strict=True)]
-        return frame
+        return typed(frame, DECISION_DTYPES)
 
     def rounds(self) -> pd.DataFrame:
         """One row per run and population round: the round's tallies (the `rounds` table's
@@ -153,7 +157,8 @@ class Results:
 
         rows = [{"run": run, "round": round_} | flatten(json.loads(stats)) for run, round_, stats in
                 self.store.rows("SELECT run, round, stats FROM rounds ORDER BY run, round")]
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows, columns=None if rows else ["run", "round"])
+        return typed(frame, ROUND_DTYPES, self._family_dtypes("round_dtypes"))
 
     def by_model(self, *, per_run: bool = False) -> pd.DataFrame:
         """Each model's decisions, fallbacks, answers, mean payoff and `choices.ACTION` (how
@@ -165,7 +170,8 @@ class Results:
 
         counted = self.store.by_model()
         if per_run:
-            return pd.DataFrame(by_model_rows(counted))
+            rows = by_model_rows(counted)
+            return typed(pd.DataFrame(rows, columns=None if rows else ["run", "model"]), BY_MODEL_DTYPES)
         done = {row["run"] for row in self.store.runs() if row["status"] == "done"}
         totals = total_by_model([models for run, models in counted.items() if run in done])
         rows = []
@@ -173,7 +179,8 @@ class Results:
             row = {"model": model} | {key: value for key, value in entry.items() if key != "choices"}
             row.update({f"choices.{action}": count for action, count in sorted(entry["choices"].items())})
             rows.append(row)
-        return pd.DataFrame(rows)
+        rows = counted_as_zero(rows, "choices.")
+        return typed(pd.DataFrame(rows, columns=None if rows else ["model"]), BY_MODEL_DTYPES)
 
     # --- the report ------------------------------------------------------------------------------
     def report(self, out: str | Path | None = None) -> Path:
@@ -191,6 +198,12 @@ class Results:
         if not target.is_dir():
             self.report(target)
         return sorted(target.glob("*.png"))
+
+    def _family_dtypes(self, which: str) -> Mapping[str, str]:
+        """The dtypes the recorded scenario's family declares for its columns (none where the
+        scenario cannot be rebuilt: those columns are typed by their values)."""
+        scenario = self._recorded.scenario
+        return getattr(scenario, which, {}) if scenario is not None else {}
 
     def _scenario(self) -> Any:
         scenario = self._recorded.scenario

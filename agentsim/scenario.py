@@ -26,7 +26,8 @@ store's encoding live there, not here, and the policy is handed it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
 from .codec import Parsed as Parsed  # where families and user code found it before the codec
@@ -74,6 +75,17 @@ _MOVED_HOOKS = {
 }
 
 
+def scenario_repr(scenario: Scenario[Any, Any, Any]) -> str:
+    """A scenario as its class and what differs from its defaults, `NamingGame(agents=6,
+    committed=2)`: what a `mesa.batch_run` row or a notebook shows of it."""
+    cls = type(scenario)
+    changed = _changed(scenario.params, cls.Params())
+    if scenario.standin != cls.standin:
+        settings = ", ".join(f"{key}={value}" for key, value in _changed(scenario.standin, cls.standin))
+        changed.append(("standin", f"{type(scenario.standin).__name__}({settings})"))
+    return f"{cls.__name__}({', '.join(f'{key}={value}' for key, value in changed)})"
+
+
 class Scenario(Generic[P, S, St]):
     """Base of every experiment: the rules of a game over parameters `P`, whose agents are
     shown situations `S` (through the prompt codec, `codec`) and whose run keeps its world
@@ -91,6 +103,12 @@ class Scenario(Generic[P, S, St]):
     # The built-in stand-in's settings (its rule's bias, noise, failure rates): a family's
     # game narrows the type and a subclass or `standin=` changes the value.
     standin: StandInSettings = StandInSettings()
+    # The dtypes of the family's own columns in the results' DataFrames (agentsim/tables.py):
+    # its run summary's keys, flat (`runs()`), and its rounds' tallies (`rounds()`), patterns
+    # such as "productions.*" for keys the run names; so that a column has one dtype whatever
+    # the runs did (a flip's round is Int64 whether every run flipped or none did).
+    summary_dtypes: ClassVar[Mapping[str, str]] = {}
+    round_dtypes: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a subclass that overrides a hook the scenario no longer calls (the prompt
@@ -113,6 +131,8 @@ class Scenario(Generic[P, S, St]):
                 raise ParameterError(f"standin= takes {expected.__name__} for {type(self).__name__} "
                                      f"(got {type(standin).__name__})")
             self.standin = standin
+
+    __repr__ = scenario_repr  # (a function of the module: the class keeps to the rules' hooks)
 
     def with_params(self, **changes: Any) -> Self:
         return type(self)(self.params.replace(**changes), standin=self.standin)
@@ -242,3 +262,12 @@ class Scenario(Generic[P, S, St]):
     def live_figures(self, model: PopulationModel) -> LiveFigures:
         """What the live view and the log lines show of the run now (agentsim/figures.py)."""
         return LiveFigures()
+
+
+def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:
+    """The fields of `params` whose values differ from `defaults`', each as (name, repr)."""
+    return [(field.name, repr(getattr(params, field.name))) for field in dataclasses.fields(params)
+            if getattr(params, field.name) != getattr(defaults, field.name, _MISSING)]
+
+
+_MISSING = object()

@@ -22,7 +22,7 @@ from typing import Any
 from . import __version__
 from .checkpoints import CHECKPOINT_FORMAT
 from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, UserError
-from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUNS_CSV, by_model_rows, run_rows, write_csv
+from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUN_COLUMNS, RUNS_CSV, by_model_rows, run_table_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
@@ -449,7 +449,9 @@ class Session:
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=False), encoding="utf-8")
         temporary.replace(path)
-        write_csv(self.config.out / RUNS_CSV, run_rows(runs), first=("run", "seed", "replicate", "status"))
+        # The same rows as `Results.runs()`: the runs table's columns (times included), then the summary.
+        write_csv(self.config.out / RUNS_CSV, run_table_rows(row for row in self.store.runs() if row["summary"]),
+                  first=RUN_COLUMNS)
         write_csv(self.config.out / BY_MODEL_CSV, by_model_rows(by_model), first=BY_MODEL_COLUMNS)
 
     def prices(self) -> dict[str, Any]:

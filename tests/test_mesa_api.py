@@ -5,30 +5,106 @@ run over a parameter grid by `mesa.batch_run`."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
+from typing import Any
 
 import mesa
-from helpers import JitteryStandIn, run_model
+import pandas as pd
+import pytest
+from helpers import ROOT, JitteryStandIn, run_model
 
+from agentsim.errors import ParameterError
 from agentsim.games.naming import NamingGame
 from agentsim.model import BackendShare, PopulationModel
 
 
+def _mesa_page_lines() -> dict[str, Any]:
+    """Run the code block of docs/mesa.md exactly as written."""
+    page = (ROOT / "docs" / "mesa.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", page, re.S)
+    assert code is not None
+    # the issue's lines (39): a scenario class and its parameters swept as Mesa sweeps a model's
+    assert 'parameters={"scenario": NamingGame, "agents": [6, 10], "committed": range(0, 4), "seed": [1, 2]}' in code.group(1)
+    namespace: dict[str, Any] = {}
+    exec(compile(code.group(1), "docs/mesa.md", "exec"), namespace)
+    return namespace
+
+
 def test_the_lines_a_mesa_user_writes_work_as_written() -> None:
-    m = PopulationModel(NamingGame(agents=8), seed=0); m.step(); m.step(); m.step()  # noqa: E702
+    lines = _mesa_page_lines()
+    m, rows = lines["m"], lines["rows"]
     frame = m.datacollector.get_model_vars_dataframe()
     assert isinstance(m.datacollector, mesa.DataCollector)
-    assert len(frame) == 3 and m.steps == 3 and m.rounds_done == 3
-    assert {"success_rate", "agreement", "leading_name", "leading_share"} <= set(frame.columns)
-    assert frame["agreement"].between(0, 1).all() and frame["leading_name"].notna().all()
+    assert len(frame) == 4 and m.steps == 3 and m.rounds_done == 3  # step 0, then a row per step
+    assert {"seed", "success_rate", "agreement", "leading_name", "leading_share"} <= set(frame.columns)
+    assert isinstance(m.seed, int) and (frame["seed"] == m.seed).all()  # drawn, recorded, reported
+    assert frame["agreement"].between(0, 1).all() and frame["leading_name"].iloc[1:].notna().all()
+    assert frame["success_rate"].iloc[0] == 0 and pd.isna(frame["leading_name"].iloc[0])  # nothing played at step 0
     assert m.completed == 3 * 4  # a population round is N/2 encounters
 
+    table = pd.DataFrame(rows)
+    combinations = list(itertools.product([6, 10], range(4), [1, 2]))
+    assert len(table) == len(combinations) * 1 * 3  # (combination, iteration, step): steps 0, 1, 2
+    assert not table.duplicated(["agents", "committed", "seed", "iteration", "Step"]).any()
+    assert set(zip(table["agents"], table["committed"], table["seed"], strict=True)) == set(combinations)
+    assert table["agents"].dtype == "int64" and table["committed"].dtype == "int64" and table["seed"].dtype == "int64"
+    assert (table["scenario"] == NamingGame).all()
+    first = table[table["Step"] == 0]
+    assert len(first) == len(combinations) and (first["success_rate"] == 0).all()  # the initial state
 
-def test_batch_run_returns_a_row_per_run() -> None:
-    rows = mesa.batch_run(PopulationModel, parameters={"scenario": NamingGame(agents=6), "seed": [1, 2]},
-                          iterations=1, max_steps=2, number_processes=1, display_progress=False)
-    assert len(rows) == 2
-    assert sorted(row["seed"] for row in rows) == [1, 2]
-    assert all(0 <= row["agreement"] <= 1 for row in rows)
+
+def test_a_row_is_the_run_its_parameters_make() -> None:
+    """A swept row is the run `PopulationModel(NamingGame, **its parameters)` makes, step by step."""
+    rows = mesa.batch_run(PopulationModel, parameters={"scenario": NamingGame, "agents": 8, "committed": [0, 2],
+                                                       "seed": 4},
+                          iterations=1, max_steps=2, data_collection_period=1, number_processes=1,
+                          display_progress=False)
+    for committed in (0, 2):
+        model = PopulationModel(NamingGame(agents=8, committed=committed), seed=4)
+        model.step(); model.step(); model.step()  # noqa: E702  (Mesa's max_steps=2 plays 3 steps)
+        expected = model.datacollector.get_model_vars_dataframe()
+        swept = pd.DataFrame([row for row in rows if row["committed"] == committed]).sort_values("Step")
+        assert list(swept["Step"]) == [0, 1, 2]
+        assert list(swept["agreement"]) == list(expected["agreement"].iloc[:3])
+        assert list(swept["leading_share"]) == list(expected["leading_share"].iloc[:3])
+
+
+def test_batch_run_over_processes_and_scenario_objects() -> None:
+    """Spawned processes rebuild the model from its pickled parameters; a scenario object's
+    row shows it readably, and the object's parameters are changed by the swept ones."""
+    rows = mesa.batch_run(PopulationModel, parameters={"scenario": NamingGame(agents=6, max_rounds=5),
+                                                       "committed": [0, 1], "seed": [1, 2]},
+                          iterations=1, max_steps=1, number_processes=2, display_progress=False)
+    assert len(rows) == 4  # the default data_collection_period: a row per run
+    assert sorted((row["committed"], row["seed"]) for row in rows) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    assert {repr(row["scenario"]) for row in rows} == {"NamingGame(agents=6, max_rounds=5)"}
+    assert all(row["Step"] == 1 for row in rows)
+
+
+def test_scenarios_read_as_their_class_and_what_they_change() -> None:
+    from agentsim.games.naming.standin import NamingStandInSettings
+
+    assert repr(NamingGame()) == "NamingGame()"
+    assert repr(NamingGame(agents=6, committed=2)) == "NamingGame(agents=6, committed=2)"
+    assert repr(NamingGame(standin=NamingStandInSettings(noise=0.25))) == "NamingGame(standin=NamingStandInSettings(noise=0.25))"
+    assert "object at" not in str(pd.DataFrame({"scenario": [NamingGame(agents=6)]}))
+
+
+def test_arguments_a_model_cannot_take_are_refused_naming_them() -> None:
+    with pytest.raises(TypeError, match="scenario must be a Scenario class or object"):
+        PopulationModel("x")  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="unknown parameter 'agnets'; did you mean 'agents'"):
+        PopulationModel(NamingGame, agnets=6)
+    with pytest.raises(TypeError, match="seed must be a whole number"):
+        PopulationModel(NamingGame, seed=1.5)  # type: ignore[arg-type]
+    assert PopulationModel(NamingGame(agents=6), agents=10, seed=1).scenario.params.agents == 10
+    with pytest.raises(TypeError, match="scenario must be a Scenario class or object"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus"}, iterations=1, max_steps=1,
+                       display_progress=False)
+    with pytest.raises(ValueError, match="seed= or rng=, not both"):
+        PopulationModel(NamingGame, seed=1, rng=2)
+    assert PopulationModel(NamingGame, rng=7).seed == 7
 
 
 def test_stepping_is_the_run_the_runner_makes() -> None:
@@ -40,9 +116,9 @@ def test_stepping_is_the_run_the_runner_makes() -> None:
     ran = run_model(scenario, seed=3)
     assert stepped.rounds_done == ran.rounds_done == 4
     assert [agent.state() for agent in stepped.agents] == [agent.state() for agent in ran.agents]
-    assert len(stepped.datacollector.get_model_vars_dataframe()) == 4
+    assert len(stepped.datacollector.get_model_vars_dataframe()) == 1 + 4
     stepped.step()  # a finished run plays and records nothing more
-    assert stepped.rounds_done == 4 and len(stepped.datacollector.get_model_vars_dataframe()) == 4
+    assert stepped.rounds_done == 4 and len(stepped.datacollector.get_model_vars_dataframe()) == 1 + 4
 
 
 def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
@@ -59,7 +135,7 @@ def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
 
     model = asyncio.run(notebook_cell())
     assert model.rounds_done == 3 and not model.running
-    assert len(model.datacollector.get_model_vars_dataframe()) == 3
+    assert len(model.datacollector.get_model_vars_dataframe()) == 1 + 3
     expected = run_model(scenario, seed=5, backend=JitteryStandIn(scenario.standin_rules()))
     assert [agent.state() for agent in model.agents] == [agent.state() for agent in expected.agents]
 
@@ -73,5 +149,15 @@ def test_a_family_without_its_own_series_records_the_same_columns_every_step() -
     for _ in range(3):
         model.step()
     frame = model.datacollector.get_model_vars_dataframe()
-    assert list(frame.columns) == ["success_rate", "leading_name", "leading_share"]
-    assert len(frame) == 3 and frame["leading_share"].iloc[-1] > 0
+    assert list(frame.columns) == ["seed", "success_rate", "leading_name", "leading_share"]
+    assert len(frame) == 1 + 3 and frame["leading_share"].iloc[-1] > 0
+
+
+def test_a_restored_model_collects_from_the_state_it_resumed_from() -> None:
+    played = PopulationModel(NamingGame(agents=8, max_rounds=6), seed=2)
+    played.step(); played.step()  # noqa: E702
+    restored = PopulationModel(NamingGame(agents=8, max_rounds=6), seed=2)
+    restored.restore(played.checkpoint())
+    frame = restored.datacollector.get_model_vars_dataframe()
+    assert len(frame) == 1  # not the fresh model's step 0: the state after two rounds
+    assert frame.iloc[0].to_dict() == played.datacollector.get_model_vars_dataframe().iloc[-1].to_dict()

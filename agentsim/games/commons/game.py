@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
@@ -77,6 +78,13 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
     name = "commons"
     Params = CommonsParams
     standin: CommonsStandInSettings = CommonsStandInSettings()
+    summary_dtypes: ClassVar[Mapping[str, str]] = {
+        "outcome": "string", "survival_months": "Int64", "survived": "boolean", "collapse_month": "Int64",
+        "gain": "Float64", "gains.*": "Int64", "total_harvest": "Int64", "efficiency": "Float64",
+        "equality": "Float64", "over_usage": "Float64", "harvest_fallbacks": "Int64", "resource": "string",
+        "months": "Int64", "condition": "string", "framework_model": "string",
+    }
+    round_dtypes: ClassVar[Mapping[str, str]] = {"month": "Int64", "step": "string", "stock": "Int64"}
 
     @cached_property
     def words(self) -> prompts.Words:

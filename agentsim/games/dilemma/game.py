@@ -10,8 +10,9 @@ are the codec's (codec.py), which the game gives its LLM policies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
@@ -31,6 +32,10 @@ class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
     name = "prisoners_dilemma"
     Params = DilemmaParams
     standin: DilemmaStandInSettings = DilemmaStandInSettings()
+    summary_dtypes: ClassVar[Mapping[str, str]] = {
+        "cooperation_rate": "Float64", "final_round_cooperation_rate": "Float64", "mean_payoff": "Float64",
+        "cooperation_by_model.*": "Float64", "mean_payoff_by_model.*": "Float64", "fallback_moves": "Int64",
+    }
 
     @cached_property
     def codec(self) -> DilemmaCodec:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ...agents import PopulationAgent
 from ...figures import LiveFigures
@@ -91,6 +92,17 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     name = "naming_game"
     Params = NamingParams
     standin: NamingStandInSettings = NamingStandInSettings()
+    summary_dtypes: ClassVar[Mapping[str, str]] = {
+        "consensus": "boolean", "consensus_name": "string", "consensus_round": "Int64",
+        "final_success_rate": "Float64", "final_agreement": "Float64", "leading_name": "string",
+        "committed": "Int64", "committed_name": "string", "majority_name": "string", "flip": "boolean",
+        "flip_round": "Int64", "final_alternative_share": "Float64", "final_alternative_choices": "Int64",
+        "fallback_moves": "Int64",
+    }
+    round_dtypes: ClassVar[Mapping[str, str]] = {
+        "interactions": "Int64", "successes": "Int64", "success_rate": "Float64", "productions.*": "count",
+        "fallbacks": "Int64", "alternative_share": "Float64",
+    }
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> NamingGame:

@@ -31,9 +31,10 @@ store says which step gave each name (`sign_schema.decision_route`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ...agents import PopulationAgent
 from ...figures import LiveFigures
@@ -124,6 +125,17 @@ class SignGame(PairwiseGame[SignParams, SignSituation]):
     name = "sign"
     Params = SignParams
     standin: SignStandInSettings = SignStandInSettings()
+    summary_dtypes: ClassVar[Mapping[str, str]] = {
+        "condition": "string", "agents": "Int64", "memory": "Int64", "alpha": "Float64", "lexicon_size": "Int64",
+        "constrained_decoding": "boolean", "final_agreement": "Float64", "tail_agreement": "Float64",
+        "mean_agreement": "Float64", "max_agreement": "Float64", "leading_name": "string",
+        "rounds_to_threshold.*": "Int64", "tokens_to_threshold.*": "Int64", "total_tokens": "Int64",
+        "decisions": "Int64", "compliance_rate": "Float64", "retry_rate": "Float64", "route_rates.*": "Float64",
+    }
+    round_dtypes: ClassVar[Mapping[str, str]] = {
+        "interactions": "Int64", "successes": "Int64", "success_rate": "Float64", "productions.*": "count",
+        "fallbacks": "Int64", "alternative_share": "Float64",
+    }
 
     # --- the experiment ------------------------------------------------------------------
     def for_experiment(self, seed: int) -> SignGame:

@@ -19,8 +19,9 @@ The numpy fast path with the same dynamics is `agentsim.games.theory.minimal`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ...agents import PopulationAgent
 from ...model import PopulationModel
@@ -134,6 +135,10 @@ class MinimalNamingGame(NamingGame):
     rule_agents = True
     Params = MinimalNamingParams
     params: MinimalNamingParams
+    summary_dtypes: ClassVar[Mapping[str, str]] = {
+        **NamingGame.summary_dtypes, "converged_t": "Int64", "peak_words": "Int64", "peak_t": "Int64",
+        "final_total_words": "Int64", "final_distinct_words": "Int64",
+    }
 
     def build_population(self, model: PopulationModel) -> None:
         params = self.params
