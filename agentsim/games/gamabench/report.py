@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...analysis.report import ReportContext, register_section, whole_rounds
-from .scores import COLUMNS, gamabench_experiments, run_scores, score_table
+from .scores import COLUMNS, gamabench_experiments, round_record, run_scores, score_table
 from .scoring import base_game
 
 MAX_LINES = 12  # experiments drawn in the per-round figure; the table holds them all
@@ -52,7 +52,8 @@ def gamabench_section(context: ReportContext) -> None:
             if not experiment.scenario_name.endswith(game):
                 continue
             params = experiment.params
-            series = [[statistic(entry.get("record", entry), params) for entry in entries]
+            params.setdefault("player_num", params.get("agents", 10))
+            series = [[statistic(round_record(entry), params) for entry in entries]
                       for entries in experiment.round_stats.values()]
             width = max(len(row) for row in series)
             matrix = np.full((len(series), width), np.nan)

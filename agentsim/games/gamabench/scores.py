@@ -5,7 +5,9 @@ one function (scoring.score) scores both.
 
 An imported experiment names its model, version and condition (`gamabench` in the
 experiment); an agentsim run's model is its agents' (several joined by "+": a mixed
-population), its version the scenario's `version` parameter, its condition "".
+population), its version the scenario's `version` parameter, its condition "". An imported
+round's stats are GAMA-Bench's record itself; a games-layer round line (agentsim/gamekit)
+carries it as its table's `data` (`Round.record`), its players as `agents`.
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ def run_scores(experiment: RecordedExperiment) -> list[RunScore]:
     """Each finished run's score."""
     base = experiment.scenario_name.removeprefix(SCENARIO_PREFIX)
     params = experiment.params
+    if "player_num" not in params and "agents" in params:
+        params["player_num"] = params["agents"]
     named: dict[str, Any] = dict(experiment.experiment.get("gamabench") or {})
     models = _models(experiment)
     found = []
     for run, entries in experiment.round_stats.items():
-        records = [entry.get("record", entry) for entry in entries]
+        records = [round_record(entry) for entry in entries]
         if not records:
             continue
         found.append(RunScore(model=str(named.get("model") or models.get(run, "unknown")),
@@ -58,6 +62,14 @@ def run_scores(experiment: RecordedExperiment) -> list[RunScore]:
                               condition=str(named.get("condition", "")), run=run,
                               score=score(base, params, records), where=experiment.label))
     return found
+
+
+def round_record(stats: dict[str, Any]) -> dict[str, Any]:
+    """GAMA-Bench's record of a round from the store's round stats (imported, or a games-layer line)."""
+    groups = stats.get("groups")
+    if isinstance(groups, list) and groups:
+        return dict(groups[0].get("data") or {})
+    return stats
 
 
 def _models(experiment: RecordedExperiment) -> dict[int, str]:
