@@ -42,6 +42,11 @@ class Ask:
         """The choice set where it is small (a backend that scores options scores these)."""
         return self.choice.options
 
+    @property
+    def memory(self) -> tuple[tuple[str, Any], ...]:
+        """What the choice was made from, as `Results.moves(situations=True)` shows it: the facts."""
+        return self.facts
+
     def fact(self, key: str, default: Any = None) -> Any:
         return dict(self.facts).get(key, default)
 

@@ -118,8 +118,9 @@ class Round:
         state, index = self.state, player.index
         if self.game.params.conversation:
             turns = tuple((asked, reply) for _, asked, reply in state.turns.get(index, ()))
+            # what it was told since its last turn: that turn's round's result and any later
             last = max((number for number, _, _ in state.turns.get(index, ())), default=0)
-            news = [told for number, told in state.history.get(index, ()) if number > last]
+            news = [told for number, told in state.history.get(index, ()) if number >= last]
             prompt = "\n\n".join([*news, text])
         else:
             turns = ()
