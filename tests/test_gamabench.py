@@ -186,7 +186,7 @@ def test_prompt_templates_in_gamabench_format(tmp_path: Path) -> None:
     templates = load_templates(tmp_path / "prompt_template", "divide_dollar", "v2")
     assert templates["description"].render(10, 100) == ["(v2) Share 100 coins among 10 people."]
     assert templates["report"].render(120, 30, 0) == ["Total 120.", '{"bid_amount": "30"}', "You got 0."]
-    with pytest.raises(UserError, match="description_v3.txt"):
+    with pytest.raises(UserError, match=r"description_v3\.txt"):
         load_templates(tmp_path / "prompt_template", "divide_dollar", "v3")
     with pytest.raises(UserError, match="not a prompt template"):
         parse_template("x.txt", "no marker here")
