@@ -144,3 +144,57 @@ def test_a_game_over_http_replays_from_the_response_cache(tmp_path: Path, monkey
         assert [line["groups"][0]["data"] for line in replayed] == [line["groups"][0]["data"] for line in first]
     finally:
         server.stop()
+
+
+# The inputs each game passes to each of GAMA-Bench's prompts (its prompt_template/ format).
+INPUTS = {"guessing_game": {"description": 6, "request": 5, "report": 7},
+          "bar_game": {"description": 7, "request": 3, "report_explicit": 9, "report_implicit": 3},
+          "divide_dollar": {"description": 4, "request": 3, "report": 6},
+          "public_goods": {"description": 4, "request": 3, "report": 7},
+          "diner_dilemma": {"description": 7, "request": 2, "report": 7},
+          "sealed_bid_auction": {"description": 4, "request": 3, "report": 7},
+          "battle_royale": {"description": 6, "request": 6, "report": 0, "report2": 0},
+          "pirate_game": {"description": 4, "request1": 0, "request2": 0, "report": 0}}
+
+
+def write_templates(root: Path) -> Path:
+    """A prompt_template/ folder in GAMA-Bench's format, with texts written here: each names
+    its game, kind and version and shows its inputs."""
+    for game, kinds in INPUTS.items():
+        (root / game).mkdir(parents=True)
+        for kind, count in kinds.items():
+            for version in ("v1", "v2"):
+                shown = " ".join(f"in{index}=!<INPUT {index}>!" for index in range(count))
+                parts = f"[{game}/{kind} {version}] {shown}"
+                if kind.startswith("report"):
+                    parts += "\n<part>///</part>\n(own answer)\n<part>///</part>\n(next)"
+                (root / game / f"{kind}_{version}.txt").write_text(
+                    f"Inputs listed here.\n\n<commentblockmarker>###</commentblockmarker>\n\n{parts}\n")
+    return root
+
+
+@pytest.mark.parametrize("game", FILES)
+def test_gamabench_texts_are_read_from_the_users_prompt_template_folder(game: str, tmp_path: Path) -> None:
+    folder = write_templates(tmp_path / "prompt_template")
+    run(game, tmp_path / "out", "--set", f"prompt_templates={folder}", "--set", "version=v2", "--set", "max_rounds=2")
+    with agentsim.open(tmp_path / "out") as results:
+        calls = results.decisions(prompts=True)
+    prompts = calls["prompt"].dropna().tolist()
+    assert all(f"[{game}/description v2] in0=10" in prompt for prompt in prompts), prompts[0]
+    if game == "battle_royale":
+        assert "in2=player_0 in3=35 in4=1" in prompts[0], "the description names the player it is sent to"
+        assert f"[{game}/request v2]" in prompts[0] and '{"action": "shoot_or_miss"' in prompts[0]
+    if "request" in INPUTS[game] and game != "battle_royale":
+        assert all(f"[{game}/request v2] in0=" in prompt for prompt in prompts)
+    reports = [kind for kind in INPUTS[game] if kind.startswith("report") and INPUTS[game][kind]]
+    if reports:
+        last = calls["t"].max()
+        later = [prompt for prompt, t in zip(calls["prompt"], calls["t"]) if isinstance(prompt, str) and t == last]
+        assert later and all(any(f"[{game}/{kind} v2] in0=1" in prompt for kind in reports) for prompt in later)
+        assert all("(own answer)" in prompt for prompt in later)
+
+
+def test_a_missing_prompt_template_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(GAMES / "guessing_game.py"), "--set", f"prompt_templates={tmp_path / 'nowhere'}"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "prompt_templates" in error, error

@@ -55,11 +55,19 @@ class BarGame(GamaGame[BarParams]):
         p, params = self.params, self.gama()
         went = [round.choices[player] for player in round.players]
         record = bar_round(went, params)
+        fun = record["winner"] == "go"
         for player, paid in zip(round.players, payoffs("bar_game", record, params)):
             round.pay(player, paid)
-            if p.mode == "explicit" or round.choices[player] == "go":
-                crowd = "fun" if record["winner"] == "go" else "crowded"
-                round.tell(player, f"Round {round.number}: {record['go_num']} of {p.agents} went; the bar was {crowd}.")
+            mine = round.choices[player]
+            if p.mode == "implicit" and mine == "stay":
+                round.tell(player, self.gama_text("report_implicit", round.number, mine, paid, template=False)
+                           or f"Round {round.number}: you stayed home and got {paid}.")
+                continue
+            round.tell(player, self.gama_text("report_explicit", round.number, record["go_num"],
+                                              p.agents - record["go_num"], p.agents, "at most" if fun else "more than",
+                                              "more" if fun else "less", p.ratio_str, mine, paid, template=False)
+                       or f"Round {round.number}: {record['go_num']} of {p.agents} went; the bar was "
+                          f"{'fun' if fun else 'crowded'}; you chose {mine} and got {paid}.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

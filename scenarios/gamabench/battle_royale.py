@@ -12,10 +12,10 @@ strongest other player left.
 from dataclasses import dataclass
 
 from agentsim.gamekit import Options
-from agentsim.games.gamabench.base import GamaGame, GamaParams
+from agentsim.games.gamabench.base import Field, GamaGame, GamaParams
 from agentsim.games.gamabench.rules import battle_round, hit_rates
 
-MISS = "nobody"
+FORMAT = 'Please provide your action in the following JSON format: {"action": "shoot_or_miss", "target": "playerID_or_null"}'
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,13 +30,20 @@ class BattleRoyale(GamaGame[BattleParams]):
     Params = BattleParams
     question = "Round {round}: it is your turn. Whom do you shoot at? Name {miss} to miss on purpose."
 
+    def private(self, player, rng):
+        return {**player.private, "hit_rate": hit_rates(self.gama())[player.index], "order": player.index + 1}
+
     @property
     def rules(self):
-        rates = ", ".join(f"{self.player_name(index)} {rate}%" for index, rate in enumerate(hit_rates(self.gama())))
-        return ("You are {player}, one of {agents} players of a shooting game of at most {rounds} rounds. The players "
-                f"and the chance that each one's shot hits: {rates}. Players take turns in that order; at its turn a "
-                "player shoots at another player still in the game, or misses on purpose. A player hit is out of the "
-                "game. The last player standing wins.")
+        rates = hit_rates(self.gama())
+        listed = ", ".join(f"{self.player_name(index)} {rate}%" for index, rate in enumerate(rates))
+        order = [{"player": self.player_name(index), "hit_rate": f"{rate}%"} for index, rate in enumerate(rates)]
+        return self.gama_text("description", self.params.agents, order, Field("player"), Field("hit_rate"),
+                              Field("order"), "") or (
+            "You are {player}, one of {agents} players of a shooting game of at most {rounds} rounds. The players and "
+            f"the chance that each one's shot hits: {listed}. Players take turns in that order; at its turn a player "
+            "shoots at another player still in the game, or misses on purpose. A player hit is out of the game. The "
+            "last player standing wins.")
 
     async def play_round(self, round):
         alive = sorted(player.index for player in round.players)
@@ -44,8 +51,10 @@ class BattleRoyale(GamaGame[BattleParams]):
         after = [index for index in alive if index > last.index] if last.private.get("shot_in") else alive
         shooter = next(player for player in round.players if player.index == (after or alive)[0])
         names = [self.player_name(index) for index in alive if index != shooter.index]
-        aimed = await round.ask(shooter, Options(*names, MISS), self.question, miss=MISS)
-        target = None if aimed == MISS else int(aimed.removeprefix("player_"))
+        miss, p = ("null" if self.params.prompt_templates else "nobody"), shooter.private
+        asked = self.gama_text("request", round.number, names, shooter.name, p["hit_rate"], p["order"], FORMAT)
+        aimed = await round.ask(shooter, Options(*names, miss), asked or self.question, miss=miss)
+        target = None if aimed == miss else int(aimed.removeprefix("player_"))
         record = battle_round(shooter.index, target, alive, self.gama(), round.random)
         shooter.private["shot_in"] = round.number  # whose turn is next follows from whose it was
         if record["out"]:
@@ -61,7 +70,7 @@ class BattleRoyale(GamaGame[BattleParams]):
     def standin_choice(self, ask, rng):
         """Aims at the strongest other player left (the highest number), as the score rewards,
         one turn in five at another one at random."""
-        targets = [label for label in ask.choice.options if label != MISS]
+        targets = [label for label in ask.choice.options if label not in ("nobody", "null")]
         return targets[-1] if rng.random() < 0.8 else rng.choice(targets)
 
 

@@ -48,11 +48,16 @@ class DinerDilemma(GamaGame[DinerParams]):
     def outcome(self, round):
         params = self.gama()
         record = diner_round([round.choices[player] for player in round.players], params)
+        costly = self.params.agents - record["cheap_player"]
         for player, paid in zip(round.players, payoffs("diner_dilemma", record, params)):
             round.pay(player, paid)
-        round.tell(None, f"Round {round.number}: {self.params.agents - record['cheap_player']} ordered the costly "
-                         f"dish and {record['cheap_player']} the cheap one; the bill was {record['cost_msg']}, "
-                         f"{record['avg_cost']:.2f} each.")
+            worth = paid + record["avg_cost"]
+            round.tell(player, self.gama_text("report", round.number, costly, record["cheap_player"], record["cost_msg"],
+                                              record["avg_cost"], round.choices[player],
+                                              f"{worth:g} - {record['total_cost']}/{self.params.agents} = {paid:.2f}",
+                                              template=False)
+                       or f"Round {round.number}: {costly} ordered the costly dish and {record['cheap_player']} the "
+                          f"cheap one; the bill was {record['cost_msg']}, {record['avg_cost']:.2f} each.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

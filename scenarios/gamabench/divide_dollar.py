@@ -43,11 +43,13 @@ class DivideDollar(GamaGame[DollarParams]):
     def outcome(self, round):
         params = self.gama()
         record = dollar_round([round.choices[player] for player in round.players], params)
+        fits = "did not exceed" if record["total_proposal"] <= self.params.golds else "exceeded"
         for player, paid in zip(round.players, payoffs("divide_dollar", record, params)):
             round.pay(player, paid)
-        fits = "did not exceed" if record["total_proposal"] <= self.params.golds else "exceeded"
-        round.tell(None, f"Round {round.number}: the asks added up to {record['total_proposal']}, which {fits} "
-                         f"{self.params.golds}.")
+            round.tell(player, self.gama_text("report", round.number, round.choices[player], record["total_proposal"],
+                                              fits, self.params.golds, paid, template=False)
+                       or f"Round {round.number}: the asks added up to {record['total_proposal']}, which {fits} "
+                          f"{self.params.golds}.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

@@ -52,12 +52,15 @@ class GuessingGame(GamaGame[GuessingParams]):
         picks = [round.choices[player] for player in round.players]
         record = guessing_round(picks, self.gama())
         for player, pick in zip(round.players, picks):
-            if pick == record["winner"]:
+            won = pick == record["winner"]
+            if won:
                 round.win(player)
                 round.pay(player, 1)
-        round.tell(None, f"Round {round.number}: the average was {record['mean']:.2f}, the target "
-                         f"({self.params.ratio_str} of it) {record['mean_ratio']:.2f}; the winning number was "
-                         f"{record['winner']}.")
+            round.tell(player, self.gama_text("report", round.number, record["mean"], self.params.ratio_str,
+                                              f"{record['mean_ratio']:.2f}", record["winner"], pick,
+                                              "You won" if won else "You lost", template=False)
+                       or f"Round {round.number}: the average was {record['mean']:.2f}, the target "
+                          f"{record['mean_ratio']:.2f}, the winning number {record['winner']}; you {'won' if won else 'lost'}.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

@@ -12,7 +12,7 @@ are to the subgame-perfect plan, half how many votes are the equilibrium's.
 from dataclasses import dataclass
 
 from agentsim.gamekit import Options, Split
-from agentsim.games.gamabench.base import GamaGame, GamaParams
+from agentsim.games.gamabench.base import Field, GamaGame, GamaParams
 from agentsim.games.gamabench.rules import pirate_accepted, pirate_round
 from agentsim.games.gamabench.scoring import equilibrium_plan
 
@@ -28,11 +28,18 @@ class PirateGame(GamaGame[PirateParams]):
     game = "pirate_game"
     Params = PirateParams
     min_players = 1
-    rules = ("You are {player}, one of {agents} pirates sharing {gold} golds; player_0 is the most senior, player_1 "
-             "the next, and so on. The most senior pirate still aboard proposes how many golds each pirate aboard "
-             "gets, and all pirates aboard vote on it, the proposer included. If at least half vote to accept, the "
-             "golds are shared as proposed and the game ends; otherwise the proposer is thrown overboard and the "
-             "next most senior pirate proposes.")
+
+    @property
+    def rules(self):
+        return self.gama_text("description", self.params.agents, self.params.gold, Field("order"), "") or (
+            "You are {player}, one of {agents} pirates sharing {gold} golds; player_0 is the most senior, player_1 "
+            "the next, and so on. The most senior pirate still aboard proposes how many golds each pirate aboard "
+            "gets, and all pirates aboard vote on it, the proposer included. If at least half vote to accept, the "
+            "golds are shared as proposed and the game ends; otherwise the proposer is thrown overboard and the "
+            "next most senior pirate proposes.")
+
+    def private(self, player, rng):
+        return {"order": player.index + 1}
 
     async def play_round(self, round):
         aboard = sorted(round.players, key=lambda player: player.index)

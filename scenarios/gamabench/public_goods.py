@@ -46,11 +46,14 @@ class PublicGoods(GamaGame[GoodsParams]):
         params = self.gama()
         given = [round.choices[player] for player in round.players]
         record = goods_round(given, params)
-        for player, paid in zip(round.players, payoffs("public_goods", record, params)):
-            round.pay(player, paid)
         share = record["total_tokens"] * self.params.ratio / self.params.agents
-        round.tell(None, f"Round {round.number}: the contributions were {', '.join(map(str, given))}, "
-                         f"{record['total_tokens']} tokens in all; each player got {share:.2f} back from the pot.")
+        paid = payoffs("public_goods", record, params)
+        for player, gave, got in zip(round.players, given, paid):
+            round.pay(player, got)
+            round.tell(player, self.gama_text("report", round.number, given, gave, record["total_tokens"],
+                                              f"{share - gave:.2f}", f"{got:.2f}", [f"{x:.2f}" for x in paid], template=False)
+                       or f"Round {round.number}: the contributions were {', '.join(map(str, given))}, "
+                          f"{record['total_tokens']} tokens in all; each player got {share:.2f} back from the pot.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

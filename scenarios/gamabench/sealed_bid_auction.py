@@ -58,8 +58,11 @@ class SealedBidAuction(GamaGame[AuctionParams]):
         for player, gain in zip(round.players, record["utility"]):
             round.pay(player, gain)
             won = "won" if self.player_name(player.index) == record["bid_winner"] else "lost"
-            round.tell(player, f"Round {round.number}: the highest bid was {record['bid_winner_proposed']}, "
-                               f"the winner paid {record['bid_winner_payment']}; you {won}.")
+            value, bid = record["valuations"][round.players.index(player)], round.choices[player]
+            round.tell(player, self.gama_text("report", round.number, value, bid, record["bid_winner_proposed"],
+                                              record["bid_winner_payment"], won, gain, template=False)
+                       or f"Round {round.number}: the highest bid was {record['bid_winner_proposed']}, "
+                          f"the winner paid {record['bid_winner_payment']}; you {won}.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

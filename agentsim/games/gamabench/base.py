@@ -10,7 +10,9 @@ imported run's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -19,7 +21,17 @@ from ...params import require
 from .rules import PARAMETERS
 from .scores import round_record
 from .scoring import game_name, score
-from .templates import VERSIONS, load_templates
+from .templates import VERSIONS, PromptTemplate, load_templates
+
+
+class Field(str):
+    """A GAMA-Bench input filled per player when the layer renders the text (`Field("player")`
+    becomes the layer's `{player}`): a description that names the player it is sent to."""
+
+
+@lru_cache(maxsize=64)
+def _templates(folder: str, game: str, version: str) -> dict[str, PromptTemplate]:
+    return load_templates(folder, game, version)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,11 +74,16 @@ class GamaGame(Game[P]):
         records = [round_record(line) for line in rounds]
         return score(game_name(self.game, self.gama()), self.gama(), records) if records else None
 
-    def gama_text(self, kind: str, *inputs: object) -> str | None:
+    def gama_text(self, kind: str, *inputs: object, template: bool = True) -> str | None:
         """GAMA-Bench's prompt `kind` with `inputs`, from the user's checkout (None without
-        one: the game's own wording then); braces escaped for the layer's templates."""
+        one: the game's own wording then). With `template` (rules, questions) its braces are
+        escaped for the layer's rendering and a `Field` input becomes the layer's field; a
+        report's parts (the round's result, the player's own answer, what follows) are joined."""
         folder = self.params.prompt_templates
         if not folder:
             return None
-        parts = load_templates(folder, self.game, self.params.version)[kind].render(*inputs)
-        return "\n\n".join(parts).replace("{", "{{").replace("}", "}}")
+        marked = [f"\x00{value}\x00" if isinstance(value, Field) else value for value in inputs]
+        text = "\n\n".join(_templates(folder, self.game, self.params.version)[kind].render(*marked))
+        if template:
+            text = text.replace("{", "{{").replace("}", "}}")
+        return re.sub("\x00(\\w+)\x00", r"{\1}" if template else r"\1", text)
