@@ -59,15 +59,15 @@ class BarGame(GamaGame[BarParams]):
         for player, paid in zip(round.players, payoffs("bar_game", record, params)):
             round.pay(player, paid)
             mine = round.choices[player]
-            if p.mode == "implicit" and mine == "stay":
-                round.tell(player, self.gama_text("report_implicit", round.number, mine, paid, template=False)
-                           or f"Round {round.number}: you stayed home and got {paid}.")
-                continue
-            round.tell(player, self.gama_text("report_explicit", round.number, record["go_num"],
-                                              p.agents - record["go_num"], p.agents, "at most" if fun else "more than",
-                                              "more" if fun else "less", p.ratio_str, mine, paid, template=False)
-                       or f"Round {round.number}: {record['go_num']} of {p.agents} went; the bar was "
-                          f"{'fun' if fun else 'crowded'}; you chose {mine} and got {paid}.")
+            if p.mode == "implicit" and mine == "stay":  # learns its own payoff only
+                told = self.gama_text("report_implicit", round.number, mine, paid, template=False)
+            else:
+                told = self.gama_text("report_explicit", round.number, record["go_num"], p.agents - record["go_num"],
+                                      p.agents, "at most" if fun else "more than", "more" if fun else "less",
+                                      p.ratio_str, mine, paid, template=False) or (
+                    f"{record['go_num']} of {p.agents} went; the bar was {'fun' if fun else 'crowded'}.")
+            if told:
+                round.tell(player, told)
         round.record(**record)
 
     def standin_choice(self, ask, rng):

@@ -62,7 +62,7 @@ class BattleRoyale(GamaGame[BattleParams]):
             round.pay(shooter, 1)
         what = "missed on purpose" if target is None else f"shot at {aimed} and {'hit' if record['out'] else 'missed'}"
         left = len(alive) - record["out"]
-        round.tell(None, f"Round {round.number}: {self.player_name(shooter.index)} {what}; {left} players are left.")
+        round.tell(None, f"{self.player_name(shooter.index)} {what}; {left} players are left.")
         round.record(**record)
         if left == 1:
             round.end("one player left")

@@ -56,7 +56,7 @@ class DinerDilemma(GamaGame[DinerParams]):
                                               record["avg_cost"], round.choices[player],
                                               f"{worth:g} - {record['total_cost']}/{self.params.agents} = {paid:.2f}",
                                               template=False)
-                       or f"Round {round.number}: {costly} ordered the costly dish and {record['cheap_player']} the "
+                       or f"{costly} ordered the costly dish and {record['cheap_player']} the "
                           f"cheap one; the bill was {record['cost_msg']}, {record['avg_cost']:.2f} each.")
         round.record(**record)
 

@@ -48,7 +48,7 @@ class DivideDollar(GamaGame[DollarParams]):
             round.pay(player, paid)
             round.tell(player, self.gama_text("report", round.number, round.choices[player], record["total_proposal"],
                                               fits, self.params.golds, paid, template=False)
-                       or f"Round {round.number}: the asks added up to {record['total_proposal']}, which {fits} "
+                       or f"The asks added up to {record['total_proposal']}, which {fits} "
                           f"{self.params.golds}.")
         round.record(**record)
 

@@ -59,7 +59,7 @@ class GuessingGame(GamaGame[GuessingParams]):
             round.tell(player, self.gama_text("report", round.number, record["mean"], self.params.ratio_str,
                                               f"{record['mean_ratio']:.2f}", record["winner"], pick,
                                               "You won" if won else "You lost", template=False)
-                       or f"Round {round.number}: the average was {record['mean']:.2f}, the target "
+                       or f"The average was {record['mean']:.2f}, the target "
                           f"{record['mean_ratio']:.2f}, the winning number {record['winner']}; you {'won' if won else 'lost'}.")
         round.record(**record)
 

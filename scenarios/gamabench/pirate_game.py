@@ -63,7 +63,7 @@ class PirateGame(GamaGame[PirateParams]):
         else:
             round.eliminate(proposer, "thrown overboard")
         passed = "passed" if pirate_accepted(record) else "failed; the proposer was thrown overboard"
-        round.tell(None, f"Round {round.number}: {names[0]} proposed {shares}; the plan {passed}.")
+        round.tell(None, f"{names[0]} proposed {shares}; the plan {passed}.")
         round.record(**record)
 
     def standin_choice(self, ask, rng):

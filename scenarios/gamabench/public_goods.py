@@ -52,7 +52,7 @@ class PublicGoods(GamaGame[GoodsParams]):
             round.pay(player, got)
             round.tell(player, self.gama_text("report", round.number, given, gave, record["total_tokens"],
                                               f"{share - gave:.2f}", f"{got:.2f}", [f"{x:.2f}" for x in paid], template=False)
-                       or f"Round {round.number}: the contributions were {', '.join(map(str, given))}, "
+                       or f"The contributions were {', '.join(map(str, given))}, "
                           f"{record['total_tokens']} tokens in all; each player got {share:.2f} back from the pot.")
         round.record(**record)
 

@@ -61,7 +61,7 @@ class SealedBidAuction(GamaGame[AuctionParams]):
             value, bid = record["valuations"][round.players.index(player)], round.choices[player]
             round.tell(player, self.gama_text("report", round.number, value, bid, record["bid_winner_proposed"],
                                               record["bid_winner_payment"], won, gain, template=False)
-                       or f"Round {round.number}: the highest bid was {record['bid_winner_proposed']}, "
+                       or f"The highest bid was {record['bid_winner_proposed']}, "
                           f"the winner paid {record['bid_winner_payment']}; you {won}.")
         round.record(**record)
 

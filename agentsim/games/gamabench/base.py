@@ -74,6 +74,13 @@ class GamaGame(Game[P]):
         records = [round_record(line) for line in rounds]
         return score(game_name(self.game, self.gama()), self.gama(), records) if records else None
 
+    def feedback(self, player: Any, round: Any) -> str:
+        """With GAMA-Bench's texts, its round report alone (it names the player's choice and
+        payoff itself); else the layer's default (the lines told, the choice, the payoff)."""
+        if self.params.prompt_templates:
+            return "\n\n".join(round.told.get(player.index, []))
+        return super().feedback(player, round)
+
     def gama_text(self, kind: str, *inputs: object, template: bool = True) -> str | None:
         """GAMA-Bench's prompt `kind` with `inputs`, from the user's checkout (None without
         one: the game's own wording then). With `template` (rules, questions) its braces are
