@@ -255,6 +255,11 @@ def test_choices_read_replies_and_refuse_unusable_ones() -> None:
     assert split.value("50,30,20") == (50, 30, 20)
     target = Target("Player 1", "Player 10")
     assert target.read("Player 10.") == ("Player 10", None)
+    keyed = Number(0, 100, key="chosen_number")
+    assert keyed.read('{"explanation": "2/3 of 50 is 33", "chosen_number": "33"}') == ("33", None)
+    assert keyed.read(keyed.reply(77)) == ("77", None) and keyed.reply(77) == '{"chosen_number": "77"}'
+    assert Split(3, 100, key="proposal").read('{"proposal": [50, 30, 20], "why": "3 pirates"}') == ("50,30,20", None)
+    assert Options("yes", "no", key="vote").read('{"vote": "no", "reason": "yes, I said no"}') == ("no", None)
     rng = random.Random(0)
     for _ in range(50):
         assert sum(split.draw(rng)) == 100

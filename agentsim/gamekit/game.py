@@ -108,6 +108,9 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     rules: str = ""  # the system message: a template over the parameters and facts (may be a property)
     question: str = "Round {round} of {rounds}."  # each ask's text; the choice's answer format follows
     min_players: ClassVar[int] = 2  # fewer live players than this end the game
+    # The choice's answer format follows each question (or stands where it says {instruction});
+    # False: the game's own text asks for the format (a template read from a file).
+    append_instruction: ClassVar[bool] = True
 
     # --- what a game writes ----------------------------------------------------------------
     def choice(self, player: Player) -> Choice:

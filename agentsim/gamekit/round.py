@@ -113,7 +113,7 @@ class Round:
                   "instruction": chosen.instruction()}
         system = render(self.game.rules, values, "rules")
         text = render(question if question is not None else self.game.question, values, "question")
-        if "{instruction}" not in (question if question is not None else self.game.question):
+        if self.game.append_instruction and "{instruction}" not in (question if question is not None else self.game.question):
             text = f"{text}\n{chosen.instruction()}" if text else chosen.instruction()
         state, index = self.state, player.index
         if self.game.params.conversation:
