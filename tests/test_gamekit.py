@@ -12,6 +12,7 @@ import asyncio
 import io
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT
+from servers import ScriptedServer
 
 import agentsim
 from agentsim import checkpoints
@@ -366,3 +368,49 @@ def test_a_kept_conversation_shows_each_player_its_own_earlier_turns() -> None:
     first_reply = next(request for request in seen if request.situation.round == 1
                        and request.situation.player == "Player 1")
     assert third.messages[1].content == first_reply.messages[-1].content
+
+
+# --- a real client over HTTP: concurrency, the response cache and --replay -----------------------------
+class _Midpoint(ScriptedServer):
+    """An OpenAI-compatible server that answers a layer game's prompt as a player would: the
+    middle of the range it asks for, or the first option it lists; it counts what it serves."""
+
+    async def _chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        self.requests += 1
+        body = await request.json()
+        asked = body["messages"][-1]["content"]
+        numbers = re.search(r"from (\d+) to (\d+)", asked)
+        options = re.search(r"exactly one of: ([^.]+)\.", asked)
+        text = (str((int(numbers[1]) + int(numbers[2])) // 2) if numbers else
+                options[1].split(", ")[0] if options else "?")
+        return web.json_response({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                               "finish_reason": "stop"}],
+                                  "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+
+
+def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    server = _Midpoint()
+    try:
+        population = f"stand-in=4,openai:mid@{server.url}/v1=4"
+        common = [str(ROOT / "scenarios" / "ultimatum.py"), "--no-live", "--runs", "2", "--set", "agents=8",
+                  "--set", "max_rounds=3", "--population", population, "--cache", str(tmp_path / "cache.db")]
+        assert main([*common, "--out", str(tmp_path / "asked")]) == 0
+        asked = server.requests
+        assert asked > 0
+    finally:
+        server.stop()
+    assert main([*common, "--out", str(tmp_path / "replayed"), "--replay"]) == 0  # the server is gone: the cache answers
+    moves = [sorted(Store(tmp_path / name).rows("SELECT run, t, agent, action, payoff, fallback FROM moves"))
+             for name in ("asked", "replayed")]
+    assert moves[0] == moves[1] and len(moves[0]) == 2 * 3 * 8
+    labels = {model for (model,) in Store(tmp_path / "asked").rows("SELECT DISTINCT model FROM agents")}
+    assert len(labels) == 2
+    for line in _lines(tmp_path / "asked"):
+        for group in line["groups"]:
+            for player, move, _, action, fallback in group["moves"]:
+                if player >= 4:  # the HTTP model's agents: the midpoint, and the first option
+                    assert not fallback and action == ("5" if move == "offer" else "accept")
