@@ -13,13 +13,18 @@ import io
 import json
 import random
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, cli, dump
 from servers import ScriptedServer
 
 import agentsim
@@ -414,3 +419,37 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
             for player, move, _, action, fallback in group["moves"]:
                 if player >= 4:  # the HTTP model's agents: the midpoint, and the first option
                     assert not fallback and action == ("5" if move == "offer" else "accept")
+
+
+def recorded_rounds(database: Path) -> int:
+    try:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return int(connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path) -> None:
+    """The public goods game killed with SIGKILL part-way, then `--resume`d: every recorded row
+    (moves, calls, round lines, run summaries; wall-clock columns aside) as the uninterrupted run's."""
+    settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=32", "--set", "max_rounds=100", "--runs", "2",
+                "--seed", "4", "--checkpoint-seconds", "0", "--no-live"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while recorded_rounds(killed / "agentsim.db") < 30:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    partial = dump(killed / "agentsim.db")
+    assert 0 < len(partial["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
+    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
