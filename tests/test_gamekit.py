@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, cli, dump
+from rich.console import Console
 from servers import ScriptedServer
 
 import agentsim
@@ -32,10 +33,12 @@ from agentsim import checkpoints
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
+from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.grammars import to_gbnf
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
+from agentsim.runner import RunView
 from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
@@ -453,3 +456,19 @@ def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Pat
     result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
     assert result.returncode == 0, result.stderr
     assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+
+
+def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "ultimatum.py")[0].with_params(agents=6, max_rounds=2)
+    model = PopulationModel(scenario, seed=3, backends=[BackendShare(StandInModel(scenario.standin_rules()))])
+    asyncio.run(model.arun())
+    figures = scenario.live_figures(model)
+    latest = model.metrics.line(1)
+    assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
+    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"
+    view = RunView(run=1, seed=3, status="done", rounds_done=2, max_rounds=2, interactions=6, stop_reason=None,
+                   metrics=figures, usage={}, calls_per_second=0.0)
+    console = Console(width=110, record=True, color_system=None, file=io.StringIO())
+    console.print(render({"scenario": "ultimatum", "backend": "stand-in", "seed": 3, "runs": 1}, [view]))
+    screen = console.export_text()
+    assert "mean offer" in screen and "mean payoff" in screen and "accept" in screen
