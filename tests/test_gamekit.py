@@ -12,23 +12,33 @@ import asyncio
 import io
 import json
 import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, cli, dump
+from rich.console import Console
+from servers import ScriptedServer
 
 import agentsim
 from agentsim import checkpoints
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
+from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.grammars import to_gbnf
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
+from agentsim.runner import RunView
 from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
@@ -255,6 +265,11 @@ def test_choices_read_replies_and_refuse_unusable_ones() -> None:
     assert split.value("50,30,20") == (50, 30, 20)
     target = Target("Player 1", "Player 10")
     assert target.read("Player 10.") == ("Player 10", None)
+    keyed = Number(0, 100, key="chosen_number")
+    assert keyed.read('{"explanation": "2/3 of 50 is 33", "chosen_number": "33"}') == ("33", None)
+    assert keyed.read(keyed.reply(77)) == ("77", None) and keyed.reply(77) == '{"chosen_number": "77"}'
+    assert Split(3, 100, key="proposal").read('{"proposal": [50, 30, 20], "why": "3 pirates"}') == ("50,30,20", None)
+    assert Options("yes", "no", key="vote").read('{"vote": "no", "reason": "yes, I said no"}') == ("no", None)
     rng = random.Random(0)
     for _ in range(50):
         assert sum(split.draw(rng)) == 100
@@ -361,3 +376,99 @@ def test_a_kept_conversation_shows_each_player_its_own_earlier_turns() -> None:
     first_reply = next(request for request in seen if request.situation.round == 1
                        and request.situation.player == "Player 1")
     assert third.messages[1].content == first_reply.messages[-1].content
+
+
+# --- a real client over HTTP: concurrency, the response cache and --replay -----------------------------
+class _Midpoint(ScriptedServer):
+    """An OpenAI-compatible server that answers a layer game's prompt as a player would: the
+    middle of the range it asks for, or the first option it lists; it counts what it serves."""
+
+    async def _chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        self.requests += 1
+        body = await request.json()
+        asked = body["messages"][-1]["content"]
+        numbers = re.search(r"from (\d+) to (\d+)", asked)
+        options = re.search(r"exactly one of: ([^.]+)\.", asked)
+        text = (str((int(numbers[1]) + int(numbers[2])) // 2) if numbers else
+                options[1].split(", ")[0] if options else "?")
+        return web.json_response({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                               "finish_reason": "stop"}],
+                                  "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+
+
+def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    server = _Midpoint()
+    try:
+        population = f"stand-in=4,openai:mid@{server.url}/v1=4"
+        common = [str(ROOT / "scenarios" / "ultimatum.py"), "--no-live", "--runs", "2", "--set", "agents=8",
+                  "--set", "max_rounds=3", "--population", population, "--cache", str(tmp_path / "cache.db")]
+        assert main([*common, "--out", str(tmp_path / "asked")]) == 0
+        asked = server.requests
+        assert asked > 0
+    finally:
+        server.stop()
+    assert main([*common, "--out", str(tmp_path / "replayed"), "--replay"]) == 0  # the server is gone: the cache answers
+    moves = [sorted(Store(tmp_path / name).rows("SELECT run, t, agent, action, payoff, fallback FROM moves"))
+             for name in ("asked", "replayed")]
+    assert moves[0] == moves[1] and len(moves[0]) == 2 * 3 * 8
+    labels = {model for (model,) in Store(tmp_path / "asked").rows("SELECT DISTINCT model FROM agents")}
+    assert len(labels) == 2
+    for line in _lines(tmp_path / "asked"):
+        for group in line["groups"]:
+            for player, move, _, action, fallback in group["moves"]:
+                if player >= 4:  # the HTTP model's agents: the midpoint, and the first option
+                    assert not fallback and action == ("5" if move == "offer" else "accept")
+
+
+def recorded_rounds(database: Path) -> int:
+    try:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return int(connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path) -> None:
+    """The public goods game killed with SIGKILL part-way, then `--resume`d: every recorded row
+    (moves, calls, round lines, run summaries; wall-clock columns aside) as the uninterrupted run's."""
+    settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=32", "--set", "max_rounds=100", "--runs", "2",
+                "--seed", "4", "--checkpoint-seconds", "0", "--no-live"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while recorded_rounds(killed / "agentsim.db") < 30:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    partial = dump(killed / "agentsim.db")
+    assert 0 < len(partial["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
+    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+
+
+def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "ultimatum.py")[0].with_params(agents=6, max_rounds=2)
+    model = PopulationModel(scenario, seed=3, backends=[BackendShare(StandInModel(scenario.standin_rules()))])
+    asyncio.run(model.arun())
+    figures = scenario.live_figures(model)
+    latest = model.metrics.line(1)
+    assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
+    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"
+    view = RunView(run=1, seed=3, status="done", rounds_done=2, max_rounds=2, interactions=6, stop_reason=None,
+                   metrics=figures, usage={}, calls_per_second=0.0)
+    console = Console(width=110, record=True, color_system=None, file=io.StringIO())
+    console.print(render({"scenario": "ultimatum", "backend": "stand-in", "seed": 3, "runs": 1}, [view]))
+    screen = console.export_text()
+    assert "mean offer" in screen and "mean payoff" in screen and "accept" in screen

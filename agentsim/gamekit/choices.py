@@ -37,9 +37,22 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
 
 
 class Choice:
-    """Base of the kinds of choice; subclasses are frozen dataclasses."""
+    """Base of the kinds of choice; subclasses are frozen dataclasses. `key` (every kind takes
+    it): the reply is JSON-like, `{"KEY": VALUE}`, as GAMA-Bench's prompts ask; only VALUE is
+    read (a reply with no such key is read whole), and a player's reply is written so."""
 
     kind: ClassVar[str] = ""
+    key: str = ""
+
+    def focus(self, text: str) -> str:
+        """The part of a reply that answers: the value of `key` where the reply gives one."""
+        if not self.key:
+            return text
+        found = re.search(rf"""["']?{re.escape(self.key)}["']?\s*:\s*(\[[^\]]*\]|"[^"]*"|'[^']*'|[^,}}\n]+)""", text)
+        return found.group(1).strip("\"' ") if found else text
+
+    def keyed(self, text: str) -> str:
+        return f'{{"{self.key}": "{text}"}}' if self.key else text
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -60,8 +73,8 @@ class Choice:
 
     def reply(self, value: Any) -> str:
         """What a player answering `value` writes: the text and a full stop, so that no reply of
-        a choice grammar begins another ("1." and "10.")."""
-        return f"{self.text(value)}."
+        a choice grammar begins another ("1." and "10."); with a `key`, as JSON."""
+        return self.keyed(self.text(value)) if self.key else f"{self.text(value)}."
 
     def grammar(self) -> Grammar:
         options = self.options
@@ -81,7 +94,8 @@ class Options(Choice):
     labels: tuple[str, ...]
     kind: ClassVar[str] = "options"
 
-    def __init__(self, *labels: str) -> None:
+    def __init__(self, *labels: str, key: str = "") -> None:
+        object.__setattr__(self, "key", key)
         if len(labels) == 1 and not isinstance(labels[0], str):
             labels = tuple(labels[0])
         if len(labels) < 2 or len({label.lower() for label in labels}) != len(labels) or not all(labels):
@@ -93,9 +107,10 @@ class Options(Choice):
         return self.labels
 
     def instruction(self) -> str:
-        return f"Answer with exactly one of: {', '.join(self.labels)}."
+        return _format(self, f"exactly one of: {', '.join(self.labels)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
         found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
         if len(found) == 1:
             return found[0], None
@@ -105,7 +120,7 @@ class Options(Choice):
         return self.labels[rng.randrange(len(self.labels))]
 
     def spec(self) -> dict[str, Any]:
-        return {"kind": self.kind, "labels": list(self.labels)}
+        return {"kind": self.kind, "labels": list(self.labels), "key": self.key}
 
 
 @dataclass(frozen=True)
@@ -115,13 +130,15 @@ class Target(Options):
 
     kind: ClassVar[str] = "target"
 
-    def __init__(self, *names: str) -> None:
+    def __init__(self, *names: str, key: str = "") -> None:
         object.__setattr__(self, "labels", tuple(names))
+        object.__setattr__(self, "key", key)
 
     def instruction(self) -> str:
-        return f"Answer with the name of exactly one player: {', '.join(self.labels)}."
+        return _format(self, f"the name of exactly one player: {', '.join(self.labels)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
         if not self.labels:
             return None, "no player to choose"
         found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
@@ -139,7 +156,8 @@ class Number(Choice):
     integer: bool = True
     kind: ClassVar[str] = "number"
 
-    def __init__(self, low: float, high: float, *, integer: bool = True) -> None:
+    def __init__(self, low: float, high: float, *, integer: bool = True, key: str = "") -> None:
+        object.__setattr__(self, "key", key)
         if not low < high or (integer and (int(low) != low or int(high) != high)):
             raise ParameterError(f"Number needs low < high{', both whole' if integer else ''} (got {low}, {high})")
         object.__setattr__(self, "low", int(low) if integer else float(low))
@@ -154,9 +172,10 @@ class Number(Choice):
 
     def instruction(self) -> str:
         kind = "a whole number" if self.integer else "a number"
-        return f"Answer with {kind} from {self.text(self.low)} to {self.text(self.high)}, and nothing else."
+        return _format(self, f"{kind} from {self.text(self.low)} to {self.text(self.high)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
         found = _NUMBER.findall(text)
         if not found:
             return None, "names no number"
@@ -181,9 +200,13 @@ class Number(Choice):
     def grammar(self) -> Grammar:
         if self.options:
             return super().grammar()
-        return Grammar(kind="regex", value=r"-?[0-9]+\." if self.integer else r"-?[0-9]+(?:\.[0-9]+)?")
+        number = r"-?[0-9]+" if self.integer else r"-?[0-9]+(?:\.[0-9]+)?"
+        return Grammar(kind="regex", value=_keyed_pattern(self.key, number) if self.key else
+                       number + (r"\." if self.integer else ""))
 
     def reply(self, value: Any) -> str:
+        if self.key:
+            return self.keyed(self.text(value))
         return f"{self.text(value)}." if self.integer else self.text(value)
 
     def draw(self, rng: random.Random) -> float | int:
@@ -192,7 +215,7 @@ class Number(Choice):
         return round(rng.uniform(self.low, self.high), 2)
 
     def spec(self) -> dict[str, Any]:
-        return {"kind": self.kind, "low": self.low, "high": self.high, "integer": self.integer}
+        return {"kind": self.kind, "low": self.low, "high": self.high, "integer": self.integer, "key": self.key}
 
 
 @dataclass(frozen=True)
@@ -204,6 +227,7 @@ class Split(Choice):
     total: float
     integer: bool = True
     labels: tuple[str, ...] = ()
+    key: str = ""
     kind: ClassVar[str] = "split"
 
     def __post_init__(self) -> None:
@@ -215,11 +239,11 @@ class Split(Choice):
     def instruction(self) -> str:
         whom = f" (in this order: {', '.join(self.labels)})" if self.labels else ""
         kind = "whole numbers" if self.integer else "numbers"
-        return (f"Answer with {self.parts} {kind}{whom}, separated by commas, that are not negative and add up to "
-                f"{_plain(self.total)}, and nothing else.")
+        return _format(self, f"{self.parts} {kind}{whom}, separated by commas, that are not negative and add up to "
+                             f"{_plain(self.total)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
-        found = [float(number) for number in _NUMBER.findall(text)]
+        found = [float(number) for number in _NUMBER.findall(self.focus(text))]
         if len(found) != self.parts:
             return None, f"names {len(found)} numbers, not {self.parts}"
         if any(number < 0 for number in found):
@@ -237,11 +261,12 @@ class Split(Choice):
         return tuple(int(part) if self.integer else float(part) for part in text.split(","))
 
     def reply(self, value: Any) -> str:
-        return ", ".join(_plain(number, self.integer) for number in value)
+        return self.keyed(", ".join(_plain(number, self.integer) for number in value))
 
     def grammar(self) -> Grammar:
         number = r"[0-9]+" if self.integer else r"[0-9]+(?:\.[0-9]+)?"
-        return Grammar(kind="regex", value=number + f"(?:, ?{number}){{{self.parts - 1}}}")
+        shares = number + f"(?:, ?{number}){{{self.parts - 1}}}"
+        return Grammar(kind="regex", value=_keyed_pattern(self.key, shares) if self.key else shares)
 
     def draw(self, rng: random.Random) -> tuple[float | int, ...]:
         """Uniform over the splits (stars and bars for whole numbers)."""
@@ -258,7 +283,17 @@ class Split(Choice):
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "parts": self.parts, "total": self.total, "integer": self.integer,
-                "labels": list(self.labels)}
+                "labels": list(self.labels), "key": self.key}
+
+
+def _format(choice: Choice, what: str) -> str:
+    if choice.key:
+        return f'Answer in JSON, as {{"{choice.key}": "..."}}, with {what}.'
+    return f"Answer with {what}, and nothing else."
+
+
+def _keyed_pattern(key: str, value: str) -> str:
+    return re.escape(f'{{"{key}": "') + value + re.escape('"}')
 
 
 def _plain(number: float, integer: bool = False) -> str:
@@ -267,15 +302,15 @@ def _plain(number: float, integer: bool = False) -> str:
 
 def choice_from_spec(spec: dict[str, Any]) -> Choice:
     """The choice `Choice.spec` gave `spec` for (what the store keeps with each call)."""
-    kind = spec.get("kind")
+    kind, key = spec.get("kind"), str(spec.get("key") or "")
     if kind == "options":
-        return Options(*spec["labels"])
+        return Options(*spec["labels"], key=key)
     if kind == "target":
-        return Target(*spec["labels"])
+        return Target(*spec["labels"], key=key)
     if kind == "number":
-        return Number(spec["low"], spec["high"], integer=bool(spec["integer"]))
+        return Number(spec["low"], spec["high"], integer=bool(spec["integer"]), key=key)
     if kind == "split":
-        return Split(int(spec["parts"]), spec["total"], bool(spec["integer"]), tuple(spec.get("labels") or ()))
+        return Split(int(spec["parts"]), spec["total"], bool(spec["integer"]), tuple(spec.get("labels") or ()), key)
     raise ValueError(f"not a choice: {spec!r}")
 
 
