@@ -6,6 +6,7 @@ cache and --replay work."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 from pathlib import Path
@@ -198,3 +199,54 @@ def test_a_missing_prompt_template_folder_is_one_line(tmp_path: Path, capsys: py
     assert main([str(GAMES / "guessing_game.py"), "--set", f"prompt_templates={tmp_path / 'nowhere'}"]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "prompt_templates" in error, error
+
+
+class Suspending:
+    """The stand-in answering after a suspension, as a remote backend does (so a round can be
+    cut off part-way)."""
+
+    immediate = False
+
+    def __init__(self, rules: Any) -> None:
+        from agentsim.llm.standin import StandInModel
+
+        self.inner = StandInModel(rules)
+        self.name = self.inner.name
+
+    async def complete(self, request: Any) -> Any:
+        await asyncio.sleep(0)
+        return self.inner.answer(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("game", ["battle_royale", "pirate_game", "sealed_bid_auction"])
+def test_a_run_cut_off_mid_round_resumes_to_the_same_moves(game: str) -> None:
+    from agentsim import checkpoints
+    from agentsim.model import BackendShare, PopulationModel
+    from agentsim.scenario_files import load_scenario
+
+    scenario = load_scenario(GAMES / f"{game}.py")[0].with_params(max_rounds=6)
+
+    def fresh() -> PopulationModel:
+        return PopulationModel(scenario, seed=3, backends=[BackendShare(Suspending(scenario.standin_rules()))])
+
+    async def go() -> tuple[Any, Any]:
+        whole = fresh()
+        await whole.arun()
+        halted = fresh()
+        await halted.astep()
+        task = asyncio.get_running_loop().create_task(halted.astep())
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        resumed = fresh()
+        await resumed.scheduler.resume(resumed.restore(halted.checkpoint()))
+        await resumed.arun()
+        return checkpoints.loads(whole.checkpoint()), checkpoints.loads(resumed.checkpoint())
+
+    whole, resumed = asyncio.run(go())
+    assert whole["metrics"].rounds == resumed["metrics"].rounds
+    assert whole["state"] == resumed["state"]
