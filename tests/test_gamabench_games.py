@@ -184,7 +184,7 @@ def test_gamabench_texts_are_read_from_the_users_prompt_template_folder(game: st
     assert all(f"[{game}/description v2] in0=10" in prompt for prompt in prompts), prompts[0]
     if game == "battle_royale":
         assert "in2=player_0 in3=35 in4=1" in prompts[0], "the description names the player it is sent to"
-        assert f"[{game}/request v2]" in prompts[0] and '{"action": "shoot_or_miss"' in prompts[0]
+        assert f"[{game}/request v2]" in prompts[0] and '{"action": "shoot" or "miss"' in prompts[0]
     if "request" in INPUTS[game] and game != "battle_royale":
         assert all(f"[{game}/request v2] in0=" in prompt for prompt in prompts)
     reports = [kind for kind in INPUTS[game] if kind.startswith("report") and INPUTS[game][kind]]

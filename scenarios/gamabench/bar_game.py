@@ -15,7 +15,7 @@ from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import bar_round, payoffs
 from agentsim.params import require
 
-FORMAT = 'Please only provide your decision in the following JSON format: {"decision": "go_or_stay"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"decision": "go" or "stay"}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from agentsim.gamekit import Options
 from agentsim.games.gamabench.base import Field, GamaGame, GamaParams
 from agentsim.games.gamabench.rules import battle_round, hit_rates
 
-FORMAT = 'Please provide your action in the following JSON format: {"action": "shoot_or_miss", "target": "playerID_or_null"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"action": "shoot" or "miss", "target": a player\'s name or "null"}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from agentsim.gamekit import Options
 from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import diner_round, payoffs
 
-FORMAT = 'Please provide your chosen dish in the following JSON format: {"chosen_dish": "costly_or_cheap"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"chosen_dish": "cheap" or "costly"}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from agentsim.gamekit import Number
 from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import dollar_round, payoffs
 
-FORMAT = 'Please provide your bid amount in the following JSON format: {"bid_amount": "integer_between_0_and_100"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"bid_amount": a whole number from 0 to 100}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from agentsim.gamekit import Number
 from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import guessing_round
 
-FORMAT = 'Please provide your chosen number in the following JSON format: {"chosen_number": "integer_between_0_and_100"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"chosen_number": a whole number from 0 to 100}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from agentsim.gamekit import Number
 from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import goods_round, payoffs
 
-FORMAT = 'Please provide the number of tokens in the following JSON format: {"tokens_contributed": "integer_between_0_and_20"}'
+FORMAT = 'Reply with this JSON object and nothing else: {"tokens_contributed": a whole number from 0 to 20}'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from agentsim.games.gamabench.base import GamaGame, GamaParams
 from agentsim.games.gamabench.rules import FIRST_PRICE, SECOND_PRICE, auction_round, valuations
 from agentsim.params import require
 
-FORMAT = 'Please provide your bid in the following JSON format: {{"bid": "integer_between_0_and_{value}"}}'
+FORMAT = 'Reply with this JSON object and nothing else: {{"bid": a whole number from 0 to {value}}}'
 
 
 @dataclass(frozen=True, kw_only=True)
