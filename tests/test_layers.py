@@ -240,3 +240,36 @@ def test_a_scenario_overriding_a_hook_that_moved_is_refused_not_ignored() -> Non
     with pytest.raises(TypeError, match=r"overrides standin_ignores, standin_rules, .*`standin_part` \(agentsim/parts.py\)"):
         type("Answered", (NamingGame,), {"standin_rules": lambda self: [], "standin_ignores": lambda self: ()})
     type("Fine", (NamingGame,), {"prompt_fields": lambda self: {}, "readout": lambda self: None})
+
+
+def _untyped_state_reads(source: str) -> list[str]:
+    """Each function of `source` that reads `model.state` while its `model` parameter is not
+    annotated `PopulationModel[...]` (the state's type)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        model = next((argument for argument in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                      if argument.arg == "model"), None)
+        reads = any(isinstance(inner, ast.Attribute) and inner.attr == "state" and isinstance(inner.value, ast.Name)
+                    and inner.value.id == "model" for inner in ast.walk(node))
+        annotation = model.annotation if model is not None else None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.parse(annotation.value, mode="eval").body
+        typed = isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) \
+            and annotation.value.id == "PopulationModel"
+        if reads and not typed:
+            found.append(node.name)
+    return found
+
+
+def test_model_state_is_read_typed() -> None:
+    """`PopulationModel` is generic over the run's state: a hook that reads `model.state` takes
+    `PopulationModel[ItsState]`, so mypy checks what it reads (no `Any` from the model)."""
+    wrong = [f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _sources()
+             for name in _untyped_state_reads(path.read_text(encoding="utf-8"))]
+    assert wrong == []
+    sample = ("def typed(model: PopulationModel[State]) -> None:\n    model.state.month\n"
+              "def loose(model: PopulationModel) -> None:\n    model.state.month\n"
+              "def elsewhere(model: PopulationModel) -> None:\n    model.metrics\n")
+    assert _untyped_state_reads(sample) == ["loose"]
