@@ -194,7 +194,7 @@ def test_an_interrupted_run_resumes_to_the_same_moves(file: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / file)[0].with_params(agents=8, max_rounds=5)
 
     def fresh() -> PopulationModel:
-        return PopulationModel(scenario, seed=7, backends=[BackendShare(_Suspending(scenario.standin_rules()))])
+        return PopulationModel(scenario, seed=7, backends=[BackendShare(_Suspending(scenario.standin_part().rules))])
 
     async def go() -> tuple[Any, Any, int]:
         whole = fresh()
@@ -284,7 +284,7 @@ def test_the_choice_grammar_goes_with_each_ask() -> None:
             seen.append(request)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=1, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=1, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     kinds = {request.situation.move: request.grammar for request in seen if request.grammar is not None}
     assert len(kinds) == 2
@@ -336,7 +336,7 @@ def test_targets_and_eliminations_end_the_game() -> None:
             seen.append(request.situation)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=2, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=2, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     assert model.rounds_done == 4 and model.stop_reason is not None and "last one standing" in model.stop_reason
     out: set[str] = set()
@@ -359,7 +359,7 @@ def test_a_kept_conversation_shows_each_player_its_own_earlier_turns() -> None:
             seen.append(request)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=4, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=4, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     third = next(request for request in seen if request.situation.round == 3 and request.situation.player == "Player 1")
     roles = [message.role for message in third.messages]
