@@ -13,13 +13,19 @@ import io
 import json
 import random
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, cli, dump
+from rich.console import Console
 from servers import ScriptedServer
 
 import agentsim
@@ -27,10 +33,12 @@ from agentsim import checkpoints
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
+from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.grammars import to_gbnf
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
+from agentsim.runner import RunView
 from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
@@ -414,3 +422,53 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
             for player, move, _, action, fallback in group["moves"]:
                 if player >= 4:  # the HTTP model's agents: the midpoint, and the first option
                     assert not fallback and action == ("5" if move == "offer" else "accept")
+
+
+def recorded_rounds(database: Path) -> int:
+    try:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return int(connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path) -> None:
+    """The public goods game killed with SIGKILL part-way, then `--resume`d: every recorded row
+    (moves, calls, round lines, run summaries; wall-clock columns aside) as the uninterrupted run's."""
+    settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=32", "--set", "max_rounds=100", "--runs", "2",
+                "--seed", "4", "--checkpoint-seconds", "0", "--no-live"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while recorded_rounds(killed / "agentsim.db") < 30:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    partial = dump(killed / "agentsim.db")
+    assert 0 < len(partial["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
+    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+
+
+def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "ultimatum.py")[0].with_params(agents=6, max_rounds=2)
+    model = PopulationModel(scenario, seed=3, backends=[BackendShare(StandInModel(scenario.standin_part().rules))])
+    asyncio.run(model.arun())
+    figures = model.readout.live_figures(model)
+    latest = model.metrics.line(1)
+    assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
+    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"
+    view = RunView(run=1, seed=3, status="done", rounds_done=2, max_rounds=2, interactions=6, stop_reason=None,
+                   metrics=figures, usage={}, calls_per_second=0.0)
+    console = Console(width=110, record=True, color_system=None, file=io.StringIO())
+    console.print(render({"scenario": "ultimatum", "backend": "stand-in", "seed": 3, "runs": 1}, [view]))
+    screen = console.export_text()
+    assert "mean offer" in screen and "mean payoff" in screen and "accept" in screen

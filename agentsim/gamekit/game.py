@@ -205,16 +205,20 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         return round_
 
     def resolve(self, model: PopulationModel[KitState], encounter: Encounter, answers: Round) -> EncounterRecord:
-        round_, state = answers, model.state
+        round_, state, params = answers, model.state, cast(GameParams, self.params)
         for player in round_.players:
             index = player.index
             state.private[index] = dict(player.private)
             state.score[index] = state.score.get(index, 0.0) + round_.payoffs.get(index, 0)
             told = self.feedback(player, round_)
             if told:
-                state.history.setdefault(index, []).append((round_.number, told))
+                history = state.history.setdefault(index, [])
+                history.append((round_.number, told))
+                keep = params.history_rounds
+                if not params.conversation and len(history) > keep:  # what no prompt shows again
+                    del history[: len(history) - keep]
             asked = round_.asked.get(index)
-            if asked is not None and cast(GameParams, self.params).conversation:
+            if asked is not None and params.conversation:
                 reply = asked.decision.calls[-1].reply if not asked.decision.fell_back else asked.ask.choice.reply(
                     asked.ask.choice.value(asked.action))
                 state.turns.setdefault(index, []).append((round_.number, asked.ask.prompt, reply))

@@ -126,6 +126,11 @@ def summarize(kind: str, actions: Sequence[str]) -> dict[str, Any]:
     return summary
 
 
+def shown(move: str) -> str:
+    """A move's name as figures show it: the default move, "choose", as "choice"."""
+    return "choice" if move == "choose" else move
+
+
 def metrics_of(model: PopulationModel) -> KitMetrics:
     return cast(KitMetrics, model.metrics)
 
@@ -184,12 +189,12 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
             shares = dict(entry["shares"])
             label = move
         if "mean" in entry:
-            rows.append((f"mean {move}", f"{entry['mean']:.2f}"))
+            rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f}"))
     if line["mean_payoff"] is not None:
         rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per player this round"))
     if len(line["by_model"]) > 1:
         for model_label, entry in line["by_model"].items():
-            means = ", ".join(f"{move} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)
+            means = ", ".join(f"{shown(move)} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)
             rows.append((model_label, means or f"{entry['choices']} choices"))
     out = len(model.state.out) if model.state is not None else 0
     if out:

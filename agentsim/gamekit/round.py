@@ -13,7 +13,6 @@ steps per player (a proposal, then a vote) makes each step a round.
 from __future__ import annotations
 
 import random
-import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -169,7 +168,7 @@ class Round:
 def render(template: str, values: Mapping[str, Any], what: str) -> str:
     """`template` with its {fields} filled; a field nothing provides is named in one line."""
     try:
-        return string.Formatter().vformat(template, (), dict(values))
+        return template.format_map(values)
     except KeyError as error:
         raise UserError(f"the game's {what} text names {{{error.args[0]}}}, which is no parameter, fact or field of "
                         f"the ask; known: {', '.join(sorted(values))}") from None

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...analysis.recorded import RecordedExperiment
 from ...analysis.report import ReportContext, register_section, whole_rounds
+from ...gamekit.presentation import shown
 
 
 def kit_experiments(experiments: list[RecordedExperiment]) -> list[RecordedExperiment]:
@@ -91,15 +92,15 @@ def gamekit_section(context: ReportContext) -> None:
                     if key_move != move or (move and what == "payoff"):
                         continue
                     label = (what.removeprefix("share:") if what.startswith("share:") else
-                             "mean payoff" if what == "payoff" else f"mean {move}") + (f" ({model})" if model else "")
+                             "mean payoff" if what == "payoff" else f"mean {shown(move)}") + (f" ({model})" if model else "")
                     rounds = np.arange(1, len(values) + 1)
                     axis.plot(rounds, values, lw=2 if model is None else 1, ls=("-", "--", ":", "-.")[line_number % 4],
                               label=label)
                     rows.extend([experiment.label, model or "all", move or "payoff", what, int(r), None if np.isnan(v) else v]
                                 for r, v in zip(rounds, values, strict=True))
             axis.set(xlabel="round", ylabel=("share of choices" if any(what.startswith("share:") for m, what in every if m == move)
-                                             else f"mean {move}" if move else "mean payoff per player"),
-                     title=move or "payoff")
+                                             else f"mean {shown(move)}" if move else "mean payoff per player"),
+                     title=shown(move) if move else "payoff")
             whole_rounds(axis)
             axis.legend(fontsize=7)
         context.add_figure(f"{name}_rounds", f"{experiment.scenario_name}: choices and payoffs per round ({experiment.label})",
