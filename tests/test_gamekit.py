@@ -202,7 +202,7 @@ def test_an_interrupted_run_resumes_to_the_same_moves(file: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / file)[0].with_params(agents=8, max_rounds=5)
 
     def fresh() -> PopulationModel:
-        return PopulationModel(scenario, seed=7, backends=[BackendShare(_Suspending(scenario.standin_rules()))])
+        return PopulationModel(scenario, seed=7, backends=[BackendShare(_Suspending(scenario.standin_part().rules))])
 
     async def go() -> tuple[Any, Any, int]:
         whole = fresh()
@@ -292,7 +292,7 @@ def test_the_choice_grammar_goes_with_each_ask() -> None:
             seen.append(request)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=1, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=1, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     kinds = {request.situation.move: request.grammar for request in seen if request.grammar is not None}
     assert len(kinds) == 2
@@ -344,7 +344,7 @@ def test_targets_and_eliminations_end_the_game() -> None:
             seen.append(request.situation)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=2, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=2, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     assert model.rounds_done == 4 and model.stop_reason is not None and "last one standing" in model.stop_reason
     out: set[str] = set()
@@ -367,7 +367,7 @@ def test_a_kept_conversation_shows_each_player_its_own_earlier_turns() -> None:
             seen.append(request)
             return super().answer(request)
 
-    model = PopulationModel(scenario, seed=4, backends=[BackendShare(Recording(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=4, backends=[BackendShare(Recording(scenario.standin_part().rules))])
     asyncio.run(model.arun())
     third = next(request for request in seen if request.situation.round == 3 and request.situation.player == "Player 1")
     roles = [message.role for message in third.messages]
@@ -460,9 +460,9 @@ def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Pat
 
 def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None:
     scenario = load_scenario(ROOT / "scenarios" / "ultimatum.py")[0].with_params(agents=6, max_rounds=2)
-    model = PopulationModel(scenario, seed=3, backends=[BackendShare(StandInModel(scenario.standin_rules()))])
+    model = PopulationModel(scenario, seed=3, backends=[BackendShare(StandInModel(scenario.standin_part().rules))])
     asyncio.run(model.arun())
-    figures = scenario.live_figures(model)
+    figures = model.readout.live_figures(model)
     latest = model.metrics.line(1)
     assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
     assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"

@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast
 
 from .. import checkpoints
 from ..agents import PopulationAgent
-from ..figures import LiveFigures
 from ..llm.base import Sampling
 from ..model import PopulationModel
 from ..params import Params, StandInSettings, require
+from ..parts import StandInPart
 from ..policies import LLMPolicy
 from ..records import EncounterRecord, Move
 from ..scenario import Scenario
@@ -183,7 +183,7 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     def draw(self, model: PopulationModel, encounter: Encounter) -> int:
         return model.random.getrandbits(62)  # the round's dice and private values come from this seed
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[Player, ...], int]:
+    def start(self, model: PopulationModel[KitState], encounter: Encounter) -> tuple[tuple[Player, ...], int]:
         state: KitState = model.state
         seed = cast(int, encounter.drawn)
         players = []
@@ -196,7 +196,7 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
             players.append(Player(player.index, player.name, player.model, player.score, private))
         return tuple(players), seed
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> Round:
+    async def play(self, model: PopulationModel[KitState], encounter: Encounter) -> Round:
         players, seed = cast(tuple[tuple[Player, ...], int], encounter.views)
         round_ = Round(self, model.state, {agent.index: agent for agent in encounter.agents}, encounter.round + 1,
                        players, seed)
@@ -204,8 +204,8 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
             await self.play_round(round_)
         return round_
 
-    def resolve(self, model: PopulationModel, encounter: Encounter, answers: Round) -> EncounterRecord:
-        round_, state, params = answers, cast(KitState, model.state), cast(GameParams, self.params)
+    def resolve(self, model: PopulationModel[KitState], encounter: Encounter, answers: Round) -> EncounterRecord:
+        round_, state, params = answers, model.state, cast(GameParams, self.params)
         for player in round_.players:
             index = player.index
             state.private[index] = dict(player.private)
@@ -232,7 +232,7 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     def new_metrics(self, model: PopulationModel) -> presentation.KitMetrics:
         return presentation.KitMetrics(game=self.name, models={agent.index: agent.policy.label for agent in model.agents})
 
-    def stop_reason(self, model: PopulationModel) -> str | None:
+    def stop_reason(self, model: PopulationModel[KitState]) -> str | None:
         state: KitState | None = model.state
         if state is None:
             return None
@@ -241,16 +241,11 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         live = len(model.agents) - len(state.out)
         return f"{live} player(s) left" if live < self.min_players else None
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        return presentation.run_summary(self, model)
+    def readout(self) -> presentation.KitReadout:
+        return presentation.KitReadout(self)
 
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
-        return presentation.live_figures(model)
-
-    def standin_rules(self) -> list[Any]:
+    def standin_part(self) -> StandInPart:
         from .standin import KitStandIn
 
-        return [KitStandIn(self)]
-
-    def standin_ignores(self) -> tuple[str, ...]:
-        return ("temperature", "max_tokens", "history_rounds", "conversation", "constrained_decoding")
+        return StandInPart(rules=[KitStandIn(self)],
+                           ignores=("temperature", "max_tokens", "history_rounds", "conversation", "constrained_decoding"))

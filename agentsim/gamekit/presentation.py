@@ -1,7 +1,7 @@
 """What the layer measures and shows of a game, in one place: each round's line for the store
 (`KitMetrics`), the run's summary, the live view's figures and a player's default feedback.
-(The hooks that call these are one line each on `Game`, so they are easy to move if the
-core's presentation hooks move off `Scenario`.)
+`KitReadout` is the game's readout (agentsim/parts.py: what the live view, Mesa and the runner
+ask of a run), made by `Game.readout`.
 
 A round's line (the store's `rounds` table; `Results.rounds()`; what the report and a game's
 `score` read) is plain JSON:
@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import checkpoints
 from ..figures import LiveFigures
+from ..parts import Readout
 
 if TYPE_CHECKING:
     from ..model import PopulationModel
-    from .game import Game
+    from .game import Game, KitState
     from .round import Player, Round
 
 
@@ -151,7 +152,7 @@ def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def run_summary(game: Game[Any], model: PopulationModel) -> dict[str, Any]:
+def run_summary(game: Game[Any], model: PopulationModel[KitState]) -> dict[str, Any]:
     """What summary.json and the store keep per run: rounds, mean payoffs and choices (all and
     by model), fallbacks, eliminations, the game's end and its own score."""
     lines = metrics_of(model).lines()
@@ -176,7 +177,7 @@ def run_summary(game: Game[Any], model: PopulationModel) -> dict[str, Any]:
     }
 
 
-def live_figures(model: PopulationModel) -> LiveFigures:
+def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
     metrics = metrics_of(model)
     if not metrics.rounds:
         return LiveFigures()
@@ -202,3 +203,16 @@ def live_figures(model: PopulationModel) -> LiveFigures:
     if shares:
         return LiveFigures(shares=shares, shares_label=label, shares_note=note, lines=tuple(rows))
     return LiveFigures(lines=(*rows, ("choices", note)))
+
+
+class KitReadout(Readout["KitState"]):
+    """A layer game's readout: `run_summary` and `live_figures` above, for `game`."""
+
+    def __init__(self, game: Game[Any]) -> None:
+        self.game = game
+
+    def run_summary(self, model: PopulationModel[KitState]) -> dict[str, Any]:
+        return run_summary(self.game, model)
+
+    def live_figures(self, model: PopulationModel[KitState]) -> LiveFigures:
+        return live_figures(model)
