@@ -230,7 +230,7 @@ def test_a_run_cut_off_mid_round_resumes_to_the_same_moves(game: str) -> None:
     scenario = load_scenario(GAMES / f"{game}.py")[0].with_params(max_rounds=6)
 
     def fresh() -> PopulationModel:
-        return PopulationModel(scenario, seed=3, backends=[BackendShare(Suspending(scenario.standin_rules()))])
+        return PopulationModel(scenario, seed=3, backends=[BackendShare(Suspending(scenario.standin_part().rules))])
 
     async def go() -> tuple[Any, Any]:
         whole = fresh()
