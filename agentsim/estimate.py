@@ -218,7 +218,7 @@ def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: 
     if calls <= 0 or parse_spec(spec).provider == "stand-in":
         return None
     try:
-        backend = build_backend(spec, scenario, options, Budget(), lambda message: None)
+        backend = build_backend(spec, options, Budget(), lambda message: None, rules=scenario.standin_part().rules)
     except UserError:
         return None
 

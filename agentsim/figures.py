@@ -1,8 +1,8 @@
 """What the live view and the log lines show of a run, as a declared dataclass.
 
-A game returns `LiveFigures` from `Scenario.live_figures`; the live view (live.py) renders its
-fields generically, in this order: a success rate with its sparkline, bars of shares, then a
-game's own labelled lines. A field left at its default is not shown: a game without a notion
+A game returns `LiveFigures` from its readout's `live_figures` (agentsim/parts.py); the live
+view (live.py) renders its fields generically, in this order: a success rate with its
+sparkline, bars of shares, then a game's own labelled lines. A field left at its default is not shown: a game without a notion
 of success (the commons, the donor game) shows no success rate, not 0%.
 """
 

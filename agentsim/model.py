@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import mesa
 
@@ -22,7 +22,10 @@ from .usage import RunUsage
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
+    from .parts import Readout
     from .scenario import Scenario
+
+St = TypeVar("St")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class BackendShare:
     count: int | None = None
 
 
-class PopulationModel(mesa.Model):
+class PopulationModel(mesa.Model, Generic[St]):
     """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
     Time is counted in the sequence of encounters (`encounters_begun`: drawn, `completed`: resolved, in
     order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
@@ -44,7 +47,7 @@ class PopulationModel(mesa.Model):
     (on an event loop of the model's own; from inside a running loop, as in a notebook, on a
     worker thread), `running` turns False when the run is over (so `mesa.batch_run` stops), and
     `datacollector` is a `mesa.DataCollector` that records the run's `seed` and the scenario's
-    model-level series (`Scenario.model_series`: the naming game's agreement, leading share, ...)
+    model-level series (its readout's `model_series`: the naming game's agreement, leading share, ...)
     for the state it was built in (step 0) and after each step.
 
     Its keyword arguments are Mesa's model parameters: `scenario` is a Scenario class or
@@ -55,12 +58,15 @@ class PopulationModel(mesa.Model):
     drawn from the operating system, kept as `seed` and reported in every DataCollector row
     (`rng=`, Mesa's other spelling, takes a whole number too).
 
+    It is generic over the run's own state `St` (`state`, made by `Scenario.new_state`): a
+    game's hooks take a `PopulationModel[ItsState]` and read `model.state` typed.
+
     Inside an event loop, the entry point is `astep()` (the runner's): it plays one round and
     ends by calling `step()`, which then only does Mesa's bookkeeping and collects the row."""
 
     def __init__(
         self,
-        scenario: Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]],
+        scenario: Scenario[Any, Any, St] | type[Scenario[Any, Any, St]],
         *,
         seed: int | None = None,
         rng: int | None = None,
@@ -104,13 +110,15 @@ class PopulationModel(mesa.Model):
         scenario.build_population(self)
         self.round_size = max(1, len(self.agents) // 2)
         # The run's own typed state (a month's stock, a generation's order), made by the rules.
-        self.state: Any = scenario.new_state(self)
+        self.state: St = scenario.new_state(self)
         # What is measured (a `RunMetrics`), typed loosely: each family reads it as its own class.
         self.metrics: Any = scenario.new_metrics(self)
+        # What the run shows of itself (agentsim/parts.py): live figures, series, its summary.
+        self.readout: Readout[St] = scenario.readout()
         self.scheduler = make_scheduler(self, scenario.pairing(self))
         self._series: tuple[int, dict[str, Any]] | None = None
         self.datacollector = mesa.DataCollector(model_reporters={"seed": "seed"} | {
-            key: partial(_series_value, key) for key in scenario.model_series(self)})
+            key: partial(_series_value, key) for key in self.readout.model_series(self)})
         self.datacollector.collect(self)  # step 0: the state before any round, as Mesa's models collect it
 
     @property
@@ -131,7 +139,7 @@ class PopulationModel(mesa.Model):
             if self._default_backend is None:
                 from .llm.specs import build_backend  # the LLM stack, only when a model asks for it
 
-                self._default_backend = build_backend("stand-in", self.scenario)
+                self._default_backend = build_backend("stand-in", rules=self.scenario.standin_part().rules)
             return self._default_backend
         return self.backends[-1].backend
 
@@ -192,9 +200,9 @@ class PopulationModel(mesa.Model):
             loop.close()
 
     def series(self) -> dict[str, Any]:
-        """The scenario's model-level series now (what the DataCollector records), computed once per step."""
+        """The readout's model-level series now (what the DataCollector records), computed once per step."""
         if self._series is None or self._series[0] != self.rounds_done:
-            self._series = (self.rounds_done, self.scenario.model_series(self))
+            self._series = (self.rounds_done, self.readout.model_series(self))
         return self._series[1]
 
     async def arun(self) -> None:
@@ -280,8 +288,8 @@ def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, An
                     f"NamingGame(agents=8) (got {scenario!r})")
 
 
-def _series_value(key: str, model: PopulationModel) -> Any:
-    """A DataCollector model reporter, as `partial(_series_value, key)`: one of the scenario's
+def _series_value(key: str, model: PopulationModel[Any]) -> Any:
+    """A DataCollector model reporter, as `partial(_series_value, key)`: one of the readout's
     series (a partial of a module function, which Mesa calls with the model and pickle takes)."""
     return model.series().get(key)
 

@@ -198,7 +198,7 @@ class Replicates:
             "errors": dict(usage.errors),
             "usage_by_backend": {label: backend.as_dict() for label, backend in model.usage.by_backend.items()},
             **self._variant(model),
-            **model.scenario.run_summary(model),
+            **model.readout.run_summary(model),
         }
 
     def _variant(self, model: PopulationModel) -> dict[str, Any]:
@@ -217,6 +217,6 @@ class Replicates:
             run=model.run_id, seed=model.seed, status=status, rounds_done=model.rounds_done,
             max_rounds=model.scenario.max_rounds(), interactions=model.completed,
             stop_reason=stop_reason or model.stop_reason or (None if status == "running" else "max_rounds"),
-            metrics=model.scenario.live_figures(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
+            metrics=model.readout.live_figures(model), usage=usage.as_dict() | {"in_flight": usage.in_flight},
             calls_per_second=usage.calls / elapsed, cell=cell,
         ))

@@ -19,26 +19,27 @@ between generations) is a new scenario, not a new scheduler:
 
     new_state(model)          the run's own state (`model.state`), checkpointed as plain data
 
-A game whose agents ask a language model (`policies.LLMPolicy`) gives a prompt codec
-(`codec`, agentsim/codec.py): building messages, parsing, re-asks, salvage, fallbacks and the
-store's encoding live there, not here, and the policy is handed it.
+Beside the rules a game gives its parts (agentsim/parts.py), each from one hook: a prompt
+codec (`codec`, agentsim/codec.py) for agents that ask a language model (building messages,
+parsing, re-asks, salvage, fallbacks and the store's encoding live there, and the policy is
+handed it); the stand-in's rules (`standin_part`); and what a run shows of itself
+(`readout`: live figures, Mesa's series, the run's summary).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
 from .codec import Parsed as Parsed  # where families and user code found it before the codec
 from .codec import PromptCodec, Situation
 from .errors import ParameterError
-from .figures import LiveFigures
 from .params import Params, StandInSettings
+from .parts import Readout, StandInPart
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
-    from .llm.standin import StandInRule
     from .model import PopulationModel
     from .records import EncounterRecord
     from .scheduler import Encounter, Pairing
@@ -66,10 +67,15 @@ class RunMetrics(Protocol):
 
 
 _CODEC = "prompts are the codec's now: subclass the game's codec and return it from `codec`"
+_STAND_IN = ("the stand-in's rules and the parameters they ignore are a part now: return "
+             "StandInPart(rules=..., ignores=...) from `standin_part` (agentsim/parts.py)")
+_READOUT = ("what a run shows is a part now: subclass Readout (live_figures, model_series, run_summary) "
+            "and return it from `readout` (agentsim/parts.py)")
 _MOVED_HOOKS = {
     **dict.fromkeys(("messages", "parse", "reminder", "salvage", "fallback", "encode", "decode", "rebuild_messages",
                      "readable_probes", "unreadable_advice"), _CODEC),
-    "live_metrics": "the live view's figures are `live_figures`, returning a LiveFigures",
+    **dict.fromkeys(("standin_rules", "standin_ignores"), _STAND_IN),
+    **dict.fromkeys(("live_figures", "model_series", "run_summary", "live_metrics"), _READOUT),
     "model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
     "restore_model_state": "a run's own state is made by `new_state` (model.state) and checkpointed with it",
 }
@@ -112,8 +118,9 @@ class Scenario(Generic[P, S, St]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a subclass that overrides a hook the scenario no longer calls (the prompt
-        hooks moved to the codec, the live view's dict to `live_figures`, the run's extra state
-        to `new_state`): left alone, it would be ignored without a word."""
+        hooks moved to the codec, the stand-in's to `standin_part`, the live view's, Mesa's
+        series and the run's summary to `readout`, the run's extra state to `new_state`): left
+        alone, it would be ignored without a word."""
         super().__init_subclass__(**kwargs)
         moved = sorted(name for name in _MOVED_HOOKS if name in vars(cls))
         if moved:
@@ -160,45 +167,45 @@ class Scenario(Generic[P, S, St]):
         return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}"}
 
     # --- hooks a run calls ---------------------------------------------------------------
-    def build_population(self, model: PopulationModel) -> None:
+    def build_population(self, model: PopulationModel[St]) -> None:
         raise NotImplementedError
 
-    def pairing(self, model: PopulationModel) -> Pairing:
+    def pairing(self, model: PopulationModel[St]) -> Pairing:
         raise NotImplementedError
 
-    async def play(self, model: PopulationModel, encounter: Encounter) -> object:
+    async def play(self, model: PopulationModel[St], encounter: Encounter) -> object:
         """Ask the participants; change no state here (an interrupted encounter is asked again)."""
         raise NotImplementedError
 
-    def resolve(self, model: PopulationModel, encounter: Encounter, answers: Any) -> EncounterRecord:
+    def resolve(self, model: PopulationModel[St], encounter: Encounter, answers: Any) -> EncounterRecord:
         """Apply the answers' outcome to the participants and return the record of it. Under
         `pairing=sequential` this runs as soon as the answers are in: read and change the
         participants (and agents `reads` names) only; anything about the whole population
         belongs in the metrics, which get the records in order t."""
         raise NotImplementedError
 
-    def draw(self, model: PopulationModel, encounter: Encounter) -> object:
+    def draw(self, model: PopulationModel[St], encounter: Encounter) -> object:
         """Every random draw the encounter needs (option orders, dice), from `model.random`,
         kept as `encounter.drawn`. Called in sequence order, possibly long before the
         encounter starts: read no agent's state here."""
         return None
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> object:
+    def start(self, model: PopulationModel[St], encounter: Encounter) -> object:
         """What the participants see (their memories, with what `draw` drew), kept as
         `encounter.views` for `play`. Called when the encounter starts, once every earlier
         encounter of its participants has resolved: read their state, and other agents'
         only if `reads` names them; draw nothing."""
         return encounter.drawn
 
-    def reads(self, model: PopulationModel, encounter: Encounter) -> tuple[PopulationAgent, ...]:
+    def reads(self, model: PopulationModel[St], encounter: Encounter) -> tuple[PopulationAgent, ...]:
         """Agents besides the participants whose state `start` reads (a neighbour's name):
         the encounter then also waits for their earlier encounters."""
         return ()
 
-    def new_metrics(self, model: PopulationModel) -> RunMetrics | None:
+    def new_metrics(self, model: PopulationModel[St]) -> RunMetrics | None:
         return None
 
-    def new_state(self, model: PopulationModel) -> St:
+    def new_state(self, model: PopulationModel[St]) -> St:
         """The run's own state besides its agents' (a month's stock, a generation's order):
         `model.state`, made after the population is built, checkpointed as plain data (its
         class registered with the family: `Family(checkpoint_classes=...)`). None: none."""
@@ -211,10 +218,10 @@ class Scenario(Generic[P, S, St]):
         population is built."""
         return None
 
-    def stop_reason(self, model: PopulationModel) -> str | None:
+    def stop_reason(self, model: PopulationModel[St]) -> str | None:
         return None
 
-    def stop_distance(self, model: PopulationModel, limit: int) -> int | None:
+    def stop_distance(self, model: PopulationModel[St], limit: int) -> int | None:
         """At least how many more encounters must be recorded before `stop_reason` can name a
         reason, read from the records so far (metrics), or `limit` if not within `limit`.
 
@@ -228,40 +235,21 @@ class Scenario(Generic[P, S, St]):
         rule of its own returns `limit`."""
         return None
 
-    def on_round_end(self, model: PopulationModel) -> None:
+    def on_round_end(self, model: PopulationModel[St]) -> None:
         """Between population rounds; the population may change here (generations)."""
 
     def max_rounds(self) -> int:
         return int(getattr(self.params, "max_rounds", 0))
 
-    def standin_rules(self) -> Sequence[StandInRule]:
-        """The rules the built-in stand-in backend answers this scenario's prompts with."""
-        return []
+    def standin_part(self) -> StandInPart:
+        """How the built-in stand-in answers this game's prompts: its rules, built from
+        `standin` (the settings), and the parameters they do not read (agentsim/parts.py)."""
+        return StandInPart()
 
-    def standin_ignores(self) -> tuple[str, ...]:
-        """Parameters the stand-in's rule does not read (payoffs, sampling): a run that changes
-        them warns that on the stand-in they change nothing a language model would see."""
-        return ()
-
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        return {}
-
-    def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
-        """The model-level series Mesa's DataCollector records after each step (one column
-        each, fixed when the model is made: a column per name would miss the names that first
-        appear later): by default the live view's success rate and its leading name and share
-        (None where it shows none). A family names its own."""
-        shown = self.live_figures(model)
-        leading = max(shown.shares.items(), key=lambda item: item[1], default=None)
-        return {
-            "success_rate": None if shown.success_rate is None else float(shown.success_rate),
-            "leading_name": None if leading is None else leading[0],
-            "leading_share": None if leading is None else float(leading[1]),
-        }
-
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
-        """What the live view and the log lines show of the run now (agentsim/figures.py)."""
-        return LiveFigures()
+    def readout(self) -> Readout[St]:
+        """What a run of this game shows: live figures, Mesa's series, the run's summary
+        (agentsim/parts.py); made once per run, as `model.readout`."""
+        return Readout()
 
 
 def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ Pairings come in two shapes:
   changes in the same order as in the one-at-a-time run, and the run is the same, move for
   move, whatever the latencies and whatever `max_in_flight` is;
 - a `RoundPairing` (a random matching per population round) or a `GroupPairing` (the whole
-  population as one group) proposes a round's groups at once; `RoundScheduler` asks them all
+  population as one group, or random groups of k drawn every round) proposes a round's groups at once; `RoundScheduler` asks them all
   and resolves them in the order they were drawn once every answer is in.
 
 What an encounter needs from the run's generator (its pair, then `Scenario.draw`: option
@@ -123,10 +123,23 @@ class RoundPairing:
 
 
 class GroupPairing:
-    """The whole population meets as one group every round (a village meeting)."""
+    """The whole population meets as one group every round (a village meeting); with `size`,
+    groups of `size` drawn afresh every round: the population in a uniformly random order
+    from the run's generator, cut into consecutive groups of `size` (a public goods game's
+    groups of 4). Players left over when `size` does not divide the population (the last
+    ones of the order: random ones) sit the round out."""
+
+    def __init__(self, size: int | None = None) -> None:
+        if size is not None and size < 1:
+            raise ValueError(f"a group has at least one member (got size={size})")
+        self.size = size
 
     def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
-        return [tuple(range(count))]
+        if self.size is None or self.size >= count:
+            return [tuple(range(count))]
+        order = list(range(count))
+        model.random.shuffle(order)
+        return [tuple(order[i:i + self.size]) for i in range(0, count - self.size + 1, self.size)]
 
 
 Pairing = SequentialPairing | RoundPairing | GroupPairing

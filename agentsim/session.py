@@ -210,8 +210,8 @@ class Session:
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
             _require_prices([spec for spec, _ in self.shares])
-        self.backends = {spec: build_backend(spec, self.scenario, config.llm, self.budget, warn)
-                         for spec, _ in self.shares}
+        rules = self.scenario.standin_part().rules
+        self.backends = {spec: build_backend(spec, config.llm, self.budget, warn, rules=rules) for spec, _ in self.shares}
         if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
             raise BackendSpecError("--max-calls and --max-cost limit requests to a model server, and the stand-in "
                                    "answers in process without any; drop them or choose a --backend")
@@ -376,7 +376,7 @@ class Session:
             except UserError:  # parameters with no valid defaults: nothing to compare against
                 continue
             values = scenario.params.as_dict()
-            for key in scenario.standin_ignores():
+            for key in scenario.standin_part().ignores:
                 if key in values and values[key] != defaults.get(key):
                     ignored.setdefault(key, values[key])
         return ignored

@@ -136,7 +136,7 @@ class StandInServer:
     def __init__(self, config: ServerConfig | None = None) -> None:
         self.config = config or ServerConfig()
         game = NamingGame().for_experiment(0)
-        templates = [template for template, _ in game.standin_rules()[0].templates]
+        templates = [template for template, _ in game.standin_part().rules[0].templates]
         self.rule = NamingStandIn(templates, NamingStandInSettings(bias_name=self.config.bias_name, bias=self.config.bias,
                                                                    noise=self.config.noise))
         self.model = StandInModel([self.rule])

@@ -80,7 +80,7 @@ def verify_prompts(agents: int, rounds: int, pairing: str, directory: Path) -> i
     """Run again with a prompt-hashing stand-in and rebuild every prompt from the store."""
     experiment = Experiment(ExperimentConfig(scenario=scenario(agents, rounds, pairing), out=directory, seed=1), _Quiet())
     experiment.open()
-    backend = _HashingStandIn(experiment.scenario.standin_rules())
+    backend = _HashingStandIn(experiment.scenario.standin_part().rules)
     experiment.backends = {"stand-in": backend}
     event_loop.run(experiment.run())
     store = Store(directory)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentsim.games.sign import CONDITIONS, SignGame, SignStandIn, SignStandInSettings
+from agentsim.games.sign import CONDITIONS, SignGame, SignReadout, SignStandIn, SignStandInSettings
 from agentsim.llm.standin import NAME as STAND_IN
 from agentsim.llm.standin import StandInModel
 from agentsim.model import PopulationModel
@@ -51,7 +51,14 @@ class MixedSignModels(SignGame):
             backend = FamilyStandIn(families[index * len(families) // self.params.agents])
         return LLMPolicy(backend, self.params.sampling(), self.codec, max_reasks=self.retries(), grammar=self.grammar())
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> MixedReadout:
+        return MixedReadout(self)
+
+
+class MixedReadout(SignReadout):
+    """SIGN's summary, and on the stand-in which name each family favours."""
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
         summary = super().run_summary(model)
         if any(label.startswith(f"{STAND_IN}:") for label in summary.get("by_model", {})):
             summary["standin_favourites"] = {f"{STAND_IN}:{family}": rule.bias_name for family, rule in FAMILIES.items()}

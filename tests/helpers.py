@@ -62,7 +62,7 @@ def scenario_files() -> list[Path]:
 def run_model(scenario: Scenario[Any, Any, Any], *, seed: int = 1, backend: Any = None) -> PopulationModel:
     """One run in process, no store; returns the finished model."""
     scenario = scenario.for_experiment(seed)
-    backend = backend or StandInModel(scenario.standin_rules())
+    backend = backend or StandInModel(scenario.standin_part().rules)
     model = PopulationModel(scenario, seed=seed, backends=[BackendShare(backend)])
     asyncio.run(model.arun())
     return model

@@ -22,7 +22,7 @@ from agentsim.store import Store
 
 
 def test_the_standins_exact_probabilities_by_hand() -> None:
-    rule = NamingGame(names=("Q", "M"), standin=NamingStandInSettings(bias_name="M", bias=0.3, noise=0.2)).standin_rules()[0]
+    rule = NamingGame(names=("Q", "M"), standin=NamingStandInSettings(bias_name="M", bias=0.3, noise=0.2)).standin_part().rules[0]
     assert rule.probabilities(NamingSituation(("Q", "M"), ())) == pytest.approx({"M": 0.65, "Q": 0.35})
     # failed with partner Q: lose-shift to Q, except a noise draw from the prior
     failed = NamingSituation(("M", "Q"), (("M", "Q", -50),))
@@ -80,7 +80,7 @@ def test_a_strategy_table_from_the_standin_recovers_its_probabilities(tmp_path: 
     run_experiment(probe, tmp_path / "strategies", seed=5)
     table = strategy_table(find_experiments(tmp_path))
     assert table is not None and len(table.states) == 21
-    rule = probe.for_experiment(5).standin_rules()[0]
+    rule = probe.for_experiment(5).standin_part().rules[0]
     confidence = 1 - 0.01 / len(table.states)  # Bonferroni over the 21 configurations
     for state, strategy in table.states.items():
         memory = tuple((own, partner, 100 if own == partner else -50) for own, partner in state)
@@ -116,8 +116,8 @@ class ReportingStandIn(StandInModel):
     """The stand-in, reporting its rule's option probabilities as a backend with logprobs does."""
 
     def __init__(self, scenario: NamingGame) -> None:
-        super().__init__(scenario.standin_rules())
-        self.rule = scenario.standin_rules()[0]
+        super().__init__(scenario.standin_part().rules)
+        self.rule = scenario.standin_part().rules[0]
 
     def answer(self, request: Request) -> Completion:
         completion = super().answer(request)
@@ -140,7 +140,7 @@ def test_option_probabilities_a_backend_reports_are_stored_and_used(tmp_path: Pa
         assert strategy.source == "exact (backend probabilities)"
         memory = tuple((own, partner, 0) for own, partner in state)
         assert strategy.probability("M") == pytest.approx(
-            probe.for_experiment(1).standin_rules()[0].probabilities(NamingSituation(("Q", "M"), memory))["M"])
+            probe.for_experiment(1).standin_part().rules[0].probabilities(NamingSituation(("Q", "M"), memory))["M"])
 
 
 def _committed_search(**changes: Any) -> CriticalMassSearch:

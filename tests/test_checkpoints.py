@@ -197,7 +197,7 @@ def test_every_scenario_files_state_goes_through_a_checkpoint(path: Path) -> Non
     from agentsim.scenario_files import load_scenario
 
     scenario = load_scenario(path)[0].for_experiment(1)
-    backend = JitteryStandIn(scenario.standin_rules())
+    backend = JitteryStandIn(scenario.standin_part().rules)
 
     def fresh() -> PopulationModel:
         return PopulationModel(scenario, seed=1, backends=[BackendShare(backend)])

@@ -127,9 +127,9 @@ class ExactStandIn:
     immediate = False
     scores_options = True
 
-    def __init__(self, spec: specs.BackendSpec, scenario: Any, options: BackendOptions) -> None:
+    def __init__(self, spec: specs.BackendSpec, scenario: Any) -> None:
         self.name = spec.text
-        self.rule = scenario.standin_rules()[0]
+        self.rule = scenario.standin_part().rules[0]
         self.replies = {option: reply for reply, option in scenario.grammar().choices}
 
     async def complete(self, request: Request) -> Completion:
@@ -142,11 +142,13 @@ class ExactStandIn:
         return None
 
 
+SEARCHED = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=30, constrained_decoding=True)
+
+
 def _search(cache: Path, out: Path, sample_locally: bool) -> tuple[dict[tuple[str, int], tuple[int, int]], int]:
     """The whole critical-mass search (both conventions, 10 runs per size): flips and runs by
     size tried, and the calls that reached the backend."""
-    scenario = NamingGame(agents=24, names=("Q", "M"), memory_length=5, max_rounds=30, constrained_decoding=True)
-    search = CriticalMassSearch(scenario=scenario, majority="M", alternative="Q", runs=10, backend="exact:standin",
+    search = CriticalMassSearch(scenario=SEARCHED, majority="M", alternative="Q", runs=10, backend="exact:standin",
                                 llm=BackendOptions(cache_path=cache, sample_locally=sample_locally))
     tried = {(result.majority, size): (runs["flips"], runs["runs"])
              for result in search_both(search, out) for size, runs in result.tried.items()}
@@ -162,7 +164,8 @@ def _search(cache: Path, out: Path, sample_locally: bool) -> tuple[dict[tuple[st
 @pytest.mark.timeout(900)  # about a minute on two free cores; a shared, loaded host can take several times that
 def test_the_critical_mass_search_asks_far_less_and_finds_the_same_flips(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(specs.PROVIDERS, "exact", ExactStandIn)
+    # A provider's factory gets its spec and options, never a scenario: this one is told the searched game's rule.
+    monkeypatch.setitem(specs.PROVIDERS, "exact", lambda spec, options: ExactStandIn(spec, SEARCHED))
     plain, asked = _search(tmp_path / "plain.db", tmp_path / "plain", False)
     drawn, asked_drawn = _search(tmp_path / "local.db", tmp_path / "local", True)
     assert asked >= 10 * asked_drawn, f"{asked} calls, then {asked_drawn} with --sample-locally"

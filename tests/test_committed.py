@@ -14,7 +14,7 @@ from agentsim.model import BackendShare, PopulationModel
 
 def build(**settings: object) -> PopulationModel:
     game = NamingGame(names=("Q", "M"), memory_length=5, **settings).for_experiment(0)  # type: ignore[arg-type]
-    return PopulationModel(game, seed=7, backends=[BackendShare(StandInModel(game.standin_rules()))])
+    return PopulationModel(game, seed=7, backends=[BackendShare(StandInModel(game.standin_part().rules))])
 
 
 def test_replace_makes_existing_agents_committed_in_a_population_in_consensus() -> None:

@@ -32,6 +32,7 @@ from agentsim.games.commons.situations import CommonsSituation
 from agentsim.games.commons.state import month_day
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
+from agentsim.parts import StandInPart
 from agentsim.store import Store
 
 
@@ -202,7 +203,7 @@ def test_every_phase_runs_and_every_prompt_rebuilds_exactly_from_the_store(tmp_p
     backends: list[CapturingStandIn] = []
 
     def capture(scenario: Any) -> CapturingStandIn:
-        backends.append(CapturingStandIn(scenario.standin_rules()))
+        backends.append(CapturingStandIn(scenario.standin_part().rules))
         return backends[0]
 
     game = CommonsGame(months=3, standin=CommonsStandInSettings(invalid_rate=0.3))
@@ -313,8 +314,8 @@ class GrabbingKate:
 
 
 class Grabbing(CommonsGame):
-    def standin_rules(self) -> list[Any]:
-        return [GrabbingKate(), *super().standin_rules()]
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[GrabbingKate(), *super().standin_part().rules])
 
 
 def test_a_request_above_the_stock_is_recorded_handed_out_by_the_papers_rule_and_counted(tmp_path: Path) -> None:
@@ -442,6 +443,7 @@ KILLING_SCENARIO = '''
 import os, signal
 from pathlib import Path
 from agentsim.games.commons import CommonsGame
+from agentsim.parts import StandInPart
 
 MARKER = Path(os.environ["COMMONS_KILL_MARKER"])
 
@@ -459,8 +461,8 @@ class KillMidDiscussion:
 
 
 class Killing(CommonsGame):
-    def standin_rules(self):
-        return [KillMidDiscussion(), *super().standin_rules()]
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[KillMidDiscussion(), *super().standin_part().rules])
 
 
 scenario = Killing(resource="fishing", months=5)
@@ -550,5 +552,5 @@ def test_the_order_answers_arrive_in_changes_nothing(tmp_path: Path) -> None:
     run_experiment(game, tmp_path / "immediate", seed=4)
     for salt in (1, 2):
         run_experiment(game, tmp_path / f"jittery{salt}", seed=4,
-                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_rules(), salt))
+                       backend=lambda scenario, salt=salt: JitteryStandIn(scenario.standin_part().rules, salt))
         assert dump(tmp_path / f"jittery{salt}" / "agentsim.db") == dump(tmp_path / "immediate" / "agentsim.db")

@@ -89,7 +89,7 @@ def test_a_checkpoint_resumes_the_same_run() -> None:
     scenario = PrisonersDilemma(agents=6, max_rounds=6)
 
     def fresh() -> PopulationModel:
-        return PopulationModel(scenario, seed=5, backends=[BackendShare(StandInModel(scenario.standin_rules()))])
+        return PopulationModel(scenario, seed=5, backends=[BackendShare(StandInModel(scenario.standin_part().rules))])
 
     async def go() -> tuple[bytes, bytes]:
         whole = fresh()
@@ -116,7 +116,7 @@ def test_a_payoff_that_is_no_dilemma_is_refused_in_one_line() -> None:
 
 def test_the_live_view_shows_cooperation_and_payoff() -> None:
     model = run_model(PrisonersDilemma(agents=6, max_rounds=4), seed=2)
-    figures = model.scenario.live_figures(model)
+    figures = model.readout.live_figures(model)
     rate = model.metrics.total.cooperation_rate
     assert figures.shares == {"C": rate, "D": 1 - rate}
     view = RunView(run=1, seed=2, status="done", rounds_done=4, max_rounds=4, interactions=12, stop_reason=None,

@@ -283,7 +283,7 @@ def test_every_prompt_is_rebuilt_exactly_from_the_store_and_every_text_is_kept(t
             sent.append(request)
             return self.answer(request)
 
-    (summary,), store = run(scenario, tmp_path / "out", backend=Recording(scenario.standin_rules()))
+    (summary,), store = run(scenario, tmp_path / "out", backend=Recording(scenario.standin_part().rules))
     calls = list(store.rows("SELECT t, agent, attempt FROM calls ORDER BY t, agent, attempt"))
     assert len(calls) == len(sent) == summary["calls"]
     rebuilt = [store.messages(scenario, 1, t, agent, attempt) for t, agent, attempt in calls]
@@ -343,7 +343,7 @@ def test_the_lineage_names_each_newcomers_sources(tmp_path: Path) -> None:
 def test_a_run_does_not_depend_on_the_order_answers_come_back_in(tmp_path: Path) -> None:
     scenario = StagHunt(agents=6, rounds=3, generations=3, condition="norms")
     for salt in (1, 2):
-        run(scenario, tmp_path / str(salt), backend=JitteryStandIn(scenario.standin_rules(), salt=salt))[1].close()
+        run(scenario, tmp_path / str(salt), backend=JitteryStandIn(scenario.standin_part().rules, salt=salt))[1].close()
     run(scenario, tmp_path / "plain")[1].close()
     assert dump(tmp_path / "1" / "agentsim.db") == dump(tmp_path / "2" / "agentsim.db") == dump(tmp_path / "plain" / "agentsim.db")
 
@@ -353,7 +353,7 @@ def test_interrupted_then_resumed_is_the_same_run(tmp_path: Path, where: str) ->
     """Cancelled at the 20th call (generation 1, in the middle of a game round) or at the
     first call of generation 2 (after selection, before the newcomers write)."""
     scenario = DonorGame(agents=6, rounds=3, generations=3, condition="norms")
-    run(scenario, tmp_path / "whole", backend=JitteryStandIn(scenario.standin_rules(), salt=5))[1].close()
+    run(scenario, tmp_path / "whole", backend=JitteryStandIn(scenario.standin_part().rules, salt=5))[1].close()
 
     class Interrupting(JitteryStandIn):
         calls = 0
@@ -371,7 +371,7 @@ def test_interrupted_then_resumed_is_the_same_run(tmp_path: Path, where: str) ->
         global main
         experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "cut", seed=1, checkpoint_seconds=0), Quiet())
         experiment.open()
-        experiment.backends = {"stand-in": Interrupting(scenario.standin_rules(), salt=5)}
+        experiment.backends = {"stand-in": Interrupting(scenario.standin_part().rules, salt=5)}
         main = asyncio.ensure_future(experiment.run())
         with pytest.raises(asyncio.CancelledError):
             await main
@@ -384,7 +384,7 @@ def test_interrupted_then_resumed_is_the_same_run(tmp_path: Path, where: str) ->
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path / "cut", seed=1, resume=True,
                                              checkpoint_seconds=0), Quiet())
     experiment.open()
-    experiment.backends = {"stand-in": JitteryStandIn(scenario.standin_rules(), salt=9)}
+    experiment.backends = {"stand-in": JitteryStandIn(scenario.standin_part().rules, salt=9)}
     asyncio.run(experiment.run())
     resumed, whole = dump(tmp_path / "cut" / "agentsim.db"), dump(tmp_path / "whole" / "agentsim.db")
     for table in ("agents", "encounters", "decisions", "rounds"):

@@ -85,7 +85,7 @@ def test_a_run_whose_turn_comes_as_the_experiment_stops_does_not_begin(tmp_path:
     scenario = load_scenario(ROOT / "scenarios" / "naming_game.py")[0].with_params(agents=6, max_rounds=3)
     experiment = Experiment(ExperimentConfig(scenario=scenario, out=tmp_path, runs=3), Quiet())
     experiment.open()
-    experiment.backends = {"stand-in": Refusing(experiment.scenario.standin_rules())}
+    experiment.backends = {"stand-in": Refusing(experiment.scenario.standin_part().rules)}
     with pytest.raises(UserError, match="refused the key"):
         asyncio.run(experiment.run())
     runs = dump(tmp_path / "agentsim.db", tables=("runs",))["runs"]

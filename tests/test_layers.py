@@ -76,6 +76,17 @@ def test_the_framework_imports_no_game_family() -> None:
     assert wrong == []
 
 
+def test_the_llm_layer_knows_requests_and_replies_not_scenarios() -> None:
+    """Nothing in agentsim/llm imports agentsim.scenario (under TYPE_CHECKING neither): a backend
+    is built from its spec and options, the stand-in from the rules it is handed."""
+    wrong = [f"{path.relative_to(PACKAGE.parent)} imports {module}"
+             for path in sorted((PACKAGE / "llm").rglob("*.py"))
+             for module in sorted(_imports(path)) if module == "agentsim.scenario" or module.startswith("agentsim.scenario.")]
+    assert wrong == []
+    hidden = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..scenario import Scenario\n"
+    assert "agentsim.scenario" in _imports_of(hidden, "agentsim.llm")
+
+
 def test_the_check_sees_imports_inside_functions_and_type_checking_blocks() -> None:
     """The rule above must be able to fail: imports hidden in a function or under TYPE_CHECKING are found."""
     source = ("from typing import TYPE_CHECKING\n"
@@ -214,12 +225,51 @@ def test_any_is_absent_from_the_public_signatures_of_the_scheduler_and_the_polic
 
 
 def test_a_scenario_overriding_a_hook_that_moved_is_refused_not_ignored() -> None:
-    """A prompt hook overridden on a scenario (as before the codec) would change nothing: it is
-    refused when the class is made, naming where the hook lives now."""
+    """A hook overridden on a scenario that the scenario no longer has (a prompt hook, now the
+    codec's; a stand-in or presentation hook, now a part's: agentsim/parts.py) would change
+    nothing: it is refused when the class is made, naming where the hook lives now."""
     from agentsim.games.naming import NamingGame
 
     with pytest.raises(TypeError, match=r"overrides messages, parse.*subclass the game's codec"):
         type("Old", (NamingGame,), {"messages": lambda self, situation: (), "parse": lambda self, text, situation: None})
-    with pytest.raises(TypeError, match="live_figures"):
+    with pytest.raises(TypeError, match="subclass Readout"):
         type("Older", (NamingGame,), {"live_metrics": lambda self, model: {}})
-    type("Fine", (NamingGame,), {"prompt_fields": lambda self: {}})
+    for hook in ("live_figures", "model_series", "run_summary"):
+        with pytest.raises(TypeError, match=rf"overrides {hook}, which a scenario no longer has: .*return it from `readout`"):
+            type("Shown", (NamingGame,), {hook: lambda self, model: {}})
+    with pytest.raises(TypeError, match=r"overrides standin_ignores, standin_rules, .*`standin_part` \(agentsim/parts.py\)"):
+        type("Answered", (NamingGame,), {"standin_rules": lambda self: [], "standin_ignores": lambda self: ()})
+    type("Fine", (NamingGame,), {"prompt_fields": lambda self: {}, "readout": lambda self: None})
+
+
+def _untyped_state_reads(source: str) -> list[str]:
+    """Each function of `source` that reads `model.state` while its `model` parameter is not
+    annotated `PopulationModel[...]` (the state's type)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        model = next((argument for argument in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                      if argument.arg == "model"), None)
+        reads = any(isinstance(inner, ast.Attribute) and inner.attr == "state" and isinstance(inner.value, ast.Name)
+                    and inner.value.id == "model" for inner in ast.walk(node))
+        annotation = model.annotation if model is not None else None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.parse(annotation.value, mode="eval").body
+        typed = isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) \
+            and annotation.value.id == "PopulationModel"
+        if reads and not typed:
+            found.append(node.name)
+    return found
+
+
+def test_model_state_is_read_typed() -> None:
+    """`PopulationModel` is generic over the run's state: a hook that reads `model.state` takes
+    `PopulationModel[ItsState]`, so mypy checks what it reads (no `Any` from the model)."""
+    wrong = [f"{path.relative_to(PACKAGE.parent)}: {name}" for path in _sources()
+             for name in _untyped_state_reads(path.read_text(encoding="utf-8"))]
+    assert wrong == []
+    sample = ("def typed(model: PopulationModel[State]) -> None:\n    model.state.month\n"
+              "def loose(model: PopulationModel) -> None:\n    model.state.month\n"
+              "def elsewhere(model: PopulationModel) -> None:\n    model.metrics\n")
+    assert _untyped_state_reads(sample) == ["loose"]

@@ -127,7 +127,7 @@ def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
     scenario = NamingGame(agents=8, max_rounds=3).for_experiment(5)
 
     async def notebook_cell() -> PopulationModel:
-        model = PopulationModel(scenario, seed=5, backends=[BackendShare(JitteryStandIn(scenario.standin_rules()))])
+        model = PopulationModel(scenario, seed=5, backends=[BackendShare(JitteryStandIn(scenario.standin_part().rules))])
         model.step()
         model.step()
         model.step()
@@ -136,7 +136,7 @@ def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
     model = asyncio.run(notebook_cell())
     assert model.rounds_done == 3 and not model.running
     assert len(model.datacollector.get_model_vars_dataframe()) == 1 + 3
-    expected = run_model(scenario, seed=5, backend=JitteryStandIn(scenario.standin_rules()))
+    expected = run_model(scenario, seed=5, backend=JitteryStandIn(scenario.standin_part().rules))
     assert [agent.state() for agent in model.agents] == [agent.state() for agent in expected.agents]
 
 

@@ -64,7 +64,7 @@ def test_the_ring_converges_slower_than_the_complete_graph_with_stand_in_agents(
 
     def agreement_round(replicate: int) -> int:
         model = PopulationModel(game, seed=replicate, replicate=replicate,
-                                backends=[BackendShare(StandInModel(game.standin_rules()))])
+                                backends=[BackendShare(StandInModel(game.standin_part().rules))])
         asyncio.run(model.arun())
         return model.metrics.agreement_round if model.metrics.agreement_round is not None else model.rounds_done
 

@@ -196,7 +196,7 @@ def test_the_spec_picks_the_sdk_for_openai_and_the_lean_path_for_other_servers(m
     scenario = NamingGame().for_experiment(0)
     for spec, kind in (("openai:gpt-4o-mini", OpenAIModel), ("openai:gpt-4o-mini@https://api.openai.com/v1", OpenAIModel),
                        ("openai:m@http://127.0.0.1:8000/v1", OpenAIHTTPModel), ("openai:m@http://gpu-box:8000/v1", OpenAIHTTPModel)):
-        backend = build_backend(spec, scenario)
+        backend = build_backend(spec, rules=scenario.standin_part().rules)
         assert layer(backend, kind) is not None, spec
         asyncio.run(backend.aclose())
 

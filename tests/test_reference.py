@@ -50,7 +50,7 @@ def test_max_in_flight_one_is_the_sequential_process(tmp_path: Path, jittery: bo
     interactions = 12 * 40
     game = NamingGame(agents=24, names=names, memory_length=5, pairing="sequential", max_in_flight=1,
                       stop_at="none", max_rounds=40, standin=NamingStandInSettings(bias_name="M", bias=bias, noise=0.05))
-    backend = (lambda scenario: JitteryStandIn(scenario.standin_rules())) if jittery else None
+    backend = (lambda scenario: JitteryStandIn(scenario.standin_part().rules)) if jittery else None
     run_experiment(game, tmp_path / "run", seed=5, backend=backend)
     rows = dump(tmp_path / "run" / "agentsim.db", tables=("decisions",))["decisions"]
     recorded: dict[int, list[tuple[int, str]]] = {}

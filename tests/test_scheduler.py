@@ -50,14 +50,14 @@ class WatchedGame(NamingGame):
 )
 def test_no_agent_is_in_two_encounters_at_once(settings: dict[str, Any]) -> None:
     game = WatchedGame(agents=40, pool_size=4, stop_at="none", max_rounds=15, **settings).for_experiment(3)
-    model = run_model(game, seed=3, backend=JitteryStandIn(game.standin_rules()))
+    model = run_model(game, seed=3, backend=JitteryStandIn(game.standin_part().rules))
     assert model.completed > 0
     assert model.most_open > 4, "the test must run encounters concurrently to mean anything"
 
 
 def test_sequential_never_asks_more_than_max_in_flight() -> None:
     game = WatchedGame(agents=60, pool_size=4, stop_at="none", max_rounds=10, max_in_flight=5).for_experiment(1)
-    model = run_model(game, seed=1, backend=JitteryStandIn(game.standin_rules()))
+    model = run_model(game, seed=1, backend=JitteryStandIn(game.standin_part().rules))
     assert model.most_asked == 5
 
 
@@ -86,8 +86,8 @@ def test_network_pairs_are_graph_neighbours(tmp_path: Path) -> None:
 
 def test_rounds_give_the_same_run_whatever_order_answers_arrive(tmp_path: Path) -> None:
     game = NamingGame(agents=30, pool_size=5, stop_at="consensus", max_rounds=40, pairing="rounds")
-    run_experiment(game, tmp_path / "a", seed=11, backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=1))
-    run_experiment(game, tmp_path / "b", seed=11, backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=2))
+    run_experiment(game, tmp_path / "a", seed=11, backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=1))
+    run_experiment(game, tmp_path / "b", seed=11, backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=2))
     first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
     assert len(first["encounters"]) > 100
     assert first == second
@@ -111,7 +111,7 @@ def test_sequential_run_is_the_one_at_a_time_run_whatever_the_concurrency(tmp_pa
     run, row for row, stopping at the same consensus, having asked the same calls; and the
     same records as the in-process stand-in, which runs one encounter after another."""
     def jittery(salt: int) -> Any:
-        return lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=salt)
+        return lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=salt)
 
     reference = _sequential_run(tmp_path, "jittery-1", max_in_flight=1, backend=jittery(1))
     assert len(reference["encounters"]) > 100
@@ -129,7 +129,7 @@ def test_network_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
     game = NamingGame(agents=30, pool_size=4, **settings)
     run_experiment(game, tmp_path / "a", seed=3)
     run_experiment(game.with_params(max_in_flight=30), tmp_path / "b", seed=3,
-                   backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=5))
+                   backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=5))
     assert dump(tmp_path / "a" / "agentsim.db") == dump(tmp_path / "b" / "agentsim.db")
 
 
@@ -138,7 +138,7 @@ def test_partners_repeat_as_often_as_under_uniform_pairing(tmp_path: Path) -> No
     1/(N-1) (4.3% at N 24); drawing among idle agents made it 20% with 12 in flight."""
     game = NamingGame(agents=24, pool_size=5, stop_at="none", max_rounds=80, max_in_flight=12)
     run_experiment(game, tmp_path / "out", seed=2,
-                   backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=9))
+                   backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=9))
     rows = dump(tmp_path / "out" / "agentsim.db", tables=("decisions",))["decisions"]
     pairs: dict[int, set[int]] = {}
     for row in rows:
@@ -178,7 +178,7 @@ def test_an_agent_read_from_another_encounter_is_read_as_of_its_place_in_the_seq
     game = NeighbourGame(agents=20, pool_size=4, stop_at="none", max_rounds=15)
     run_experiment(game, tmp_path / "a", seed=6)
     run_experiment(game.with_params(max_in_flight=10), tmp_path / "b", seed=6,
-                   backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=4))
+                   backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=4))
     first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
     assert any(len(row[7] or "") > 4 + 2 * 5 for row in first["decisions"]), "prompts must show the neighbour's entry"
     assert first == second
@@ -189,7 +189,7 @@ def test_milestones_are_dated_in_sequence_order(tmp_path: Path) -> None:
     and its round is t // (N/2), the round that encounter belongs to in the sequence."""
     game = NamingGame(agents=24, pool_size=5, stop_at="consensus", max_rounds=60, max_in_flight=12)
     (summary,) = run_experiment(game, tmp_path / "out", seed=8,
-                                backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=3))
+                                backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=3))
     encounters = dump(tmp_path / "out" / "agentsim.db", tables=("encounters",))["encounters"]
     last_t = max(row[1] for row in encounters)
     assert summary["consensus"] and summary["stop_reason"] == "consensus"
@@ -210,7 +210,7 @@ def test_a_checkpoint_keeps_encounters_applied_ahead_of_the_record() -> None:
     game = NamingGame(agents=24, pool_size=5, stop_at="none", max_rounds=10, max_in_flight=12).for_experiment(1)
 
     def fresh(records: list[Any]) -> PopulationModel:
-        backend = JitteryStandIn(game.standin_rules(), salt=2)
+        backend = JitteryStandIn(game.standin_part().rules, salt=2)
         return PopulationModel(game, seed=1, backends=[BackendShare(backend)], on_resolved=records.append)
 
     def plain(records: list[Any]) -> list[Any]:
@@ -248,7 +248,7 @@ def test_sign_on_the_sequence_is_the_one_at_a_time_run(tmp_path: Path) -> None:
 
     game = SignGame(agents=12, lexicon_size=6, pairing="sequential", max_rounds=12, max_in_flight=6)
     run_experiment(game, tmp_path / "a", seed=2)
-    run_experiment(game, tmp_path / "b", seed=2, backend=lambda scenario: JitteryStandIn(scenario.standin_rules(), salt=7))
+    run_experiment(game, tmp_path / "b", seed=2, backend=lambda scenario: JitteryStandIn(scenario.standin_part().rules, salt=7))
     first, second = dump(tmp_path / "a" / "agentsim.db"), dump(tmp_path / "b" / "agentsim.db")
     assert len(first["encounters"]) == 12 * 6
     for table in ("encounters", "decisions", "rounds"):
@@ -298,7 +298,7 @@ def test_a_run_that_stops_asks_few_encounters_past_its_stop(stop: str) -> None:
     runs = []
     for salt, in_flight in ((1, 1), (2, 40)):
         game = DistanceWatched(**settings, max_in_flight=in_flight).for_experiment(3)
-        backend = CountedStandIn(game.standin_rules(), salt=salt)
+        backend = CountedStandIn(game.standin_part().rules, salt=salt)
         records: list[Any] = []
         model = PopulationModel(game, seed=3, backends=[BackendShare(backend)], on_resolved=records.append)
         asyncio.run(model.arun())

@@ -99,7 +99,7 @@ class Scripted:
 def _two_agents(backend: Any, **changes: Any) -> dict[str, Any]:
     game = SignGame(agents=2, lexicon_size=2, max_rounds=1, **changes)
     model = run_model(game, seed=3, backend=backend)
-    return model.scenario.run_summary(model)
+    return model.readout.run_summary(model)
 
 
 def test_tokens_to_threshold_count_every_attempt_including_discarded_first_replies() -> None:
@@ -139,7 +139,7 @@ def test_constrained_decoding_sends_the_schema_as_a_regex_grammar() -> None:
     assert _two_agents(Scripted("say C1", "say C1"), condition="nl", constrained_decoding=True)["constrained_decoding"] is False
     # The stand-in honours a grammar as a server would: every reply complies.
     model = run_model(SignGame(agents=12, max_rounds=20, constrained_decoding=True), seed=1)
-    summary = model.scenario.run_summary(model)
+    summary = model.readout.run_summary(model)
     assert summary["compliance_rate"] == 1.0 and summary["retry_rate"] == 0.0
 
 
@@ -147,7 +147,7 @@ def test_the_three_conditions_differ_with_one_seed_on_the_stand_in() -> None:
     summaries, prompts = {}, {}
     for condition in ("nl", "nl-sw", "schema"):
         model = run_model(SignGame(condition=condition, agents=12, max_rounds=60), seed=5)
-        summaries[condition] = model.scenario.run_summary(model)
+        summaries[condition] = model.readout.run_summary(model)
         agent = model.population[0]
         prompts[condition] = model.scenario.codec.messages(SignSituation(model.scenario.names, agent.current, tuple(agent.memory),
                                                                    61, 0))[0].content
@@ -167,7 +167,7 @@ def test_the_three_conditions_differ_with_one_seed_on_the_stand_in() -> None:
 
 def test_lose_shift_adopts_the_partners_name_with_probability_alpha() -> None:
     game = SignGame(agents=2, lexicon_size=4, alpha=0.5).for_experiment(0)
-    model = PopulationModel(game, seed=0, backends=[BackendShare(StandInModel(game.standin_rules()))])
+    model = PopulationModel(game, seed=0, backends=[BackendShare(StandInModel(game.standin_part().rules))])
     first, second = model.population
 
     def meet(first_die: float, second_die: float, said: tuple[str | None, str | None]) -> tuple[str, str]:
@@ -185,9 +185,9 @@ def test_lose_shift_adopts_the_partners_name_with_probability_alpha() -> None:
     # alpha = 0 never shifts, alpha = 1 always does (over a run, with the stand-in saying its current name).
     exact = SignStandInSettings(noise=0.0, follow_memory=0.0, free_none_rate=0.0, free_several_rate=0.0, schema_error_rate=0.0)
     still = run_model(SignGame(agents=12, max_rounds=30, alpha=0.0, standin=exact), seed=2)
-    assert max(still.scenario.run_summary(still)["agreement_by_round"]) == still.scenario.run_summary(still)["agreement_by_round"][0]
+    assert max(still.readout.run_summary(still)["agreement_by_round"]) == still.readout.run_summary(still)["agreement_by_round"][0]
     moving = run_model(SignGame(agents=12, max_rounds=30, alpha=0.75, standin=exact), seed=2)
-    assert moving.scenario.run_summary(moving)["final_agreement"] > still.scenario.run_summary(still)["final_agreement"]
+    assert moving.readout.run_summary(moving)["final_agreement"] > still.readout.run_summary(still)["final_agreement"]
 
 
 def test_every_prompt_rebuilds_exactly_from_the_store(tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_every_prompt_rebuilds_exactly_from_the_store(tmp_path: Path) -> None:
             return super().answer(request)
 
     game = SignGame(agents=6, max_rounds=8, standin=SignStandInSettings(schema_error_rate=0.5))
-    run_experiment(game, tmp_path / "out", seed=1, backend=lambda scenario: Recording(scenario.standin_rules()))
+    run_experiment(game, tmp_path / "out", seed=1, backend=lambda scenario: Recording(scenario.standin_part().rules))
     store = Store(tmp_path / "out")
     rows = list(store.rows("SELECT t, agent, attempt FROM calls ORDER BY t, agent, attempt"))
     rebuilt = [store.messages(game.for_experiment(1), 1, t, agent, attempt) for t, agent, attempt in rows]
@@ -297,7 +297,7 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         run_experiment(game, tmp_path / "cut", seed=2, checkpoint_seconds=0,
-                       backend=lambda scenario: Interrupting(scenario.standin_rules()))
+                       backend=lambda scenario: Interrupting(scenario.standin_part().rules))
     from helpers import Quiet
 
     from agentsim.runner import Experiment, ExperimentConfig

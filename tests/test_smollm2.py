@@ -168,7 +168,7 @@ def test_a_sign_schema_condition_runs_on_smollm2_with_its_grammar(tmp_path: Path
 
 def test_local_gguf_paths_and_smollm2_name_the_same_model(tmp_path: Path) -> None:
     scenario = NamingGame(names=("Q", "M"))
-    by_path = build_backend(f"local:{smollm2_path()}", scenario, BackendOptions(cache_path=tmp_path / "c.db"))
+    by_path = build_backend(f"local:{smollm2_path()}", BackendOptions(cache_path=tmp_path / "c.db"), rules=scenario.standin_part().rules)
     model = layer(by_path, LlamaCppModel)
     assert isinstance(model, LlamaCppModel) and model.endpoint == str(smollm2_path().resolve())
     asyncio.run(by_path.aclose())

@@ -37,7 +37,7 @@ def test_the_settings_travel_with_the_scenario_and_reach_its_rule() -> None:
     moved = game.with_params(agents=8).for_experiment(0).with_overrides({"standin.invalid_rate": "0.25", "max_rounds": "4"})
     assert moved.standin == NamingStandInSettings(bias_name="M", bias=0.5, noise=0.1, invalid_rate=0.25)
     assert (moved.params.agents, moved.params.max_rounds) == (8, 4)
-    rule = moved.standin_rules()[0]
+    rule = moved.standin_part().rules[0]
     assert (rule.bias_name, rule.bias, rule.noise, rule.invalid_rate) == ("M", 0.5, 0.1, 0.25)
     assert game.standin == FAVOURING, "scenarios are immutable"
 
@@ -45,7 +45,7 @@ def test_the_settings_travel_with_the_scenario_and_reach_its_rule() -> None:
         standin = FAVOURING
 
     assert Favouring(names=("Q", "M")).with_overrides({"standin.noise": "0.3"}).standin.noise == 0.3
-    assert Favouring().standin_rules()[0].bias_name == "M"
+    assert Favouring().standin_part().rules[0].bias_name == "M"
     assert NamingGame().standin == NamingStandInSettings(), "the subclass's settings are its own"
 
 
@@ -107,7 +107,7 @@ def test_the_commons_standin_answers_from_the_situation_not_the_text() -> None:
     """Given the call's situation it needs no prompt text: the same answer with the messages
     blanked, and none for a situation of another game."""
     game = CommonsGame(resource="pasture", capacity=60, initial_stock=60)
-    rule = game.standin_rules()[0]
+    rule = game.standin_part().rules[0]
     assert isinstance(rule, CommonsStandIn) and rule.settings == CommonsStandInSettings()
     memories = (("2024-01-01", "The community agreed on a maximum limit of 5 flocks per person."),)
     situations = [
@@ -152,7 +152,7 @@ def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None
         (hunt, StagView("Ada", 1, 0, 2, strategy, "", "Bo", "In round 1, you hunted a STAG and Bo hunted a HARE.")),
     ]
     for game, situation in cases:
-        rule = game.standin_rules()[0]
+        rule = game.standin_part().rules[0]
         request = Request(messages=game.codec.messages(situation), sampling=Sampling(), seed=11, situation=situation)
         blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=11,
                         situation=situation)
@@ -160,9 +160,9 @@ def test_the_evolution_standin_answers_from_the_situation_not_the_text() -> None
         assert answer is not None and rule.answer(blank) == answer, situation
         assert game.codec.parse(answer, situation).problem is None, (situation, answer)
     turn = cases[6][1]
-    assert "Answer: Donate, " in (donor.standin_rules()[0].answer(
+    assert "Answer: Donate, " in (donor.standin_part().rules[0].answer(
         Request(messages=donor.codec.messages(turn), sampling=Sampling(), seed=11, situation=turn)) or "")
-    assert donor.standin_rules()[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
+    assert donor.standin_part().rules[0].answer(Request(messages=(), sampling=Sampling(), situation=("Q", "M"))) is None
 
 
 def test_the_sign_standin_takes_the_schema_demand_from_the_situation() -> None:
@@ -172,7 +172,7 @@ def test_the_sign_standin_takes_the_schema_demand_from_the_situation() -> None:
         game = SignGame(condition=condition, standin=SignStandInSettings(schema_error_rate=0.0)).for_experiment(0)
         (situation,) = game.start(None, Encounter(0, 0, (SignAgentStub(),), drawn=(0.5,)))
         assert situation.schema == (condition == "schema")
-        rule = game.standin_rules()[0]
+        rule = game.standin_part().rules[0]
         request = Request(messages=game.codec.messages(situation), sampling=Sampling(), seed=3, situation=situation)
         blank = Request(messages=(Message("system", ""), Message("user", "")), sampling=Sampling(), seed=3,
                         situation=situation)

@@ -38,7 +38,7 @@ def test_every_prompt_is_rebuilt_exactly_from_the_store(tmp_path: Path, prompt: 
     backends: list[Recording] = []
 
     def recording(scenario: Any) -> Recording:
-        backends.append(Recording(scenario.standin_rules()))
+        backends.append(Recording(scenario.standin_part().rules))
         return backends[-1]
 
     game = NamingGame(agents=16, pool_size=4, prompt=prompt, stop_at="none", max_rounds=12,
@@ -158,7 +158,7 @@ def test_prompts_rebuilt_from_the_store_use_the_template_text_recorded_with_it(t
     backends: list[Recording] = []
 
     def recording(scenario: Any) -> Recording:
-        backends.append(Recording(scenario.standin_rules()))
+        backends.append(Recording(scenario.standin_part().rules))
         return backends[-1]
 
     game = NamingGame(agents=6, pool_size=3, prompt=str(template), stop_at="none", max_rounds=3)

@@ -53,7 +53,7 @@ def test_transcript_prints_every_conversation_as_it_was_sent(tmp_path: Path) -> 
     recorder: list[RecordingStandIn] = []
 
     def backend(scenario: Any) -> RecordingStandIn:
-        recorder.append(RecordingStandIn(scenario.standin_rules()))
+        recorder.append(RecordingStandIn(scenario.standin_part().rules))
         return recorder[0]
 
     game = NamingGame(agents=6, names=("Q", "M"), memory_length=3, max_rounds=3, prompt=str(template),

@@ -95,8 +95,8 @@ def _replicates(plan: RunPlan, limiter: Any, budget: Any, owner: str, queue: asy
         def limited(inner: LanguageModel, limits: Limits) -> LanguageModel:
             return ClusterLimitedModel(inner, limits, limiter=limiter, label=spec, owner=owner)
 
-        return build_backend(spec, plan.scenario, config.llm, spent, warn,
-                             limiter=limited if limiter is not None else None)
+        return build_backend(spec, config.llm, spent, warn, limiter=limited if limiter is not None else None,
+                             rules=plan.scenario.standin_part().rules)
 
     return Replicates(config=config, scenario=plan.scenario, variant_scenarios=list(plan.variant_scenarios),
                       shares=list(plan.shares), backends={spec: backend(spec) for spec, _ in plan.shares},

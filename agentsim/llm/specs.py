@@ -16,10 +16,12 @@
 
 `--base-url` applies to the openai and anthropic specs that name none. With a base URL (a
 self-hosted server) the key is optional; without one it is required. Providers register a
-factory in `PROVIDERS`; a factory gets the parsed spec, the scenario and the options, and
-returns the bare backend. `build_backend` wraps every backend but the in-process stand-in in
-the same stack (llm/stack.py). Keys come from the usual environment variables; a missing one
-is a one-line error naming it.
+factory in `PROVIDERS`; a factory gets the parsed spec and the options, and returns the bare
+backend. The stand-in is no provider: it answers with the rules it is handed
+(`build_backend(..., rules=...)`, a game's `StandInPart.rules`, agentsim/parts.py), so this layer
+knows requests and replies, never a scenario. `build_backend` wraps every backend but the
+in-process stand-in in the same stack (llm/stack.py). Keys come from the usual environment
+variables; a missing one is a one-line error naming it.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import BackendSpecError, ParameterError
@@ -42,10 +44,9 @@ from .health import HealthPolicy
 from .limiter import Limits
 from .retries import RetryPolicy
 from .standin import NAME as STAND_IN
-from .standin import StandInModel
+from .standin import StandInModel, StandInRule
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
     from .stack import Limiter
 
 
@@ -99,11 +100,11 @@ class BackendOptions:
             raise ParameterError(f"--batch-poll must be a number of seconds in (0, 3600] (got {self.batch_poll_s})")
 
 
-Factory = Callable[[BackendSpec, "Scenario[Any, Any, Any]", BackendOptions], LanguageModel]
+Factory = Callable[[BackendSpec, BackendOptions], LanguageModel]
 
 
-def _standin(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
-    model = StandInModel(scenario.standin_rules())
+def _standin(spec: BackendSpec, rules: Sequence[StandInRule]) -> LanguageModel:
+    model = StandInModel(rules)
     model.name = spec.text
     return model
 
@@ -114,7 +115,7 @@ def _url_key(url: str | None) -> str | None:
     return (credentials[1] or credentials[0]) if credentials else None
 
 
-def _openai(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+def _openai(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
     key = (os.environ.get("OPENAI_API_KEY") or _url_key(base_url)
            or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec)))
@@ -130,7 +131,7 @@ def _openai(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Backe
                        max_connections=max(options.limits.max_in_flight, 8))
 
 
-def _anthropic(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+def _anthropic(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
     key = (os.environ.get("ANTHROPIC_API_KEY") or _url_key(base_url)
            or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec)))
@@ -141,7 +142,7 @@ def _anthropic(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Ba
                           timeout_s=options.timeout_s, cache_breakpoints=options.cache_breakpoints)
 
 
-def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+def _tgi(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     if not spec.target.startswith(("http://", "https://")):
         raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
     from .tgi import TGIModel
@@ -150,7 +151,7 @@ def _tgi(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendO
                     timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
 
 
-def _local(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+def _local(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     require_local_model(spec)
     if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
         from .llamacpp import SMOLLM2, LlamaCppModel
@@ -180,7 +181,6 @@ def require_local_model(spec: BackendSpec) -> None:
 
 
 PROVIDERS: dict[str, Factory] = {
-    STAND_IN: _standin,
     "openai": _openai,
     "anthropic": _anthropic,
     "tgi": _tgi,
@@ -213,8 +213,8 @@ def parse_spec(text: str) -> BackendSpec:
     text = text.strip()
     provider, _, target = text.partition(":")
     provider = provider.strip().lower()
-    if provider not in PROVIDERS:
-        known = ", ".join(sorted(PROVIDERS))
+    if provider not in PROVIDERS and provider != STAND_IN:
+        known = ", ".join(sorted([STAND_IN, *PROVIDERS]))
         raise BackendSpecError(f"unknown backend '{text}'; use one of: {known} (as provider:model where it needs one)")
     target = target.strip()
     if provider != STAND_IN and not target:
@@ -255,7 +255,7 @@ def parse_population(text: str) -> list[tuple[str, int]]:
     return shares
 
 
-def _servers(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: BackendOptions) -> LanguageModel:
+def _servers(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     """The provider's backend for `spec`; for several servers of one model (URLs joined by
     '|', llm/routing.py), one backend that spreads the requests over them."""
     from .routing import SEPARATOR, RoutedModel
@@ -263,27 +263,29 @@ def _servers(spec: BackendSpec, scenario: Scenario[Any, Any, Any], options: Back
     factory = PROVIDERS[spec.provider]
     if spec.provider == "tgi" and SEPARATOR in spec.target:
         urls = [url.strip() for url in spec.target.split(SEPARATOR)]
-        servers = [factory(dataclasses.replace(spec, target=url), scenario, options) for url in urls]
+        servers = [factory(dataclasses.replace(spec, target=url), options) for url in urls]
     elif spec.provider in ("openai", "anthropic") and SEPARATOR in (spec.base_url or options.base_url or ""):
         urls = [url.strip() for url in (spec.base_url or options.base_url or "").split(SEPARATOR)]
-        servers = [factory(dataclasses.replace(spec, base_url=url), scenario, options) for url in urls]
+        servers = [factory(dataclasses.replace(spec, base_url=url), options) for url in urls]
     else:
-        return factory(spec, scenario, options)
+        return factory(spec, options)
     if not all(urls):
         raise BackendSpecError(f"backend '{spec.text}' names an empty server between '|'; write URL1|URL2")
     return RoutedModel(servers, name=spec.text, endpoint=SEPARATOR.join(urls))
 
 
-def build_backend(text: str, scenario: Scenario[Any, Any, Any], options: BackendOptions | None = None,
-                  budget: Budget | None = None, on_warning: Callable[[str], None] | None = None,
-                  limiter: Limiter | None = None) -> LanguageModel:
+def build_backend(text: str, options: BackendOptions | None = None, budget: Budget | None = None,
+                  on_warning: Callable[[str], None] | None = None, limiter: Limiter | None = None, *,
+                  rules: Sequence[StandInRule]) -> LanguageModel:
     """A ready backend for `text`: the bare provider, wrapped in the stack unless it answers in
-    process without suspending (the stand-in)."""
+    process without suspending (the stand-in). `rules` are what the stand-in answers with, if
+    `text` names it (a game's `StandInPart.rules`; asked for whatever `text` says, so that no
+    caller builds a stand-in that answers nothing)."""
     from .stack import wrap
 
     options = options or BackendOptions()
     spec = parse_spec(text)
-    backend = _servers(spec, scenario, options)
+    backend = _standin(spec, rules) if spec.provider == STAND_IN else _servers(spec, options)
     if options.sample_locally:
         from .choices import require_scoring
 

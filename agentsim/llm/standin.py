@@ -4,8 +4,9 @@ runs on a machine with no key and no GPU.
 
 In process, a rule is given the game's situation with the request (`Request.situation`: the
 options and memory the prompt shows, nothing more); over HTTP, from the stand-in server, the
-same rule reads the prompt text back into that situation. Each game contributes its rule
-(`Scenario.standin_rules`); the first rule that recognises a request answers it. The reply is
+same rule reads the prompt text back into that situation. Each game contributes its rules
+(its `StandInPart`, agentsim/parts.py), which the backend is handed when it is built; the first
+rule that recognises a request answers it. The reply is
 cut to the request's token budget with the same four-characters-per-token estimate that its
 token counts use. Its dice come from the request's seed, so the same request always gets the
 same answer.

@@ -49,8 +49,8 @@ from typing import Any, ClassVar
 
 from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
-from ...llm.standin import StandInRule
 from ...model import PopulationModel
+from ...parts import Readout, StandInPart
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
@@ -106,7 +106,7 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
             PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks),
                             memory_length=None)
 
-    def new_state(self, model: PopulationModel) -> CommonsState:
+    def new_state(self, model: PopulationModel[CommonsState]) -> CommonsState:
         params = self.params
         villagers = list(range(params.agents))
         names = [prompts.NAMES[index % len(prompts.NAMES)] + ("" if index < len(prompts.NAMES) else str(index))
@@ -130,10 +130,10 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         params = self.params
         return params.max_rounds or params.horizon * (4 + params.max_utterances + params.max_insights)
 
-    def stop_reason(self, model: PopulationModel) -> str | None:
+    def stop_reason(self, model: PopulationModel[CommonsState]) -> str | None:
         return model.state.finished
 
-    def step_groups(self, model: PopulationModel) -> list[tuple[int, ...]]:
+    def step_groups(self, model: PopulationModel[CommonsState]) -> list[tuple[int, ...]]:
         state: CommonsState = model.state
         if state.finished:
             return []
@@ -149,20 +149,20 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         return [(index,) for index in state.present if _unrated(_agent(model, index))]
 
     # --- encounters ------------------------------------------------------------------------
-    def draw(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def draw(self, model: PopulationModel[CommonsState], encounter: Encounter) -> Any:
         """A harvest's dice: the seed of its unit allocation."""
         if model.state.phase == "harvest":
             return model.random.getrandbits(64)
         return None
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[CommonsSituation, ...]:
+    def start(self, model: PopulationModel[CommonsState], encounter: Encounter) -> tuple[CommonsSituation, ...]:
         state: CommonsState = model.state
         return tuple(self.situation(model, state, agent) for agent in encounter.agents)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, ...]:
         return await ask_together(encounter.agents, encounter.views)
 
-    def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, ...]) -> EncounterRecord:
+    def resolve(self, model: PopulationModel[CommonsState], encounter: Encounter, decisions: tuple[Decision, ...]) -> EncounterRecord:
         state: CommonsState = model.state
         step = state.phase
         calls = [call for decision in decisions for call in decision.calls]
@@ -181,7 +181,7 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         model.metrics.steps.setdefault(encounter.round, StepStats({"month": state.month, "step": step, "stock": state.stock}))
         return EncounterRecord(encounter.t, encounter.round, outcome, moves, calls)
 
-    def on_round_end(self, model: PopulationModel) -> None:
+    def on_round_end(self, model: PopulationModel[CommonsState]) -> None:
         """Move the month on to its next step."""
         state: CommonsState = model.state
         if state.finished:
@@ -343,17 +343,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         return replace(base, memory=item.text, memory_kind=item.kind)
 
     # --- measuring -------------------------------------------------------------------------------
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        state: CommonsState = model.state
-        params = self.params
-        labels = {agent.index: agent.policy.label for agent in model.agents}
-        summary = run_metrics(
-            state.history, horizon=params.horizon, villagers=state.villagers,
-            initial_sustainable=params.sustainable_catch(params.initial_stock),
-            names=dict(enumerate(state.names)), ended=state.finished is not None, models=labels)
-        summary |= {"resource": params.resource, "months": len(state.history),
-                    "condition": self.condition(), "framework_model": labels[state.framework]}
-        return summary
+    def readout(self) -> CommonsReadout:
+        return CommonsReadout(self)
 
     def condition(self) -> str:
         """The paper's name for this setting: default, universalization, newcomer, no communication."""
@@ -362,18 +353,38 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
                                       ("no-communication", not params.communication)) if on]
         return "+".join(parts) or "default"
 
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
-        state: CommonsState = model.state
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit)])
+
+
+class CommonsReadout(Readout[CommonsState]):
+    """What a commons run shows: GovSim's metrics of its months (survival, efficiency, equality,
+    over-use), and live the month, the stock and the agreed limit."""
+
+    def __init__(self, game: CommonsGame) -> None:
+        self.game = game
+
+    def run_summary(self, model: PopulationModel[CommonsState]) -> dict[str, Any]:
+        state = model.state
+        params = self.game.params
+        labels = {agent.index: agent.policy.label for agent in model.agents}
+        summary = run_metrics(
+            state.history, horizon=params.horizon, villagers=state.villagers,
+            initial_sustainable=params.sustainable_catch(params.initial_stock),
+            names=dict(enumerate(state.names)), ended=state.finished is not None, models=labels)
+        summary |= {"resource": params.resource, "months": len(state.history),
+                    "condition": self.game.condition(), "framework_model": labels[state.framework]}
+        return summary
+
+    def live_figures(self, model: PopulationModel[CommonsState]) -> LiveFigures:
+        state = model.state
         limits = [record.limit for record in state.history if record.limit is not None]
         return LiveFigures(lines=(
-            ("month", f"{state.month} of {self.params.horizon}, {state.phase}"),
-            ("stock", f"{state.stock} of {self.params.capacity} {self.words.stock_unit}"
+            ("month", f"{state.month} of {self.game.params.horizon}, {state.phase}"),
+            ("stock", f"{state.stock} of {self.game.params.capacity} {self.game.words.stock_unit}"
              + (" (collapsed)" if state.history and state.current.collapsed else "")),
-            ("agreed limit", f"{limits[-1]} {self.words.unit} per person" if limits else "none yet"),
+            ("agreed limit", f"{limits[-1]} {self.game.words.unit} per person" if limits else "none yet"),
         ))
-
-    def standin_rules(self) -> list[StandInRule]:
-        return [CommonsStandIn(self.standin, capacity=self.params.capacity, unit=self.words.unit)]
 
 
 def allocate(wanted: dict[int, int], stock: int, rng: random.Random) -> dict[int, int]:

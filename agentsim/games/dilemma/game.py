@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from ...agents import PopulationAgent, ask_together
 from ...figures import LiveFigures
 from ...model import PopulationModel
+from ...parts import Readout, StandInPart
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
@@ -85,7 +86,20 @@ class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
     def new_metrics(self, model: PopulationModel) -> DilemmaMetrics:
         return DilemmaMetrics(models={agent.index: agent.policy.label for agent in model.agents})
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> DilemmaReadout:
+        return DilemmaReadout()
+
+    # --- the stand-in ----------------------------------------------------------------------
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[DilemmaStandIn(self.standin)],
+                           ignores=("temptation", "reward", "punishment", "sucker", "temperature", "max_tokens",
+                                    "history_length"))
+
+
+class DilemmaReadout(Readout[None]):
+    """What a dilemma run shows: its cooperation and payoffs, overall and per model."""
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
         metrics: DilemmaMetrics = model.metrics
         rates = metrics.cooperation_history
         return {
@@ -97,15 +111,8 @@ class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
             "fallback_moves": metrics.total.fallbacks,
         }
 
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
+    def live_figures(self, model: PopulationModel[None]) -> LiveFigures:
         return DilemmaFigures.of(model.metrics).as_live()
-
-    # --- the stand-in ----------------------------------------------------------------------
-    def standin_rules(self) -> list[DilemmaStandIn]:
-        return [DilemmaStandIn(self.standin)]
-
-    def standin_ignores(self) -> tuple[str, ...]:
-        return ("temptation", "reward", "punishment", "sucker", "temperature", "max_tokens", "history_length")
 
 
 def _move(decision: Decision) -> str:

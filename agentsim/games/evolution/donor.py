@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...codec import Parsed
+from ...parts import StandInPart
 from ...records import Decision, EncounterRecord, Move
 from . import prompts
 from .codec import EvolutionCodec
@@ -37,7 +38,6 @@ from .prompts import DonorView, Situation
 from .standin import EvolutionStandIn
 
 if TYPE_CHECKING:
-    from ...llm.standin import StandInRule
     from ...model import PopulationModel
     from ...scheduler import Encounter
 
@@ -65,8 +65,8 @@ class DonorGame(CulturalEvolution[DonorParams]):
     Params = DonorParams
     game_label: ClassVar[str] = "Donor game"
 
-    def standin_rules(self) -> list[StandInRule]:
-        return [EvolutionStandIn(self.standin, donor=True, punishment=self.params.punishment)]
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[EvolutionStandIn(self.standin, donor=True, punishment=self.params.punishment)])
 
     @cached_property
     def codec(self) -> DonorCodec:

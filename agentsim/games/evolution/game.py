@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ...figures import LiveFigures
+from ...parts import Readout, StandInPart
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
@@ -38,7 +39,6 @@ from .standin import EvolutionStandIn, EvolutionStandInSettings
 
 if TYPE_CHECKING:
     from ...agents import PopulationAgent
-    from ...llm.standin import StandInRule
     from ...model import PopulationModel
     from ...scheduler import Encounter
 
@@ -109,7 +109,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
     def new_metrics(self, model: PopulationModel) -> EvolutionMetrics:
         return EvolutionMetrics()
 
-    def new_state(self, model: PopulationModel) -> RunState:
+    def new_state(self, model: PopulationModel[RunState]) -> RunState:
         """The current game's order and the survivors' advice for the next generation."""
         return RunState(order=[], advice=[])
 
@@ -117,7 +117,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
     def agents_of(model: PopulationModel) -> list[EvolutionAgent]:
         return model.population
 
-    def groups(self, model: PopulationModel, phase: Phase) -> list[tuple[int, ...]]:
+    def groups(self, model: PopulationModel[RunState], phase: Phase) -> list[tuple[int, ...]]:
         agents = self.agents_of(model)
         if phase.kind == "play":
             return self.round_groups(model.state.order, phase)
@@ -128,7 +128,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
         return [(agent.index,) for agent in chosen]
 
     # --- encounters ----------------------------------------------------------------------------
-    def start(self, model: PopulationModel, encounter: Encounter) -> Any:
+    def start(self, model: PopulationModel[RunState], encounter: Encounter) -> Any:
         phase = self.phase(encounter.round)
         if phase.kind == "play":
             return self.game_view(model, encounter, phase)
@@ -178,7 +178,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
         return EncounterRecord(encounter.t, encounter.round, 0, [Move(agent.index, decision.action, 0.0)], decision.calls)
 
     # --- between rounds: games, selection, newcomers ---------------------------------------------
-    def on_round_end(self, model: PopulationModel) -> None:
+    def on_round_end(self, model: PopulationModel[RunState]) -> None:
         done = self.phase(model.rounds_done - 1)
         agents = self.agents_of(model)
         if done.kind == "play" and done.round == self.params.rounds - 1:
@@ -191,10 +191,10 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
             if upcoming.kind == "play" and upcoming.round == 0:
                 for agent in agents:
                     self.reset_game(agent)
-                state: RunState = model.state
+                state = model.state
                 state.order = self.game_order(model, upcoming.game, state.order)
 
-    def _end_generation(self, model: PopulationModel, generation: int, round_: int) -> None:
+    def _end_generation(self, model: PopulationModel[RunState], generation: int, round_: int) -> None:
         params = self.params
         agents = self.agents_of(model)
         scores = [agent.score for agent in agents]
@@ -218,25 +218,36 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
             agent.scores = []
 
     # --- results ---------------------------------------------------------------------------------
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> EvolutionReadout:
+        return EvolutionReadout(self)
+
+    def standin_part(self) -> StandInPart:
+        return StandInPart(rules=[EvolutionStandIn(self.standin)])
+
+
+class EvolutionReadout(Readout[RunState]):
+    """What a run of generations shows: the generation and phase it is at, and each finished
+    generation's roster and payoffs (`EvolutionMetrics.summary`)."""
+
+    def __init__(self, game: CulturalEvolution[Any]) -> None:
+        self.game = game
+
+    def run_summary(self, model: PopulationModel[RunState]) -> dict[str, Any]:
         metrics: EvolutionMetrics = model.metrics
-        return {"game": self.name, "condition": self.params.condition, "agents": self.params.agents,
-                "rounds_per_game": self.params.rounds, "games_per_generation": self.params.games,
+        game = self.game
+        return {"game": game.name, "condition": game.params.condition, "agents": game.params.agents,
+                "rounds_per_game": game.params.rounds, "games_per_generation": game.params.games,
                 "generations": metrics.summary()}
 
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
+    def live_figures(self, model: PopulationModel[RunState]) -> LiveFigures:
         metrics: EvolutionMetrics = model.metrics
-        scenario = model.scenario  # the run's variant, not necessarily self
-        assert isinstance(scenario, CulturalEvolution)
-        round_ = min(model.rounds_done, len(scenario.schedule) - 1)
-        phase = scenario.phase(round_)
+        game = self.game  # the run's variant: the readout is made from `model.scenario`
+        round_ = min(model.rounds_done, len(game.schedule) - 1)
+        phase = game.phase(round_)
         doing = f"game {phase.game + 1}, round {phase.round + 1}" if phase.kind == "play" else phase.kind
-        lines = [("condition", CONDITION_LABELS[scenario.params.condition]),
-                 ("generation", f"{phase.generation} of {scenario.params.generations}: {doing}")]
+        lines = [("condition", CONDITION_LABELS[game.params.condition]),
+                 ("generation", f"{phase.generation} of {game.params.generations}: {doing}")]
         if metrics.generations:
             last = metrics.generations[-1]
             lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
         return LiveFigures(lines=tuple(lines))
-
-    def standin_rules(self) -> list[StandInRule]:
-        return [EvolutionStandIn(self.standin)]

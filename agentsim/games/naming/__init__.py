@@ -19,13 +19,15 @@ if TYPE_CHECKING:
         family_topology,
     )
     from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
+    from .readout import NamingReadout
     from .situation import Memory, NamingSituation
     from .standin import NamingStandIn, NamingStandInSettings, read_options
 
 __all__ = [
     "DRAWN_POOL_SIZE", "NETWORKS", "NO_OPTION", "QUESTIONS", "SEVERAL",
     "AnswerReader", "ComprehensionStandIn", "FirstChoiceProbe", "Memory", "NamingGame", "NamingParams",
-    "NamingSituation", "NamingStandIn", "NamingStandInSettings", "NetworkMetrics", "NetworkNamingGame", "NetworkNamingParams", "Question",
+    "NamingReadout", "NamingSituation", "NamingStandIn", "NamingStandInSettings", "NetworkMetrics", "NetworkNamingGame",
+    "NetworkNamingParams", "Question",
     "StrategyProbe", "StrategyProbeParams",
     "connected_graph", "family_topology", "generate_names", "parse_answer", "question_messages", "questions_for",
     "read_options", "score",
@@ -38,6 +40,7 @@ lazy_exports(__name__, {
     ".network": ("NETWORKS", "NetworkMetrics", "NetworkNamingGame", "NetworkNamingParams", "connected_graph",
                  "family_topology"),
     ".probes": ("FirstChoiceProbe", "StrategyProbe", "StrategyProbeParams"),
+    ".readout": ("NamingReadout",),
     ".situation": ("Memory", "NamingSituation"),
     ".standin": ("NamingStandIn", "NamingStandInSettings", "read_options"),
 })

@@ -140,7 +140,7 @@ async def _sample(scenario: NamingGame, backend_spec: str, samples: int, seed: i
         for move in record.moves:
             tally[None if move.agent in fell else move.action] += 1
 
-    model_backend = build_backend(backend_spec, probe)
+    model_backend = build_backend(backend_spec, rules=probe.standin_part().rules)
     try:
         model = PopulationModel(probe, seed=seed, backends=[BackendShare(model_backend)], on_resolved=count)
         await model.arun()

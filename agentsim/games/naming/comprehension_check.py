@@ -57,7 +57,7 @@ def comprehension_backend(spec: str, scenario: NamingGame) -> LanguageModel:
         templates = [scenario.template] + [PromptTemplate.load("naming", variant)
                                            for variant in ("standard", "narrative", "bullet") if variant != scenario.template.name]
         return StandInModel([ComprehensionStandIn(templates)])
-    return build_backend(spec, scenario)
+    return build_backend(spec, rules=scenario.standin_part().rules)
 
 
 def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck()) -> dict[str, Any]:

@@ -21,10 +21,10 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ...agents import PopulationAgent
-from ...figures import LiveFigures
 from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
+from ...parts import StandInPart
 from ...policies import CommittedPolicy, LLMPolicy, Policy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
@@ -33,6 +33,7 @@ from ..pairwise import PairwiseGame, PairwiseParams
 from .answers import answer_replies
 from .codec import NamingCodec
 from .metrics import ConventionMetrics
+from .readout import NamingReadout
 from .situation import NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 
@@ -274,84 +275,15 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
             return metrics.records_to_flip(limit)
         return limit
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        metrics: ConventionMetrics = model.metrics
-        summary: dict[str, Any] = {
-            "consensus": metrics.consensus is not None,
-            "consensus_name": metrics.consensus.name if metrics.consensus else None,
-            "consensus_round": metrics.consensus.round if metrics.consensus else None,
-            "final_success_rate": round(metrics.success_rate, 4),
-            "final_agreement": round(metrics.agreement, 4),
-            "leading_name": metrics.leading_name(),
-        }
-        if metrics.alternative is not None:
-            share = metrics.alternative_share()
-            summary.update(
-                committed=len(metrics.committed),
-                committed_name=metrics.alternative,
-                majority_name=self.majority_name(),
-                flip=metrics.flip is not None,
-                flip_round=metrics.flip.round if metrics.flip else None,
-                final_alternative_share=None if share is None else round(share, 4),
-                # the choices that share is taken over (the last window's non-committed ones)
-                final_alternative_choices=metrics.uncommitted.total,
-            )
-        # Fallback moves played their part in the game but are in none of the figures above.
-        summary["fallback_moves"] = metrics.fallbacks
-        return summary
+    def readout(self) -> NamingReadout:
+        return NamingReadout(self)
 
-    def model_series(self, model: PopulationModel) -> dict[str, float | str | None]:
-        """Per step: success over the last window, agreement (the leading latest name's share
-        among the non-committed agents), the leading name and its share of the last window's
-        productions, and with a committed minority the alternative's share among the others'
-        latest choices (None before any)."""
-        metrics: ConventionMetrics = model.metrics
-        leading = metrics.leading_name()
-        series: dict[str, float | str | None] = {
-            "success_rate": metrics.success_rate,
-            "agreement": metrics.agreement,
-            "leading_name": leading,
-            "leading_share": metrics.window_shares().get(str(leading), 0.0) if leading is not None else 0.0,
-        }
-        if metrics.alternative is not None:
-            series["alternative_share"] = metrics.alternative_share()
-        return series
-
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
-        metrics: ConventionMetrics = model.metrics
-        shares = metrics.window_shares()
-        committed = bool(metrics.committed)
-        lines = [("agreement", f"{metrics.agreement:.0%}" + (" (latest choices of the non-committed agents)" if committed else ""))]
-        if metrics.consensus:
-            lines.append(("consensus", f"on {metrics.consensus.name} at round {metrics.consensus.round}"))
-        if metrics.alternative is not None:
-            share = metrics.alternative_share()
-            lines.append(("committed", f"{len(metrics.committed)} of {metrics.population} "
-                                       f"({len(metrics.committed) / metrics.population:.0%}) play {metrics.alternative}"))
-            lines.append(("flip", f"yes, at round {metrics.flip.round}" if metrics.flip else
-                          "not yet (no choice of the others yet)" if share is None else
-                          f"not yet ({metrics.alternative} at {share:.0%} of the others' "
-                          f"{metrics.uncommitted.total} latest choices)"))
-        fallbacks = f"; {metrics.fallbacks} fallbacks left out" if metrics.fallbacks else ""
-        return LiveFigures(
-            success_rate=metrics.success_rate,
-            success_history=tuple(metrics.success_history[-60:]),
-            shares={name: shares.get(name, 0.0) for name in self.names},
-            shares_label="choices",
-            shares_note=(f"last {len(metrics.window_productions)} choices, committed agents' plays included"
-                         f"{fallbacks}" if committed else
-                         f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
-            lines=tuple(lines),
-        )
-
-    def standin_ignores(self) -> tuple[str, ...]:
-        return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens")
-
-    def standin_rules(self) -> list[NamingStandIn]:
+    def standin_part(self) -> StandInPart:
         templates = [self.template] + [
             PromptTemplate.load("naming", variant) for variant in ("standard", "narrative", "bullet") if variant != self.template.name
         ]
-        return [NamingStandIn(templates, self.standin)]
+        return StandInPart(rules=[NamingStandIn(templates, self.standin)],
+                           ignores=("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens"))
 
 
 def generate_names(count: int, style: str, seed: int) -> tuple[str, ...]:

@@ -87,7 +87,7 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
     """Measure the model and give the verdict (`backend`: one already built, else `check.backend`)."""
     plain = NamingGame(names=check.names).for_experiment(check.seed)
     constrained = plain.with_params(constrained_decoding=True)
-    model = backend or build_backend(check.backend, plain, BackendOptions(model_check=False))
+    model = backend or build_backend(check.backend, BackendOptions(model_check=False), rules=plain.standin_part().rules)
     limit = asyncio.Semaphore(check.concurrency)
     try:
         report = CheckReport(check.backend, check.names)

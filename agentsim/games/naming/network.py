@@ -28,6 +28,7 @@ from ...scheduler import Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology
 from .game import NamingGame, NamingParams
 from .metrics import ConventionMetrics
+from .readout import NamingReadout
 
 Network = Literal["complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi"]
 NETWORKS: tuple[Network, ...] = ("complete", "ring", "lattice", "small-world", "scale-free", "erdos-renyi")
@@ -125,12 +126,22 @@ class NetworkNamingGame(NamingGame):
             return "agreement" if model.metrics.agreement_round is not None else None
         return super().stop_reason(model)
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> NetworkReadout:
+        return NetworkReadout(self)
+
+
+class NetworkReadout(NamingReadout):
+    """The naming game's readout, with the run's graph (family, mean degree, clustering) and
+    the round its agents agreed."""
+
+    game: NetworkNamingGame
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
         metrics: NetworkMetrics = model.metrics
         graph: nx.Graph = model.graph
         degrees = [degree for _, degree in graph.degree()]
         return super().run_summary(model) | {
-            "topology": self.topology_of(model),
+            "topology": self.game.topology_of(model),
             "mean_degree": round(sum(degrees) / len(degrees), 3),
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,

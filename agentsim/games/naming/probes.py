@@ -26,6 +26,7 @@ from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Encounter
 from .game import NamingGame, NamingParams
+from .readout import NamingReadout
 from .situation import Memory, NamingSituation
 
 
@@ -87,5 +88,14 @@ class StrategyProbe(NamingGame):
     def stop_reason(self, model: PopulationModel) -> str | None:
         return None
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
-        return {"configurations": len(self.configurations)}
+    def readout(self) -> StrategyProbeReadout:
+        return StrategyProbeReadout(self)
+
+
+class StrategyProbeReadout(NamingReadout):
+    """A strategy probe's summary: how many memory configurations it asks (no consensus to report)."""
+
+    game: StrategyProbe
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
+        return {"configurations": len(self.game.configurations)}

@@ -201,5 +201,5 @@ def state_frequencies(experiments: Iterable[RecordedExperiment], *, length: int 
 
 
 def _standin_rule(scenario: Any) -> Any:
-    rules = [rule for rule in scenario.standin_rules() if hasattr(rule, "probabilities")]
+    rules = [rule for rule in scenario.standin_part().rules if hasattr(rule, "probabilities")]
     return rules[0] if rules else None

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from .. import Family, lazy_exports, register_family
 
 if TYPE_CHECKING:
-    from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignSituation, sign_grid
+    from .game import CONDITION_LABELS, CONDITIONS, SignAgent, SignGame, SignParams, SignReadout, SignSituation, sign_grid
     from .metrics import THRESHOLDS, SignMetrics
     from .schema import (
         NOT_COMPLIANT,
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONDITIONS", "CONDITION_LABELS", "NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "THRESHOLDS",
-    "FreeTextDecoder", "SchemaParser", "SignAgent", "SignGame", "SignMetrics", "SignParams", "SignSituation",
+    "FreeTextDecoder", "SchemaParser", "SignAgent", "SignGame", "SignMetrics", "SignParams", "SignReadout", "SignSituation",
     "SignStandIn", "SignStandInSettings",
     "decision_route", "lexicon", "schema_regex", "sign_grid",
 ]
 
 lazy_exports(__name__, {
-    ".game": ("CONDITION_LABELS", "CONDITIONS", "SignAgent", "SignGame", "SignParams", "SignSituation", "sign_grid"),
+    ".game": ("CONDITION_LABELS", "CONDITIONS", "SignAgent", "SignGame", "SignParams", "SignReadout", "SignSituation",
+              "sign_grid"),
     ".metrics": ("THRESHOLDS", "SignMetrics"),
     ".schema": ("NOT_COMPLIANT", "NOT_IN_LEXICON", "ROUTES", "FreeTextDecoder", "SchemaParser", "decision_route",
                 "lexicon", "schema_regex"),

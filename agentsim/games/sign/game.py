@@ -41,6 +41,7 @@ from ...figures import LiveFigures
 from ...llm.base import Grammar, Sampling
 from ...model import PopulationModel
 from ...params import require
+from ...parts import Readout, StandInPart
 from ...policies import LLMPolicy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
@@ -241,25 +242,44 @@ class SignGame(PairwiseGame[SignParams, SignSituation]):
     def stop_reason(self, model: PopulationModel) -> str | None:
         return "consensus" if self.params.stop_at == "consensus" and model.metrics.consensus is not None else None
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> SignReadout:
+        return SignReadout(self)
+
+    def standin_part(self) -> StandInPart:
+        templates = [PromptTemplate.load("sign", variant) for variant in ("schema", "nl_sw", "nl")]
+        if self.params.prompt:
+            templates.insert(0, self.template)
+        return StandInPart(rules=[SignStandIn(templates, self.standin)],
+                           ignores=("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens",
+                                    "repetition_penalty"))
+
+
+class SignReadout(Readout[None]):
+    """What a SIGN run shows: agreement per round and the rounds to each threshold, compliance,
+    and the condition it ran under."""
+
+    def __init__(self, game: SignGame) -> None:
+        self.game = game
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
         metrics: SignMetrics = model.metrics
         metrics.close_rounds(1 << 62)
-        params = self.params
+        params = self.game.params
         return {
             "condition": params.condition,
             "agents": len(model.agents),
             "memory": params.memory_window(),
             "alpha": params.alpha,
-            "lexicon_size": len(self.names),
-            "constrained_decoding": self.grammar() is not None,
+            "lexicon_size": len(self.game.names),
+            "constrained_decoding": self.game.grammar() is not None,
             **metrics.summary(),
         }
 
-    def live_figures(self, model: PopulationModel) -> LiveFigures:
+    def live_figures(self, model: PopulationModel[None]) -> LiveFigures:
         metrics: SignMetrics = model.metrics
         shares = metrics.window_shares()
         agreement = metrics.agreement_history[-1] if metrics.agreement_history else 0.0
-        lines = [("condition", CONDITION_LABELS[self.condition]), ("agreement", f"{agreement:.0%} (last round)")]
+        lines = [("condition", CONDITION_LABELS[self.game.condition]), ("agreement", f"{agreement:.0%} (last round)")]
         reached = [f"{int(threshold * 100)}% at round {metrics.reached[threshold][0]}"
                    for threshold in THRESHOLDS if threshold in metrics.reached]
         if reached:
@@ -272,15 +292,6 @@ class SignGame(PairwiseGame[SignParams, SignSituation]):
                                key=lambda item: -item[1])[:5]),
             lines=tuple(lines),
         )
-
-    def standin_ignores(self) -> tuple[str, ...]:
-        return ("success_payoff", "failure_payoff", "temperature", "top_k", "top_p", "max_tokens", "repetition_penalty")
-
-    def standin_rules(self) -> list[SignStandIn]:
-        templates = [PromptTemplate.load("sign", variant) for variant in ("schema", "nl_sw", "nl")]
-        if self.params.prompt:
-            templates.insert(0, self.template)
-        return [SignStandIn(templates, self.standin)]
 
 
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...model import PopulationModel
+from ...parts import StandInPart
 from ...policies import Policy, RulePolicy
 from ..naming.game import NamingGame, NamingSituation
-from ..naming.standin import NamingStandIn
 
 
 def best_response(situation: NamingSituation, unit: float) -> str:
@@ -48,8 +48,8 @@ class BestResponseNamingGame(NamingGame):
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         return RulePolicy(f"rule:best-response-M{self.params.memory_length}", best_response)
 
-    def standin_rules(self) -> list[NamingStandIn]:
-        return []
+    def standin_part(self) -> StandInPart:
+        return StandInPart()  # rule agents ask no stand-in
 
 
 def flip_shares(

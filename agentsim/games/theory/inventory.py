@@ -25,11 +25,13 @@ from typing import Any, ClassVar, Literal
 
 from ...agents import PopulationAgent
 from ...model import PopulationModel
+from ...parts import StandInPart
 from ...policies import CommittedPolicy, RulePolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scheduler import Encounter
 from ..naming.game import NamingGame, NamingParams, NamingSituation
 from ..naming.metrics import ConventionMetrics, Milestone
+from ..naming.readout import NamingReadout
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,7 +229,17 @@ class MinimalNamingGame(NamingGame):
             return "consensus"
         return super().stop_reason(model) if self.params.stop_at == "flip" else None
 
-    def run_summary(self, model: PopulationModel) -> dict[str, Any]:
+    def readout(self) -> InventoryReadout:
+        return InventoryReadout(self)
+
+    def standin_part(self) -> StandInPart:
+        return StandInPart()  # rule agents ask no stand-in
+
+
+class InventoryReadout(NamingReadout):
+    """The naming game's readout, with the inventories' convergence and their sizes."""
+
+    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
         metrics: InventoryMetrics = model.metrics
         summary = super().run_summary(model)
         summary.update(
@@ -238,6 +250,3 @@ class MinimalNamingGame(NamingGame):
             final_distinct_words=metrics.distinct_words,
         )
         return summary
-
-    def standin_rules(self) -> list[Any]:
-        return []

@@ -1,0 +1,319 @@
+"""What a player chooses: an option from a list, a number in a range, a split of a budget, a
+target among the other live players. Each kind of choice knows everything the layer derives
+from it, so a game names its choice and writes none of this:
+
+    instruction()    the answer format the prompt ends with
+    read(text)       the choice a reply names, or the problem that makes it unusable
+    text(value)      the choice as the store records it (`Move.action`), `value(text)` back
+    reply(value)     the reply a player writes for it (the stand-in's answers, the grammar's replies)
+    grammar()        the reply's grammar for constrained decoding: a choice grammar (one reply
+                     per option, so a backend that scores options gives their exact
+                     probabilities) where the choice set has at most `SMALL` members, else a regex
+    options          the choice set, where it is small (empty otherwise)
+    draw(rng)        a uniformly random choice: the documented fallback and the stand-in's default
+    spec()           the choice as plain data, for the store (`choice_from_spec` reads it back)
+
+Reading a reply (documented in docs/games-layer.md): an option or a target is the one option
+the reply names as a whole word (any case); naming none or several is unusable. A number is the
+only number in the reply, or else the number the reply ends with; out of range, not whole where
+whole numbers are asked, or several numbers with none at the end: unusable. A split is exactly
+`parts` numbers (in order) that are not negative and add up to the budget.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..errors import ParameterError
+from ..llm.base import Grammar
+
+SMALL = 101  # the largest choice set given a choice grammar (0-100 inclusive is GAMA-Bench's widest)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+class Choice:
+    """Base of the kinds of choice; subclasses are frozen dataclasses. `key` (every kind takes
+    it): the reply is JSON-like, `{"KEY": VALUE}`, as GAMA-Bench's prompts ask; only VALUE is
+    read (a reply with no such key is read whole), and a player's reply is written so."""
+
+    kind: ClassVar[str] = ""
+    key: str = ""
+
+    def focus(self, text: str) -> str:
+        """The part of a reply that answers: the value of `key` where the reply gives one."""
+        if not self.key:
+            return text
+        found = re.search(rf"""["']?{re.escape(self.key)}["']?\s*:\s*(\[[^\]]*\]|"[^"]*"|'[^']*'|[^,}}\n]+)""", text)
+        return found.group(1).strip("\"' ") if found else text
+
+    def keyed(self, text: str) -> str:
+        return f'{{"{self.key}": "{text}"}}' if self.key else text
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ()
+
+    def instruction(self) -> str:
+        raise NotImplementedError
+
+    def read(self, text: str) -> tuple[str | None, str | None]:
+        """(the choice's text, None) or (None, the problem)."""
+        raise NotImplementedError
+
+    def text(self, value: Any) -> str:
+        return str(value)
+
+    def value(self, text: str) -> Any:
+        return text
+
+    def reply(self, value: Any) -> str:
+        """What a player answering `value` writes: the text and a full stop, so that no reply of
+        a choice grammar begins another ("1." and "10."); with a `key`, as JSON."""
+        return self.keyed(self.text(value)) if self.key else f"{self.text(value)}."
+
+    def grammar(self) -> Grammar:
+        options = self.options
+        return Grammar.choice({option: self.reply(self.value(option)) for option in options})
+
+    def draw(self, rng: random.Random) -> Any:
+        raise NotImplementedError
+
+    def spec(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Options(Choice):
+    """One of a few labelled options: `Options("accept", "reject")`, `Options("go", "stay")`."""
+
+    labels: tuple[str, ...]
+    kind: ClassVar[str] = "options"
+
+    def __init__(self, *labels: str, key: str = "") -> None:
+        object.__setattr__(self, "key", key)
+        if len(labels) == 1 and not isinstance(labels[0], str):
+            labels = tuple(labels[0])
+        if len(labels) < 2 or len({label.lower() for label in labels}) != len(labels) or not all(labels):
+            raise ParameterError(f"Options takes two or more distinct, non-empty labels (got {labels!r})")
+        object.__setattr__(self, "labels", tuple(labels))
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return self.labels
+
+    def instruction(self) -> str:
+        return _format(self, f"exactly one of: {', '.join(self.labels)}")
+
+    def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
+        found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
+        if len(found) == 1:
+            return found[0], None
+        return None, ("names several options: " + ", ".join(found) if found else "names no option")
+
+    def draw(self, rng: random.Random) -> str:
+        return self.labels[rng.randrange(len(self.labels))]
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "labels": list(self.labels), "key": self.key}
+
+
+@dataclass(frozen=True)
+class Target(Options):
+    """Another live player of the round, by name; the layer fills in the names when it asks
+    (`Target()` in a game), and the game gets the `Player` back."""
+
+    kind: ClassVar[str] = "target"
+
+    def __init__(self, *names: str, key: str = "") -> None:
+        object.__setattr__(self, "labels", tuple(names))
+        object.__setattr__(self, "key", key)
+
+    def instruction(self) -> str:
+        return _format(self, f"the name of exactly one player: {', '.join(self.labels)}")
+
+    def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
+        if not self.labels:
+            return None, "no player to choose"
+        found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
+        if len(found) == 1:
+            return found[0], None
+        return None, ("names several players: " + ", ".join(found) if found else "names no player among the choices")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Number(Choice):
+    """A number from `low` to `high` (both included): whole numbers unless `integer=False`."""
+
+    low: float
+    high: float
+    integer: bool = True
+    kind: ClassVar[str] = "number"
+
+    def __init__(self, low: float, high: float, *, integer: bool = True, key: str = "") -> None:
+        object.__setattr__(self, "key", key)
+        if not low < high or (integer and (int(low) != low or int(high) != high)):
+            raise ParameterError(f"Number needs low < high{', both whole' if integer else ''} (got {low}, {high})")
+        object.__setattr__(self, "low", int(low) if integer else float(low))
+        object.__setattr__(self, "high", int(high) if integer else float(high))
+        object.__setattr__(self, "integer", integer)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        if self.integer and self.high - self.low < SMALL:
+            return tuple(str(value) for value in range(int(self.low), int(self.high) + 1))
+        return ()
+
+    def instruction(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        return _format(self, f"{kind} from {self.text(self.low)} to {self.text(self.high)}")
+
+    def read(self, text: str) -> tuple[str | None, str | None]:
+        text = self.focus(text)
+        found = _NUMBER.findall(text)
+        if not found:
+            return None, "names no number"
+        if len(set(map(float, found))) > 1:
+            tail = _NUMBER.search(text.rstrip().rstrip(".!*)\"'`").split()[-1] if text.split() else "")
+            if tail is None or tail.group() != found[-1]:
+                return None, "names several numbers, none of them at the end"
+        number = float(found[-1])
+        if self.integer and number != int(number):
+            return None, f"{found[-1]} is not a whole number"
+        if not self.low <= number <= self.high:
+            return None, f"{found[-1]} is not from {self.text(self.low)} to {self.text(self.high)}"
+        return self.text(number), None
+
+    def text(self, value: Any) -> str:
+        number = float(value)
+        return str(int(number)) if self.integer or number == int(number) else f"{number:g}"
+
+    def value(self, text: str) -> float | int:
+        return int(text) if self.integer else float(text)
+
+    def grammar(self) -> Grammar:
+        if self.options:
+            return super().grammar()
+        number = r"-?[0-9]+" if self.integer else r"-?[0-9]+(?:\.[0-9]+)?"
+        return Grammar(kind="regex", value=_keyed_pattern(self.key, number) if self.key else
+                       number + (r"\." if self.integer else ""))
+
+    def reply(self, value: Any) -> str:
+        if self.key:
+            return self.keyed(self.text(value))
+        return f"{self.text(value)}." if self.integer else self.text(value)
+
+    def draw(self, rng: random.Random) -> float | int:
+        if self.integer:
+            return rng.randint(int(self.low), int(self.high))
+        return round(rng.uniform(self.low, self.high), 2)
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "low": self.low, "high": self.high, "integer": self.integer, "key": self.key}
+
+
+@dataclass(frozen=True)
+class Split(Choice):
+    """A budget `total` split among `parts` shares (in order; `labels` names them in the
+    prompt): e.g. a proposal of how 100 coins go to each of 5 pirates."""
+
+    parts: int
+    total: float
+    integer: bool = True
+    labels: tuple[str, ...] = ()
+    key: str = ""
+    kind: ClassVar[str] = "split"
+
+    def __post_init__(self) -> None:
+        if self.parts < 2 or self.total <= 0 or (self.labels and len(self.labels) != self.parts):
+            raise ParameterError(f"Split needs 2 or more parts, a positive total and a label per part if any "
+                                 f"(got parts={self.parts}, total={self.total}, labels={self.labels!r})")
+        object.__setattr__(self, "labels", tuple(self.labels))
+
+    def instruction(self) -> str:
+        whom = f" (in this order: {', '.join(self.labels)})" if self.labels else ""
+        kind = "whole numbers" if self.integer else "numbers"
+        return _format(self, f"{self.parts} {kind}{whom}, separated by commas, that are not negative and add up to "
+                             f"{_plain(self.total)}")
+
+    def read(self, text: str) -> tuple[str | None, str | None]:
+        found = [float(number) for number in _NUMBER.findall(self.focus(text))]
+        if len(found) != self.parts:
+            return None, f"names {len(found)} numbers, not {self.parts}"
+        if any(number < 0 for number in found):
+            return None, "has a negative share"
+        if self.integer and any(number != int(number) for number in found):
+            return None, "has a share that is not a whole number"
+        if not math.isclose(sum(found), self.total, abs_tol=1e-6):
+            return None, f"adds up to {_plain(sum(found))}, not {_plain(self.total)}"
+        return self.text(found), None
+
+    def text(self, value: Any) -> str:
+        return ",".join(_plain(number, self.integer) for number in value)
+
+    def value(self, text: str) -> tuple[float | int, ...]:
+        return tuple(int(part) if self.integer else float(part) for part in text.split(","))
+
+    def reply(self, value: Any) -> str:
+        return self.keyed(", ".join(_plain(number, self.integer) for number in value))
+
+    def grammar(self) -> Grammar:
+        number = r"[0-9]+" if self.integer else r"[0-9]+(?:\.[0-9]+)?"
+        shares = number + f"(?:, ?{number}){{{self.parts - 1}}}"
+        return Grammar(kind="regex", value=_keyed_pattern(self.key, shares) if self.key else shares)
+
+    def draw(self, rng: random.Random) -> tuple[float | int, ...]:
+        """Uniform over the splits (stars and bars for whole numbers)."""
+        if self.integer:
+            total = int(self.total)
+            cuts = sorted(rng.sample(range(total + self.parts - 1), self.parts - 1))
+            edges = [-1, *cuts, total + self.parts - 1]
+            return tuple(edges[i + 1] - edges[i] - 1 for i in range(self.parts))
+        points: list[float] = sorted(rng.uniform(0, self.total) for _ in range(self.parts - 1))
+        bounds: list[float] = [0.0, *points, float(self.total)]
+        shares: list[float] = [round(bounds[i + 1] - bounds[i], 2) for i in range(self.parts)]
+        shares[-1] = round(self.total - sum(shares[:-1]), 2)
+        return tuple(shares)
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parts": self.parts, "total": self.total, "integer": self.integer,
+                "labels": list(self.labels), "key": self.key}
+
+
+def _format(choice: Choice, what: str) -> str:
+    if choice.key:
+        return f'Answer in JSON, as {{"{choice.key}": "..."}}, with {what}.'
+    return f"Answer with {what}, and nothing else."
+
+
+def _keyed_pattern(key: str, value: str) -> str:
+    return re.escape(f'{{"{key}": "') + value + re.escape('"}')
+
+
+def _plain(number: float, integer: bool = False) -> str:
+    return str(int(number)) if integer or number == int(number) else f"{number:g}"
+
+
+def choice_from_spec(spec: dict[str, Any]) -> Choice:
+    """The choice `Choice.spec` gave `spec` for (what the store keeps with each call)."""
+    kind, key = spec.get("kind"), str(spec.get("key") or "")
+    if kind == "options":
+        return Options(*spec["labels"], key=key)
+    if kind == "target":
+        return Target(*spec["labels"], key=key)
+    if kind == "number":
+        return Number(spec["low"], spec["high"], integer=bool(spec["integer"]), key=key)
+    if kind == "split":
+        return Split(int(spec["parts"]), spec["total"], bool(spec["integer"]), tuple(spec.get("labels") or ()), key)
+    raise ValueError(f"not a choice: {spec!r}")
+
+
+def as_choice(value: Choice | Sequence[str]) -> Choice:
+    """A choice, or a list of labels as `Options`."""
+    return value if isinstance(value, Choice) else Options(*value)

@@ -1,0 +1,96 @@
+"""The base of GAMA-Bench's games on agentsim's game layer (scenarios/gamabench/*.py): its
+parameters (10 players, 20 rounds, each player's conversation kept, the prompt version), its
+score from the recorded rounds, and GAMA-Bench's own prompt texts where the user points
+`prompt_templates` at the `prompt_template/` folder of their own GAMA-Bench checkout.
+
+A game writes each round's outcome with `rules.py` and records it whole (`Round.record`): the
+store's round line then carries GAMA-Bench's round record, which `score` reads as it reads an
+imported run's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from ...gamekit import Game, GameParams
+from ...params import require
+from .rules import PARAMETERS
+from .scores import round_record
+from .scoring import game_name, score
+from .templates import VERSIONS, PromptTemplate, load_templates
+
+
+class Field(str):
+    """A GAMA-Bench input filled per player when the layer renders the text (`Field("player")`
+    becomes the layer's `{player}`): a description that names the player it is sent to."""
+
+
+@lru_cache(maxsize=64)
+def _templates(folder: str, game: str, version: str) -> dict[str, PromptTemplate]:
+    return load_templates(folder, game, version)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GamaParams(GameParams):
+    agents: int = 10
+    max_rounds: int = 20
+    conversation: bool = True  # GAMA-Bench keeps each player's messages, round after round
+    temperature: float = 1.0
+    max_tokens: int = 64
+    version: str = "v1"  # which of the five prompt versions (GAMA-Bench's texts; agentsim's own wording has one)
+    prompt_templates: str = ""  # the prompt_template/ folder of the user's GAMA-Bench checkout: its texts instead
+
+    def validate(self) -> None:
+        super().validate()
+        require(self.version in VERSIONS, f"version must be one of {', '.join(VERSIONS)} (got {self.version!r})")
+        require(not self.prompt_templates or Path(self.prompt_templates).is_dir(),
+                f"prompt_templates must be the prompt_template/ folder of a GAMA-Bench checkout "
+                f"(got {self.prompt_templates!r}, not a directory)")
+
+
+P = TypeVar("P", bound=GamaParams)
+
+
+class GamaGame(Game[P]):
+    """A GAMA-Bench game: `game` names it (a rules.PARAMETERS key); players are named as
+    GAMA-Bench names them (player_0, player_1, ...)."""
+
+    game: ClassVar[str] = ""
+
+    def gama(self) -> dict[str, Any]:
+        """The parameters under GAMA-Bench's names (what rules.py and scoring.py read)."""
+        params = self.params.as_dict()
+        return PARAMETERS[self.game] | {key: params[key] for key in PARAMETERS[self.game] if key in params} | {
+            "player_num": params["agents"]}
+
+    def player_name(self, index: int) -> str:
+        return f"player_{index}"
+
+    def score(self, rounds: Any) -> float | None:
+        records = [round_record(line) for line in rounds]
+        return score(game_name(self.game, self.gama()), self.gama(), records) if records else None
+
+    def feedback(self, player: Any, round: Any) -> str:
+        """With GAMA-Bench's texts, its round report alone (it names the player's choice and
+        payoff itself); else the layer's default (the lines told, the choice, the payoff)."""
+        if self.params.prompt_templates:
+            return "\n\n".join(round.told.get(player.index, []))
+        return super().feedback(player, round)
+
+    def gama_text(self, kind: str, *inputs: object, template: bool = True) -> str | None:
+        """GAMA-Bench's prompt `kind` with `inputs`, from the user's checkout (None without
+        one: the game's own wording then). With `template` (rules, questions) its braces are
+        escaped for the layer's rendering and a `Field` input becomes the layer's field; a
+        report's parts (the round's result, the player's own answer, what follows) are joined."""
+        folder = self.params.prompt_templates
+        if not folder:
+            return None
+        marked = [f"\x00{value}\x00" if isinstance(value, Field) else value for value in inputs]
+        text = "\n\n".join(_templates(folder, self.game, self.params.version)[kind].render(*marked))
+        if template:
+            text = text.replace("{", "{{").replace("}", "}}")
+        return re.sub("\x00(\\w+)\x00", r"{\1}" if template else r"\1", text)

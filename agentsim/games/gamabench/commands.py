@@ -1,0 +1,64 @@
+"""GAMA-Bench's subcommands of `python -m agentsim` (declared in the family's `__init__`,
+imported when one runs):
+
+    import gamabench RAW_DIR --out DIR   GAMA-Bench's raw_results/ JSON into a results directory
+    score DIR...                         GAMA-Bench's score per model, game and version (score.csv)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
+from ...errors import UserError
+
+
+@command("import-gamabench")
+def import_gamabench(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim import gamabench",
+                           description="Read GAMA-Bench's raw_results/ (JSON only: nothing in them is run) into a "
+                                       "results directory: an experiment per game, model, prompt version and "
+                                       "condition, a run per file, marked as imported.")
+    parser.add_argument("source", type=Path, help="GAMA-Bench's raw_results/ directory (or a game folder of it)")
+    parser.add_argument("--out", type=Path, required=True, help="a new results directory to write")
+    options = parser.parse_args(argv)
+    from .importer import import_runs
+
+    groups = import_runs(options.source, options.out)
+    runs = sum(len(group) for group in groups.values())
+    print(f"imported {runs} runs into {len(groups)} experiments under {options.out}; "
+          f"python -m agentsim score {options.out}")
+    return 0
+
+
+@command("score")
+def score(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim score",
+                           description="GAMA-Bench's 0-100 score per model, game, prompt version and condition of "
+                                       "the GAMA-Bench runs (imported or agentsim's) under the directories; "
+                                       "prints the table and writes it as CSV.")
+    parser.add_argument("directories", nargs="+", help="results directories (searched recursively)")
+    parser.add_argument("--out", type=Path, default=None, help="the CSV to write (default: FIRST_DIR/score.csv)")
+    scenario_option(parser)
+    options = parser.parse_args(argv)
+    from .scores import gamabench_experiments, run_scores, score_table, write_csv
+
+    scores = []
+    for directory in options.directories:
+        for experiment in gamabench_experiments(recorded(results_directory(directory), options.scenario_files)):
+            scores.extend(run_scores(experiment))
+            experiment.close()
+    if not scores:
+        raise UserError(f"no GAMA-Bench runs under {', '.join(options.directories)}; import some (python -m agentsim "
+                        f"import gamabench RAW_DIR --out DIR) or run scenarios/gamabench/*.py")
+    rows = score_table(scores)
+    out = options.out or Path(options.directories[0]) / "score.csv"
+    write_csv(out, rows)
+    width = max(len(row["model"]) for row in rows)
+    for row in rows:
+        condition = f" [{row['condition']}]" if row["condition"] else ""
+        spread = f" ± {row['std']:.1f}" if row["std"] is not None else ""
+        print(f"{row['model']:<{width}}  {row['game']:<32} {row['version']}{condition}: {row['score']:5.1f}{spread} "
+              f"({row['runs']} runs)")
+    print(f"wrote {out}")
+    return 0
