@@ -95,6 +95,7 @@ class PromptText(NamedTuple):
 
 P = TypeVar("P", bound=GameParams)
 RECORDED_CLASS = "agentsim.games.gamekit.recorded.RecordedGame"  # a name, not an import: the layer imports no family
+ROUND_SEED = 0x6B17  # what a table's seed is derived with (beside the run's seed and the encounter's t)
 
 
 class Game(Scenario[P, Ask, KitState], Generic[P]):
@@ -181,7 +182,10 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         return KitState()
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> int:
-        return model.random.getrandbits(62)  # the round's dice and private values come from this seed
+        """The seed of the table's dice and private values, derived from the run's seed and the
+        encounter's number without drawing from the run's generator: the groups alone draw from
+        it, so a layer game in pairs is matched as a family game with a `RoundPairing` is."""
+        return derive_seed(model.seed, ROUND_SEED, encounter.t)
 
     def start(self, model: PopulationModel[KitState], encounter: Encounter) -> tuple[tuple[Player, ...], int]:
         state: KitState = model.state
@@ -208,7 +212,7 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         round_, state, params = answers, model.state, cast(GameParams, self.params)
         for player in round_.players:
             index = player.index
-            state.private[index] = dict(player.private)
+            state.private[index] = {**player.private, **round_.kept.get(index, {})}
             state.score[index] = state.score.get(index, 0.0) + round_.payoffs.get(index, 0)
             told = self.feedback(player, round_)
             if told:
