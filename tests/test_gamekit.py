@@ -387,6 +387,10 @@ class _Midpoint(ScriptedServer):
         from aiohttp import web
 
         self.requests += 1
+        self.open = getattr(self, "open", 0) + 1
+        self.most_open = max(getattr(self, "most_open", 0), self.open)
+        await asyncio.sleep(0.02)  # a model's latency: what is asked at once is in flight at once
+        self.open -= 1
         body = await request.json()
         asked = body["messages"][-1]["content"]
         numbers = re.search(r"from (\d+) to (\d+)", asked)
@@ -407,8 +411,8 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
         common = [str(ROOT / "scenarios" / "ultimatum.py"), "--no-live", "--runs", "2", "--set", "agents=8",
                   "--set", "max_rounds=3", "--population", population, "--cache", str(tmp_path / "cache.db")]
         assert main([*common, "--out", str(tmp_path / "asked")]) == 0
-        asked = server.requests
-        assert asked > 0
+        assert server.requests > 0
+        assert server.most_open > 1  # a round's players (and the runs) are asked concurrently
     finally:
         server.stop()
     assert main([*common, "--out", str(tmp_path / "replayed"), "--replay"]) == 0  # the server is gone: the cache answers
