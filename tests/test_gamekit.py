@@ -32,6 +32,7 @@ import agentsim
 from agentsim import checkpoints
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
+from agentsim.errors import UserError
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
@@ -476,3 +477,14 @@ def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None
     console.print(render({"scenario": "ultimatum", "backend": "stand-in", "seed": 3, "runs": 1}, [view]))
     screen = console.export_text()
     assert "mean offer" in screen and "mean payoff" in screen and "accept" in screen
+
+
+def test_a_game_without_its_rules_is_refused_in_one_line(tmp_path: Path) -> None:
+    class Unfinished(Game[GameParams]):
+        name = "unfinished_test"
+
+        def choice(self, player):
+            return Number(0, 3)
+
+    with pytest.raises(UserError, match="defines no `outcome"):
+        agentsim.run(Unfinished(agents=2, max_rounds=1), out=tmp_path / "unfinished")
