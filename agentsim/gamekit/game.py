@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast
 
 from .. import checkpoints
 from ..agents import PopulationAgent
+from ..errors import UserError
 from ..llm.base import Sampling
 from ..model import PopulationModel
 from ..params import Params, StandInSettings, require
@@ -116,11 +117,13 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     # --- what a game writes ----------------------------------------------------------------
     def choice(self, player: Player) -> Choice:
         """What `player` chooses in a simultaneous round."""
-        raise NotImplementedError(f"{type(self).__name__} defines no `choice` (or its own `play_round`)")
+        raise UserError(f"{type(self).__name__} defines no `choice(self, player)` (nor a `play_round` of its own); "
+                        f"write one (docs/games-layer.md)")
 
     def outcome(self, round: Round) -> None:
         """Pay, tell, eliminate and record from `round.choices` (a simultaneous round)."""
-        raise NotImplementedError(f"{type(self).__name__} defines no `outcome` (or its own `play_round`)")
+        raise UserError(f"{type(self).__name__} defines no `outcome(self, round)` (nor a `play_round` of its own); "
+                        f"write one (docs/games-layer.md)")
 
     async def play_round(self, round: Round) -> None:
         """A round: by default every live player chooses at once, then `outcome`. A sequential
