@@ -1,9 +1,9 @@
-"""The ultimatum game (Güth, Schmittberger and Schwarze 1982), set up as Aher, Arriaga and
-Kalai (2023, "Using Large Language Models to Simulate Multiple Humans and Replicate Human
-Subject Studies") ran it with language models: a proposer splits $10 with a responder by
-offering a whole number of dollars; the responder accepts (the split stands) or rejects (both
-get nothing). Players meet in random pairs, the first of a pair proposing. One-shot, as there;
-`--set max_rounds=5` plays five rounds with a new partner every round.
+"""The ultimatum game (Güth, Schmittberger and Schwarze 1982) with the stakes of Aher, Arriaga
+and Kalai (2023, "Using Large Language Models to Simulate Multiple Humans and Replicate Human
+Subject Studies"): $10, offers in whole dollars, the responder accepting (the split stands) or
+rejecting (both get nothing). There a model played the responder to offers of $0-$10; here
+models play both roles. Players meet in random pairs, the first of a pair proposing. One-shot,
+as there; `--set max_rounds=5` plays five rounds with a new partner every round.
 
     python -m agentsim scenarios/ultimatum.py --out results/ultimatum
     python -m agentsim report results/ultimatum

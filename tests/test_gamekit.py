@@ -32,6 +32,7 @@ import agentsim
 from agentsim import checkpoints
 from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
+from agentsim.errors import UserError
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
@@ -387,6 +388,10 @@ class _Midpoint(ScriptedServer):
         from aiohttp import web
 
         self.requests += 1
+        self.open = getattr(self, "open", 0) + 1
+        self.most_open = max(getattr(self, "most_open", 0), self.open)
+        await asyncio.sleep(0.02)  # a model's latency: what is asked at once is in flight at once
+        self.open -= 1
         body = await request.json()
         asked = body["messages"][-1]["content"]
         numbers = re.search(r"from (\d+) to (\d+)", asked)
@@ -407,8 +412,8 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
         common = [str(ROOT / "scenarios" / "ultimatum.py"), "--no-live", "--runs", "2", "--set", "agents=8",
                   "--set", "max_rounds=3", "--population", population, "--cache", str(tmp_path / "cache.db")]
         assert main([*common, "--out", str(tmp_path / "asked")]) == 0
-        asked = server.requests
-        assert asked > 0
+        assert server.requests > 0
+        assert server.most_open > 1  # a round's players (and the runs) are asked concurrently
     finally:
         server.stop()
     assert main([*common, "--out", str(tmp_path / "replayed"), "--replay"]) == 0  # the server is gone: the cache answers
@@ -472,3 +477,14 @@ def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None
     console.print(render({"scenario": "ultimatum", "backend": "stand-in", "seed": 3, "runs": 1}, [view]))
     screen = console.export_text()
     assert "mean offer" in screen and "mean payoff" in screen and "accept" in screen
+
+
+def test_a_game_without_its_rules_is_refused_in_one_line(tmp_path: Path) -> None:
+    class Unfinished(Game[GameParams]):
+        name = "unfinished_test"
+
+        def choice(self, player):
+            return Number(0, 3)
+
+    with pytest.raises(UserError, match="defines no `outcome"):
+        agentsim.run(Unfinished(agents=2, max_rounds=1), out=tmp_path / "unfinished")

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast
 
 from .. import checkpoints
 from ..agents import PopulationAgent
+from ..errors import UserError
 from ..llm.base import Sampling
 from ..model import PopulationModel
 from ..params import Params, StandInSettings, require
@@ -95,6 +96,7 @@ class PromptText(NamedTuple):
 
 P = TypeVar("P", bound=GameParams)
 RECORDED_CLASS = "agentsim.games.gamekit.recorded.RecordedGame"  # a name, not an import: the layer imports no family
+ROUND_SEED = 0x6B17  # what a table's seed is derived with (beside the run's seed and the encounter's t)
 
 
 class Game(Scenario[P, Ask, KitState], Generic[P]):
@@ -115,11 +117,13 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     # --- what a game writes ----------------------------------------------------------------
     def choice(self, player: Player) -> Choice:
         """What `player` chooses in a simultaneous round."""
-        raise NotImplementedError(f"{type(self).__name__} defines no `choice` (or its own `play_round`)")
+        raise UserError(f"{type(self).__name__} defines no `choice(self, player)` (nor a `play_round` of its own); "
+                        f"write one (docs/games-layer.md)")
 
     def outcome(self, round: Round) -> None:
         """Pay, tell, eliminate and record from `round.choices` (a simultaneous round)."""
-        raise NotImplementedError(f"{type(self).__name__} defines no `outcome` (or its own `play_round`)")
+        raise UserError(f"{type(self).__name__} defines no `outcome(self, round)` (nor a `play_round` of its own); "
+                        f"write one (docs/games-layer.md)")
 
     async def play_round(self, round: Round) -> None:
         """A round: by default every live player chooses at once, then `outcome`. A sequential
@@ -181,7 +185,10 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         return KitState()
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> int:
-        return model.random.getrandbits(62)  # the round's dice and private values come from this seed
+        """The seed of the table's dice and private values, derived from the run's seed and the
+        encounter's number without drawing from the run's generator: the groups alone draw from
+        it, so a layer game in pairs is matched as a family game with a `RoundPairing` is."""
+        return derive_seed(model.seed, ROUND_SEED, encounter.t)
 
     def start(self, model: PopulationModel[KitState], encounter: Encounter) -> tuple[tuple[Player, ...], int]:
         state: KitState = model.state
@@ -208,7 +215,7 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         round_, state, params = answers, model.state, cast(GameParams, self.params)
         for player in round_.players:
             index = player.index
-            state.private[index] = dict(player.private)
+            state.private[index] = {**player.private, **round_.kept.get(index, {})}
             state.score[index] = state.score.get(index, 0.0) + round_.payoffs.get(index, 0)
             told = self.feedback(player, round_)
             if told:

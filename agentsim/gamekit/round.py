@@ -70,6 +70,7 @@ class Round:
         self.data: dict[str, Any] = {}
         self.ended: str | None = None
         self.asked: dict[int, Asked] = {}
+        self.kept: dict[int, dict[str, Any]] = {}
 
     @property
     def params(self) -> Any:
@@ -151,6 +152,13 @@ class Round:
 
     def win(self, player: Player) -> None:
         self.winners.append(player.index)
+
+    def keep(self, player: Player, **values: Any) -> None:
+        """Values (JSON-able) the player carries into its later rounds: from the next round on
+        they are among its private values (`player.private`, the `private` hook's and the
+        templates'), and the game reads them from any player of a round (a public record: the
+        moves a reputation is taken over). Kept when the round resolves."""
+        self.kept.setdefault(player.index, {}).update(values)
 
     def record(self, **data: Any) -> None:
         """Round result data (JSON-able: numbers, text, lists, dicts), kept in the store's
