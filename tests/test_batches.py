@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
+from helpers import cli, cli_in_process
 from servers import standin_server  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +104,8 @@ def test_a_kill_while_waiting_resumes_from_the_recorded_batch(tmp_path: Path, st
 ])
 def test_batch_is_refused_where_it_cannot_apply(tmp_path: Path, scenario: str, backend: str, flags: tuple[str, ...],
                                                 names: str) -> None:
-    result = cli(str(ROOT / "scenarios" / scenario), *SMALL, "--backend", backend, "--batch", *flags,
-                 "--out", str(tmp_path / "out"))
+    result = cli_in_process(str(ROOT / "scenarios" / scenario), *SMALL, "--backend", backend, "--batch", *flags,
+                            "--out", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert names in line, line

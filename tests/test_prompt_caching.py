@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import cli
-from servers import standin_server  # noqa: F401 (a fixture)
 
 from agentsim.errors import UserError
 from agentsim.llm import prices
@@ -22,7 +22,7 @@ from agentsim.scenario_files import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "backends"))
-from standin_server import replies_from_run  # noqa: E402 (after the sys.path line)
+from standin_server import ServerConfig, replies_from_run  # noqa: E402 (after the sys.path line)
 
 # The naming game's standard prompt with long rules before what changes (options, history):
 # every call's prompt begins with the same 1,500 tokens, enough for Claude Sonnet's prompt cache.
@@ -118,10 +118,43 @@ def test_breakpoints_go_only_on_prefixes_an_earlier_request_shared() -> None:
     assert min_cacheable_tokens("claude-3-5-haiku-latest") == 2048 and min_cacheable_tokens("claude-3-5-sonnet-x") == 1024
 
 
-def test_anthropic_cache_usage_is_read_and_priced_as_billed(tmp_path: Path, standin_server: Any) -> None:
+@pytest.fixture(scope="module")
+def anthropic_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A recorded stand-in run of the long-rules game, a server replaying it, and a runner
+    of the same run over the Anthropic route; the cached and uncached runs made once."""
+    from servers import ServerThread
+
+    work = tmp_path_factory.mktemp("anthropic_runs")
+    template = work / "long_rules.txt"
+    template.write_text(LONG_RULES)
+    scenario_file = work / "long_rules_game.py"
+    scenario_file.write_text("from agentsim.games.naming import NamingGame\n"
+                             f"scenario = NamingGame(agents=4, max_rounds=4, prompt={str(template)!r})\n")
+    recorded = work / "recorded"
+    assert cli(str(scenario_file), "--runs", "1", "--no-live", "--out", str(recorded), cwd=work).returncode == 0
+    scenario, _ = load_scenario(scenario_file)
+    replies = replies_from_run(recorded, scenario.for_experiment(0))
+    servers: list[Any] = []
+
+    def run(name: str, *flags: str) -> tuple[Any, Path]:
+        server = ServerThread(ServerConfig(replies={key: list(queue) for key, queue in replies.items()}))
+        servers.append(server)
+        out = work / name
+        result = cli(str(scenario_file), "--runs", "1", "--no-live", "--no-cache", "--no-probe", "--out", str(out),
+                     "--backend", f"anthropic:claude-3-5-sonnet-latest@{server.url}", *flags, cwd=work)
+        return result, out
+
+    (first, cached), (second, uncached) = run("cached"), run("uncached", "--no-cache-breakpoints")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    yield run, cached, uncached
+    for server in servers:
+        server.stop()
+
+
+def test_anthropic_cache_usage_is_read_and_priced_as_billed(anthropic_runs: Any) -> None:
     """Over HTTP with the real SDK: the cached run's recorded usage splits its input tokens, and
     its cost is the billed one, under the uncached run's."""
-    outs = _cached_and_uncached(tmp_path, standin_server)
+    _, *outs = anthropic_runs
     cached, uncached = (json.loads((out / "summary.json").read_text())["usage_by_backend"] for out in outs)
     (cached_usage,), (uncached_usage,) = cached.values(), uncached.values()
     assert cached_usage["prompt_tokens"] == uncached_usage["prompt_tokens"]  # the same prompts, every token counted
@@ -133,40 +166,16 @@ def test_anthropic_cache_usage_is_read_and_priced_as_billed(tmp_path: Path, stan
     assert summary["prices"]["claude-3-5-sonnet-latest"]["source"].startswith("genai-prices")
 
 
-def test_the_budget_counts_the_billed_cost_of_cached_prompts(tmp_path: Path, standin_server: Any) -> None:
+def test_the_budget_counts_the_billed_cost_of_cached_prompts(anthropic_runs: Any) -> None:
     """A --max-cost the uncached run passes is enough for the cached one."""
-    cached_out, uncached_out = _cached_and_uncached(tmp_path, standin_server)
+    run, cached_out, uncached_out = anthropic_runs
     cached_cost = json.loads((cached_out / "summary.json").read_text())["runs"][0]["cost_usd"]
     uncached_cost = json.loads((uncached_out / "summary.json").read_text())["runs"][0]["cost_usd"]
     budget = f"{(cached_cost + uncached_cost) / 2:.6f}"
-    results = [_run_over_anthropic(tmp_path, standin_server, f"budget{flags}", *flags, "--max-cost", budget)
-               for flags in ((), ("--no-cache-breakpoints",))]
-    assert results[0][0].returncode == 0, results[0][0].stderr
-    assert results[1][0].returncode == 4, results[1][0].stderr  # the budget stops the uncached run
-
-
-def _cached_and_uncached(tmp_path: Path, standin_server: Any) -> tuple[Path, Path]:
-    (first, cached), (second, uncached) = (_run_over_anthropic(tmp_path, standin_server, name, *flags)
-                                           for name, flags in (("cached", ()), ("uncached", ("--no-cache-breakpoints",))))
-    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-    return cached, uncached
-
-
-def _run_over_anthropic(tmp_path: Path, standin_server: Any, name: str, *flags: str) -> tuple[Any, Path]:
-    template = tmp_path / "long_rules.txt"
-    template.write_text(LONG_RULES)
-    scenario_file = tmp_path / "long_rules_game.py"
-    scenario_file.write_text("from agentsim.games.naming import NamingGame\n"
-                             f"scenario = NamingGame(agents=4, max_rounds=4, prompt={str(template)!r})\n")
-    recorded = tmp_path / "recorded"
-    if not recorded.exists():
-        assert cli(str(scenario_file), "--runs", "1", "--no-live", "--out", str(recorded)).returncode == 0
-    scenario, _ = load_scenario(scenario_file)
-    server = standin_server(replies=replies_from_run(recorded, scenario.for_experiment(0)))
-    out = tmp_path / name
-    result = cli(str(scenario_file), "--runs", "1", "--no-live", "--no-cache", "--no-probe", "--out", str(out),
-                 "--backend", f"anthropic:claude-3-5-sonnet-latest@{server.url}", *flags)
-    return result, out
+    within, _ = run("budget-cached", "--max-cost", budget)
+    past, _ = run("budget-uncached", "--no-cache-breakpoints", "--max-cost", budget)
+    assert within.returncode == 0, within.stderr
+    assert past.returncode == 4, past.stderr  # the budget stops the uncached run
 
 
 def test_a_completion_counts_cache_parts_within_its_prompt_tokens() -> None:
