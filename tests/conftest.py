@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,3 +21,15 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     # The response cache of a test is its own, never the user's.
     monkeypatch.setenv("AGENTSIM_CACHE", str(tmp_path / "responses.db"))
+
+
+@pytest.fixture
+def prices_restored() -> Iterator[None]:
+    """Prices registered by a test (`register_price`, AGENTSIM_PRICES) do not outlive it."""
+    from agentsim.llm import prices
+
+    saved = dict(prices.USER_PRICES)
+    yield
+    prices.USER_PRICES.clear()
+    prices.USER_PRICES.update(saved)
+    prices._MATCHED.clear()

@@ -15,7 +15,6 @@ from servers import standin_server  # noqa: F401  (the fixture)
 
 from agentsim.errors import BudgetExhausted, UserError
 from agentsim.games.naming import NamingGame
-from agentsim.llm import prices
 from agentsim.llm.limiter import Limits
 from agentsim.llm.prices import register_price
 from agentsim.llm.retries import RetryPolicy
@@ -99,10 +98,4 @@ def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "AGENTSIM_PRICES"}
 
 
-@pytest.fixture(autouse=True)
-def _prices_restored() -> Any:
-    saved = dict(prices.USER_PRICES)
-    yield
-    prices.USER_PRICES.clear()
-    prices.USER_PRICES.update(saved)
-    prices._MATCHED.clear()
+pytestmark = pytest.mark.usefixtures("prices_restored")  # (conftest.py)

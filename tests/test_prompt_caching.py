@@ -31,13 +31,7 @@ LONG_RULES = (Path(__file__).resolve().parent.parent / "agentsim/games/naming/pr
                                          for n in range(1, 90)) + "\n", 1)
 
 
-@pytest.fixture(autouse=True)
-def _prices_restored() -> Any:
-    saved = dict(prices.USER_PRICES)
-    yield
-    prices.USER_PRICES.clear()
-    prices.USER_PRICES.update(saved)
-    prices._MATCHED.clear()
+pytestmark = pytest.mark.usefixtures("prices_restored")  # (conftest.py)
 
 
 def test_hosted_models_are_priced_from_genai_prices_with_their_cached_input_prices() -> None:
