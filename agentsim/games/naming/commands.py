@@ -8,6 +8,8 @@ family's `__init__`; this module is imported when one of them runs):
     comprehension DIR       ask Table S7's questions at a recorded run's states
     check-model             is a model fit for the experiments (readable replies, preference,
                             calibration, comprehension)
+    import-ainorms SOURCE   the paper's own runs (AI-norms data/*.zip) as results directories,
+                            with the critical mass of each model (`import ainorms SOURCE --out DIR`)
 
 Heavy imports (the runner, scipy) happen inside each command, so `python -m agentsim` starts fast.
 """
@@ -248,4 +250,34 @@ def check_model(argv: list[str]) -> int:
         import json
 
         options.out.write_text(json.dumps(report.as_dict(), indent=2), encoding="utf-8")
+    return 0
+
+
+@command("import-ainorms")
+def import_ainorms(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim import ainorms",
+                           description="Read the AI-norms repository's published runs (Flint Ashery et al. 2025: "
+                                       "data/*.zip, or a directory of them or of their pickles) into results "
+                                       "directories agentsim's analyses and `report` read. Pickles are read as plain "
+                                       "data only: one that names any global is refused and nothing in it runs.")
+    parser.add_argument("source", type=Path, help="an AI-norms zip (data/llama31_data.zip), a .pkl, or a directory")
+    parser.add_argument("--out", type=Path, required=True, help="where the results directories go")
+    parser.add_argument("--max-rounds", type=int, default=60,
+                        help="agentsim rounds (N/2 interactions) a committed minority has to flip the convention "
+                             "(default 60: the paper's 30 population rounds of N interactions)")
+    parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
+    options = parser.parse_args(argv)
+    from .ainorms import ImportSettings, import_source
+
+    settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
+    result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
+    for where in result.skipped:
+        print(f"skipped (no population's runs: bias tests, meta-prompting): {where}", file=sys.stderr)
+    for group, found in result.critical_masses:
+        mass = "none of the sizes tried" if found.critical_mass is None else f"{found.critical_mass} of {found.agents}"
+        tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(found.tried.items()))
+        print(f"{group}: against {found.majority} (committed say {found.alternative}): critical mass {mass}; "
+              f"flips within {found.max_rounds} rounds by size {tried}")
+    print(f"{sum(entry.runs for entry in result.imported)} runs of {len(result.imported)} files under {options.out}; "
+          f"python -m agentsim report {options.out}")
     return 0
