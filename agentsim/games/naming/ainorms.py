@@ -84,7 +84,7 @@ class Imported:
 class ImportResult:
     imported: list[Imported] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files holding no population's runs
-    critical_masses: list[tuple[str, CriticalMass]] = field(default_factory=list)  # (model and condition, result)
+    critical_masses: list[ImportedCriticalMass] = field(default_factory=list)
 
 
 def import_source(source: Path, out: Path, settings: ImportSettings | None = None, *,
@@ -196,6 +196,7 @@ class _Replay:
     agents: list[tuple[int, str, str]]
     records: list[tuple[EncounterRecord, dict[int, str]]]  # each encounter, and its LLM agents' contexts
     metrics: ConventionMetrics
+    paper_curve: list[float]  # the alternative's share of the others' plays per N interactions (the paper's rounds)
 
     def record(self, store: Store, number: int, label: str, game: NamingGame) -> dict[str, Any]:
         from ...store import Recorder
@@ -219,7 +220,7 @@ class _Replay:
         rounds = self.records[-1][0].round + 1 if self.records else 0
         summary = {"run": number, "seed": 0, "replicate": number, "backend": label, "status": "done",
                    "stop_reason": "end of the paper's run", "rounds": rounds, "interactions": len(self.records),
-                   "imported": True,
+                   "imported": True, "paper_round_alternative_share": [round(share, 6) for share in self.paper_curve],
                    # NamingGame.run_summary reads the run's metrics only
                    **game.run_summary(cast("PopulationModel", _Measured(self.metrics)))}
         store.set_status(number, "done", stop_reason="end of the paper's run", summary=summary)
@@ -267,9 +268,39 @@ def _replay(game: NamingGame, found: Condition, key: Any, run: dict[str, Any], w
         metrics.update(record)
         records.append((record, contexts))
     _check_histories(simulation, players, memories, where)
+    curve = paper_curve([record for record, _ in records], committed, alternative, size) if alternative else []
     agents = [(position, "committed" if position in committed else "llm",
                f"committed:{alternative}" if position in committed else found.model) for position in range(size)]
-    return _Replay(agents, records, metrics)
+    return _Replay(agents, records, metrics, curve)
+
+
+def paper_curve(records: list[EncounterRecord], committed: frozenset[int], alternative: str, agents: int) -> list[float]:
+    """The alternative's share of the non-committed agents' plays in each bin of N
+    interactions: Fig. 3A's points as the paper's plotter bins them."""
+    curve = []
+    for start in range(0, len(records), agents):
+        plays = [move.action for record in records[start:start + agents] for move in record.moves if move.agent not in committed]
+        curve.append(plays.count(alternative) / len(plays) if plays else 0.0)
+    return curve
+
+
+PAPER_FLIP = 2.849  # the plotter's test: the last three bins of a curve sum to at least this (a mean of 95%)
+
+
+def paper_flips(curves: list[list[float]], bins: int) -> bool:
+    """The paper's flip of one committed size (plotter.ipynb, `non_cm_word_use`): runs whose
+    own last three bins flipped are extended with 1s, the runs' curves are averaged bin by bin
+    (a run that ended counts no longer), and the mean of the first `bins` flips if its last
+    three bins sum to PAPER_FLIP. Not every run need flip: the mean decides."""
+    curves = [curve for curve in curves if curve]
+    if not curves:
+        return False
+    longest = max(len(curve) for curve in curves)
+    bins = min(bins, longest)  # past the data only the extended runs would be left in the mean
+    extended = [curve + [1.0] * (bins - len(curve)) if sum(curve[-3:]) >= PAPER_FLIP else curve for curve in curves]
+    mean = [sum(values) / len(values) for values in
+            ([curve[index] for curve in extended if index < len(curve)] for index in range(bins))]
+    return sum(mean[-3:]) >= PAPER_FLIP
 
 
 def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: dict[int, list[tuple[str, str, int]]],
@@ -286,46 +317,67 @@ def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: d
 
 
 # --- the critical mass of the imported committed-minority runs ----------------------------------------
-def critical_masses(imported: Iterable[Imported], out: Path,
-                    settings: ImportSettings) -> list[tuple[str, CriticalMass]]:
-    """For each model, condition (N, H) and convention: the smallest committed size whose
-    runs flipped (at least `required_share` of them within `max_rounds`) with every larger
-    size tried flipping too (the data try a few sizes, not a bisection's); size 0 is a
-    population left alone (an evolved file). Saved where `report` finds it."""
+@dataclass
+class ImportedCriticalMass:
+    """The critical mass against one convention by agentsim's rule (`result`: every run, or
+    `required_share` of them, flips within `max_rounds`) and by the paper's (`paper`: the
+    mean curve flips, `paper_flips`), for one model and condition (`group`)."""
+
+    group: str
+    result: CriticalMass
+    paper: int | None
+
+
+def critical_masses(imported: Iterable[Imported], out: Path, settings: ImportSettings) -> list[ImportedCriticalMass]:
+    """For each model, condition (N, H) and convention: the smallest committed size that
+    flips with every larger size tried flipping too (the data try a few sizes, not a
+    bisection's); size 0 is a population left alone (an evolved file). Saved where `report`
+    finds it, the paper's criterion beside agentsim's."""
     groups: dict[tuple[str, Path], dict[tuple[str, str], dict[int, Imported]]] = {}
     for entry in imported:
         found = entry.condition
-        if found.majority is None or found.alternative is None:
-            continue
         root = entry.directory.parent.parent
-        if not root.name.startswith("critical_mass_"):
+        if found.majority is None or found.alternative is None or not root.name.startswith("critical_mass_"):
             continue
         groups.setdefault((found.model, root), {}).setdefault((found.majority, found.alternative), {})[found.committed] = entry
-    results: list[tuple[str, CriticalMass]] = []
+    results: list[ImportedCriticalMass] = []
     for (model, root), pairs in sorted(groups.items(), key=lambda item: (item[0][0], str(item[0][1]))):
-        found_results = []
+        found_here = []
         for (majority, alternative), sizes in sorted(pairs.items()):
             if not any(sizes):  # a population left alone, no minority tried: a stability run (Fig. S7)
                 continue
             agents = next(iter(sizes.values())).condition.agents
             result = CriticalMass(majority, alternative, agents, max(entry.runs for entry in sizes.values()),
                                   settings.required_share, settings.max_rounds, None)
+            paper_verdicts = {}
             for size, entry in sorted(sizes.items()):
                 flips = [summary for summary in entry.summaries if summary.get("flip")
                          and summary.get("flip_round") is not None and summary["flip_round"] < settings.max_rounds]
+                paper_verdicts[size] = paper_flips([summary["paper_round_alternative_share"] for summary in entry.summaries],
+                                                   settings.max_rounds // PAPER_ROUND)
                 result.tried[size] = {"runs": entry.runs, "flips": len(flips),
                                       "share": len(flips) / entry.runs if entry.runs else 0.0,
                                       "flip_rounds": [summary["flip_round"] for summary in flips],
+                                      "paper_criterion_flips": paper_verdicts[size],
                                       "directory": entry.directory.relative_to(root).as_posix()}
-            enough = [size for size, tried in sorted(result.tried.items()) if tried["share"] >= settings.required_share]
-            for size in sorted(result.tried, reverse=True):
-                if size not in enough:
-                    break
-                result.critical_mass = size
-            found_results.append(result)
-            results.append((f"{model} N={agents} ({root.name})", result))
-        if not found_results:
-            continue
-        save_artifact(root, CRITICAL_MASS, {"backend": f"{model} (AI-norms data)", "imported": SOURCE,
-                                            "results": [result.as_dict() for result in found_results]})
+            result.critical_mass = _smallest_from_which(
+                {size: tried["share"] >= settings.required_share for size, tried in result.tried.items()})
+            found = ImportedCriticalMass(f"{model}, N={agents}, H={next(iter(sizes.values())).condition.memory_length}",
+                                         result, _smallest_from_which(paper_verdicts))
+            found_here.append(found)
+        if found_here:
+            save_artifact(root, CRITICAL_MASS, {
+                "backend": f"{model} (AI-norms data)", "imported": SOURCE,
+                "results": [found.result.as_dict() | {"paper_criterion_critical_mass": found.paper} for found in found_here]})
+        results.extend(found_here)
     return results
+
+
+def _smallest_from_which(flips: dict[int, bool]) -> int | None:
+    """The smallest size that flips with every larger size tried flipping too; None if the largest does not."""
+    smallest = None
+    for size in sorted(flips, reverse=True):
+        if not flips[size]:
+            break
+        smallest = size
+    return smallest

@@ -273,11 +273,15 @@ def import_ainorms(argv: list[str]) -> int:
     result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
         print(f"skipped (no population's runs: bias tests, meta-prompting): {where}", file=sys.stderr)
-    for group, found in result.critical_masses:
-        mass = "none of the sizes tried" if found.critical_mass is None else f"{found.critical_mass} of {found.agents}"
+    def mass(size: int | None, agents: int) -> str:
+        return "none of the sizes tried" if size is None else f"{size} of {agents}"
+
+    for entry in result.critical_masses:
+        found = entry.result
         tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(found.tried.items()))
-        print(f"{group}: against {found.majority} (committed say {found.alternative}): critical mass {mass}; "
-              f"flips within {found.max_rounds} rounds by size {tried}")
+        print(f"{entry.group}: against {found.majority} (committed say {found.alternative}): critical mass "
+              f"{mass(found.critical_mass, found.agents)} (the paper's mean-curve criterion: "
+              f"{mass(entry.paper, found.agents)}); flips within {found.max_rounds} rounds by size {tried}")
     print(f"{sum(entry.runs for entry in result.imported)} runs of {len(result.imported)} files under {options.out}; "
           f"python -m agentsim report {options.out}")
     return 0
