@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import cli
 
 from agentsim.analysis.recorded import find_experiments, read_artifacts
 from agentsim.errors import UserError
@@ -20,19 +21,19 @@ from agentsim.games.naming.ainorms import ImportSettings, import_source, paper_f
 from agentsim.games.naming.ainorms_files import UnsafePickleError, condition, load_plain
 from agentsim.games.naming.critical_mass import committed_experiments
 from agentsim.games.naming.recorded import choices, consensus_names, success_matrix
-from helpers import cli
 
 NAMES = ("Q", "M")
 
 
 def population_run(agents: int, interactions: int, *, seed: int, memory: int, start: str | None = None,
                    committed: int = 0, committed_to: str | None = None, answer: Any = None) -> dict[str, Any]:
-    """One run as the paper's code keeps it. Uncommitted players answer by `answer(own history,
-    rng)` (default: their last partner's name, else Q); committed ones always `committed_to`."""
+    """One run as the paper's code keeps it. Uncommitted players answer by `answer(partner
+    history, rng)` (default: their last partner's name, else Q); committed ones always `committed_to`."""
     rng = random.Random(seed)
-    players = {number: {"my_history": [], "partner_history": [], "interactions": [], "score": 0, "score_history": [],
-                        "outcome": [], "committed_tag": False, "neighbours": [n for n in range(1, agents + 1) if n != number]}
-               for number in range(1, agents + 1)}
+    players: dict[int, dict[str, Any]] = {
+        number: {"my_history": [], "partner_history": [], "interactions": [], "score": 0, "score_history": [],
+                 "outcome": [], "committed_tag": False, "neighbours": [n for n in range(1, agents + 1) if n != number]}
+        for number in range(1, agents + 1)}
     for player in players.values():
         for _ in range(memory if start else 0):
             player["my_history"].append(start)

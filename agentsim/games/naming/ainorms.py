@@ -179,7 +179,7 @@ def _runs(data: Any, where: str) -> list[tuple[Any, dict[str, Any]]]:
             raise UserError(f"{what}: not in the AI-norms format (a run holds 'simulation' and 'tracker')")
         tracker = run["tracker"]
         columns = [tracker.get(column) for column in ("players", "answers", "outcome")]
-        if not all(isinstance(column, list) for column in columns) or len({len(column) for column in columns}) != 1:  # type: ignore[arg-type]
+        if not all(isinstance(column, list) for column in columns) or len({len(column) for column in columns}) != 1:
             raise UserError(f"{what}: not in the AI-norms format (the tracker's players, answers and outcome are lists "
                             f"of one length)")
         for player in run["simulation"].values():
@@ -269,9 +269,9 @@ def _replay(game: NamingGame, found: Condition, key: Any, run: dict[str, Any], w
         records.append((record, contexts))
     _check_histories(simulation, players, memories, where)
     curve = paper_curve([record for record, _ in records], committed, alternative, size) if alternative else []
-    agents = [(position, "committed" if position in committed else "llm",
-               f"committed:{alternative}" if position in committed else found.model) for position in range(size)]
-    return _Replay(agents, records, metrics, curve)
+    described = [(position, "committed" if position in committed else "llm",
+                  f"committed:{alternative}" if position in committed else found.model) for position in range(size)]
+    return _Replay(described, records, metrics, curve)
 
 
 def paper_curve(records: list[EncounterRecord], committed: frozenset[int], alternative: str, agents: int) -> list[float]:
@@ -335,11 +335,11 @@ def critical_masses(imported: Iterable[Imported], out: Path, settings: ImportSet
     finds it, the paper's criterion beside agentsim's."""
     groups: dict[tuple[str, Path], dict[tuple[str, str], dict[int, Imported]]] = {}
     for entry in imported:
-        found = entry.condition
+        named = entry.condition
         root = entry.directory.parent.parent
-        if found.majority is None or found.alternative is None or not root.name.startswith("critical_mass_"):
+        if named.majority is None or named.alternative is None or not root.name.startswith("critical_mass_"):
             continue
-        groups.setdefault((found.model, root), {}).setdefault((found.majority, found.alternative), {})[found.committed] = entry
+        groups.setdefault((named.model, root), {}).setdefault((named.majority, named.alternative), {})[named.committed] = entry
     results: list[ImportedCriticalMass] = []
     for (model, root), pairs in sorted(groups.items(), key=lambda item: (item[0][0], str(item[0][1]))):
         found_here = []
@@ -362,13 +362,13 @@ def critical_masses(imported: Iterable[Imported], out: Path, settings: ImportSet
                                       "directory": entry.directory.relative_to(root).as_posix()}
             result.critical_mass = _smallest_from_which(
                 {size: tried["share"] >= settings.required_share for size, tried in result.tried.items()})
-            found = ImportedCriticalMass(f"{model}, N={agents}, H={next(iter(sizes.values())).condition.memory_length}",
-                                         result, _smallest_from_which(paper_verdicts))
-            found_here.append(found)
+            found_here.append(ImportedCriticalMass(
+                f"{model}, N={agents}, H={next(iter(sizes.values())).condition.memory_length}", result,
+                _smallest_from_which(paper_verdicts)))
         if found_here:
             save_artifact(root, CRITICAL_MASS, {
                 "backend": f"{model} (AI-norms data)", "imported": SOURCE,
-                "results": [found.result.as_dict() | {"paper_criterion_critical_mass": found.paper} for found in found_here]})
+                "results": [entry.result.as_dict() | {"paper_criterion_critical_mass": entry.paper} for entry in found_here]})
         results.extend(found_here)
     return results
 
