@@ -255,8 +255,8 @@ def check_model(argv: list[str]) -> int:
 
 @command("import-ainorms")
 def import_ainorms(argv: list[str]) -> int:
-    parser = CommandParser(prog="python -m agentsim import ainorms",
-                           description="Read the AI-norms repository's published runs (Flint Ashery et al. 2025: "
+    parser = CommandParser(prog="python -m agentsim import-ainorms",
+                           description="(also `import ainorms`) Read the AI-norms repository's published runs (Flint Ashery et al. 2025: "
                                        "data/*.zip, or a directory of them or of their pickles) into results "
                                        "directories agentsim's analyses and `report` read. Pickles are read as plain "
                                        "data only: one that names any global is refused and nothing in it runs.")
