@@ -74,8 +74,8 @@ def swap_file(committed: int, runs: int, *, interactions: int = 120) -> dict[int
 
 @pytest.fixture
 def toy_zip(tmp_path: Path) -> Path:
-    """A baseline (two runs from empty memories), Q left alone (size 0), and 1 and 2 of 4
-    agents committed to M against Q; plus a bias test, which holds no population."""
+    """A baseline (two runs from empty memories), Q left alone (size 0), 1 and 2 of 4 agents
+    committed to M against Q, a bias test (first choices), and meta-prompting, not imported."""
     baseline = {"rules": "Context: Player 1 is playing a multi-round partnership game...",
                 0: population_run(4, 40, seed=1, memory=2), 1: population_run(4, 30, seed=2, memory=2)}
     return write_zip(tmp_path / "toy_data.zip", {
@@ -84,7 +84,9 @@ def toy_zip(tmp_path: Path) -> Path:
             {0: population_run(4, 120, seed=7, memory=2, start="Q", committed_to="M")},
         "toy_swap_0_1cmtd_Q_M_-50_100_2mem_complete_4ps_0.5tmp.pkl": swap_file(1, 2),
         "toy_swap_0_2cmtd_Q_M_-50_100_2mem_complete_4ps_0.5tmp.pkl": swap_file(2, 2),
-        "toy_no_memory_bias_test_QM_0mem.pkl": {"simulation": {}, "tracker": {"answers": ["Q", "M"]}},
+        "toy_no_memory_bias_test_QM_0mem.pkl": {"simulation": {"my_history": [], "partner_history": []},
+                                                 "tracker": {"answers": ["M"] * 70 + ["Q"] * 30 + ["M"]}},
+        "toy_meta_prompting_final.pkl": {2: {"min": [1, 0]}},
     })
 
 
@@ -98,12 +100,14 @@ def test_file_names_give_the_conditions() -> None:
     assert baseline is not None and baseline.kind == "baseline" and len(baseline.names) == 10 and baseline.majority is None
     evolved = condition("llama2_evolved_from_0_M_Q_-50_100_5mem_complete_24ps_800ints_0.5tmp.pkl")
     assert evolved is not None and (evolved.model, evolved.majority, evolved.interactions) == ("Llama-2-70b-Chat", "M", 800)
-    assert condition("claude_no_memory_bias_test_QM_0mem.pkl") is None
+    bias = condition("claude_no_memory_bias_test_QMXYFJPRCD_0mem.pkl")
+    assert bias is not None and (bias.kind, bias.names, bias.memory_length) == ("bias", tuple("QMXYFJPRCD"), 0)
+    assert condition("claude_bias_test_MQ_QM.pkl") is None and condition("llama3_meta_prompting.pkl") is None
 
 
 def test_runs_become_naming_game_experiments_with_every_memory_rebuilt(toy_zip: Path, tmp_path: Path) -> None:
     result = import_source(toy_zip, tmp_path / "out")
-    assert [entry.split("!")[1] for entry in result.skipped] == ["toy_data/toy_no_memory_bias_test_QM_0mem.pkl"]
+    assert [entry.split("!")[1] for entry in result.skipped] == ["toy_data/toy_meta_prompting_final.pkl"]
     experiments = {experiment.where: experiment for experiment in find_experiments(tmp_path / "out")}
     baseline = experiments["toy/baseline_Q_M_N4_H2"]
     assert baseline.scenario_name == "naming_game" and baseline.names == NAMES and baseline.unresolved is None
@@ -152,6 +156,20 @@ def test_committed_runs_give_fig3_panels_and_the_critical_mass(toy_zip: Path, tm
     assert path.parent.parent == tmp_path / "out" / "toy" / "critical_mass_N4_H2"
     assert document["results"][0]["critical_mass"] == found.result.critical_mass
     assert document["results"][0]["paper_criterion_critical_mass"] == found.paper
+
+
+def test_a_bias_test_becomes_first_choices_tested_as_the_paper_does(toy_zip: Path, tmp_path: Path) -> None:
+    """Table S1's samples: every answer a first choice (an empty memory), tested with the
+    exact binomial test; an odd last answer is left out and said."""
+    from agentsim.analysis.stats import bias_test
+    from agentsim.games.naming.bias import individual_bias
+
+    import_source(toy_zip, tmp_path / "out")
+    [probe] = [experiment for experiment in find_experiments(tmp_path / "out") if experiment.scenario_name == "individual_bias"]
+    assert probe.experiment["imported"]["answers_left_out"] == 1
+    [(key, test)] = individual_bias([probe]).items()
+    assert key == ("toy (AI-norms data)", ("M", "Q")) and dict(zip(test.names, test.counts)) == {"M": 70, "Q": 30}
+    assert test.p_value == bias_test({"M": 70, "Q": 30}).p_value < 0.001
 
 
 def test_the_papers_mean_curve_criterion() -> None:
@@ -206,6 +224,7 @@ def test_the_command_prints_the_critical_mass_and_refuses_a_second_import(toy_zi
     done = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "toy, N=4, H=2: against Q (committed say M): critical mass" in done.stdout
-    assert "7 runs of 4 files" in done.stdout
+    assert "7 runs of 4 files" not in done.stdout and "8 runs of 5 files" in done.stdout
+    assert "toy: individual bias [Q M] from its bias test: M=70, Q=30; binomial p=" in done.stdout
     again = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and "already holds an experiment" in again.stderr

@@ -1,6 +1,6 @@
 """The AI-norms runs (Flint Ashery et al. 2025: Llama-2/3/3.1-70B, Claude 3.5 Sonnet) as
 agentsim experiments, so that agentsim's own analyses and `report` read them beside a user's
-runs: convergence (Fig. 1), consensus names (Fig. 2), stability (Fig. S7), the production of
+runs: convergence (Fig. 1), individual and collective bias (Fig. 2, Table S1, S2), stability (Fig. S7), the production of
 the alternative and the critical mass (Fig. 3, Table S3), strategies by memory (Fig. S9, S10).
 
 Each published pickle (ainorms_files.py reads it as plain data) becomes one results directory
@@ -21,6 +21,7 @@ Layout under the output directory, per model (the paper's file shorthand):
     MODEL/critical_mass_N24_H5/Q_to_M/committed_010/   C agents committed to M against Q
     MODEL/critical_mass_N24_H5/Q_to_M/committed_000/   Q left alone (an evolved population, Fig. S7)
     MODEL/critical_mass_N24_H5/analysis/critical_mass.json   the critical mass each way
+    MODEL/individual_bias_QM_H0/                 a bias test's first choices (Table S1, Fig. S5)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ...analysis.recorded import save_artifact
+from ...analysis.stats import BiasTest
 from ...errors import OutputDirError, UserError
 from ...params import require
 from ...records import EncounterRecord, Move
@@ -112,6 +114,8 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
 
 def experiment_directory(out: Path, found: Condition) -> Path:
     where = out / found.shorthand
+    if found.kind == "bias":
+        return where / f"individual_bias_{''.join(found.names)}_H{found.memory_length}"
     size = f"N{found.agents}_H{found.memory_length}"
     if found.kind == "baseline" or found.majority is None or found.alternative is None:
         suffix = f"_{found.interactions}ints" if found.interactions else ""
@@ -133,13 +137,28 @@ def scenario_for(found: Condition, rounds: int) -> NamingGame:
     return NamingGame(params, standin=NamingStandInSettings()).for_experiment(0)
 
 
-def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
-    data = load_plain(file.data, file.where)
-    runs = _runs(data, file.where)
+def _new_directory(out: Path, found: Condition, file: SourceFile) -> Path:
     directory = experiment_directory(out, found)
     if Store.exists(directory):
         raise OutputDirError(f"{directory} already holds an experiment (was {file.name} imported before?); import into "
                              f"a new --out DIR")
+    return directory
+
+
+def _imported(file: SourceFile, found: Condition, **more: Any) -> dict[str, Any]:
+    """The experiment's `imported` record: where the runs came from and what the data lack."""
+    return {"from": SOURCE, "source": file.where, "sha256": hashlib.sha256(file.data).hexdigest(),
+            "model": found.model, "shorthand": found.shorthand, "condition": found.kind,
+            "replies": "not in the data: each move is the answer the paper's reader took",
+            "option_order": "not in the data (shuffled per prompt): contexts list the pool in its order", **more}
+
+
+def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
+    data = load_plain(file.data, file.where)
+    if found.kind == "bias":
+        return import_bias_test(file, found, data, out)
+    runs = _runs(data, file.where)
+    directory = _new_directory(out, found, file)
     round_size = max(1, found.agents // 2)
     longest = max((len(run["tracker"]["outcome"]) for _, run in runs), default=0)
     game = scenario_for(found, math.ceil(longest / round_size))
@@ -151,13 +170,9 @@ def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
         store.set_experiment({
             "scenario": game.name, "scenario_class": game.describe()["class"], "params": game.params.as_dict(),
             "standin": game.standin.as_dict(), "seed": 0, "backend": label, "runs": len(replays), "prompt_templates": {},
-            "imported": {"from": SOURCE, "source": file.where, "sha256": hashlib.sha256(file.data).hexdigest(),
-                         "model": found.model, "shorthand": found.shorthand, "condition": found.kind,
-                         "network": found.network, "paper_runs": [str(key) for key, _ in runs],
-                         "empty_runs_left_out": len(runs) - len(kept),
-                         "replies": "not in the data: each move is the answer the paper's reader took",
-                         "option_order": "not in the data (shuffled per prompt): contexts list the pool in its order",
-                         "system_prompt": data.get("rules") if isinstance(data.get("rules"), str) else None},
+            "imported": _imported(file, found, network=found.network, paper_runs=[str(key) for key, _ in runs],
+                                  empty_runs_left_out=len(runs) - len(kept),
+                                  system_prompt=data.get("rules") if isinstance(data.get("rules"), str) else None),
         })
         summaries = []
         for number, replay in enumerate(replays):
@@ -165,6 +180,50 @@ def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
     finally:
         store.close()
     return Imported(file.where, directory, found, len(replays), len(runs) - len(kept), summaries)
+
+
+def import_bias_test(file: SourceFile, found: Condition, data: Any, out: Path) -> Imported:
+    """A bias test (one player asked from an empty memory, again and again) as a
+    `FirstChoiceProbe` run: its answers in pairs, as two agents who never remember (their
+    payoffs are the probe's, not the paper's: the test had no partner)."""
+    from .probes import FirstChoiceProbe
+
+    tracker = data.get("tracker") if isinstance(data, dict) else None
+    answers = tracker.get("answers") if isinstance(tracker, dict) else None
+    if not isinstance(answers, list) or not all(type(answer) is str and answer in found.names for answer in answers):
+        raise UserError(f"{file.where}: not in the AI-norms format (a bias test's tracker holds its answers, names "
+                        f"of the pool {', '.join(found.names)})")
+    directory = _new_directory(out, found, file)
+    game = FirstChoiceProbe(NamingParams(names=found.names, agents=2, memory_length=found.memory_length,
+                                         success_payoff=found.success_payoff, failure_payoff=found.failure_payoff,
+                                         temperature=found.temperature, top_k=10, max_tokens=6,
+                                         max_rounds=max(1, len(answers) // 2))).for_experiment(0)
+    label = f"{found.model} (AI-norms data)"
+    context = game.codec.encode(NamingSituation(found.names, ()))
+    store = Store(directory)
+    try:
+        store.set_experiment({"scenario": game.name, "scenario_class": game.describe()["class"],
+                              "params": game.params.as_dict(), "standin": game.standin.as_dict(), "seed": 0,
+                              "backend": label, "runs": 1, "prompt_templates": {},
+                              "imported": _imported(file, found, answers_left_out=len(answers) % 2)})
+        store.begin_run(0, replicate=0, seed=0, backend=label, agents=[(0, "llm", found.model), (1, "llm", found.model)])
+        from ...store import Recorder
+
+        recorder = Recorder(0)
+        for t in range(len(answers) // 2):
+            first, second = answers[2 * t], answers[2 * t + 1]
+            recorder.encounters.append((0, t, t, int(first == second)))
+            for agent, own, other in ((0, first, second), (1, second, first)):
+                recorder.answered.append((0, t, agent, 0, own, game.payoff(own, other), own, context,
+                                          None, None, None, None))
+        store.commit(recorder, b"", len(answers) // 2)
+        store.connection.execute("DELETE FROM checkpoints WHERE run = 0")  # nothing to resume
+        summary = {"run": 0, "seed": 0, "replicate": 0, "backend": label, "status": "done",
+                   "stop_reason": "end of the paper's test", "interactions": len(answers) // 2, "imported": True}
+        store.set_status(0, "done", stop_reason="end of the paper's test", summary=summary)
+    finally:
+        store.close()
+    return Imported(file.where, directory, found, 1, 0, [summary])
 
 
 def _runs(data: Any, where: str) -> list[tuple[Any, dict[str, Any]]]:
@@ -182,6 +241,8 @@ def _runs(data: Any, where: str) -> list[tuple[Any, dict[str, Any]]]:
         if not all(isinstance(column, list) for column in columns) or len({len(column) for column in columns}) != 1:
             raise UserError(f"{what}: not in the AI-norms format (the tracker's players, answers and outcome are lists "
                             f"of one length)")
+        if not all(type(player) is int for player in run["simulation"]):
+            raise UserError(f"{what}: not in the AI-norms format (players are numbered)")
         for player in run["simulation"].values():
             if not isinstance(player, dict) or not isinstance(player.get("my_history"), list) \
                     or not isinstance(player.get("partner_history"), list):
@@ -251,7 +312,7 @@ def _replay(game: NamingGame, found: Condition, key: Any, run: dict[str, Any], w
     tracker = run["tracker"]
     records = []
     for t, (pair, answers) in enumerate(zip(tracker["players"], tracker["answers"])):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(player in index for player in pair)
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(player) is int and player in index for player in pair)
                 and isinstance(answers, list) and len(answers) == 2 and all(answer in names for answer in answers)):
             raise UserError(f"{where}: interaction {t} is not two players and two names of the pool "
                             f"({', '.join(names)}); not an AI-norms file as published")
@@ -314,6 +375,24 @@ def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: d
         if recorded["my_history"] != own or recorded["partner_history"] != partner:
             raise UserError(f"{where}: player {player}'s recorded history is not its interactions in the tracker; "
                             f"not an AI-norms file as published")
+
+
+def first_choice_tests(result: ImportResult) -> list[tuple[Imported, BiasTest]]:
+    """agentsim's individual-bias test of each imported bias test alone (`report` pools a
+    model's bias test with its runs' first decisions, which share its backend and pool)."""
+    from ...analysis.recorded import RecordedExperiment
+    from .bias import individual_bias
+
+    tests: list[tuple[Imported, BiasTest]] = []
+    for entry in result.imported:
+        if entry.condition.kind != "bias":
+            continue
+        experiment = RecordedExperiment(entry.directory)
+        try:
+            tests.extend((entry, test) for test in individual_bias([experiment]).values())
+        finally:
+            experiment.close()
+    return tests
 
 
 # --- the critical mass of the imported committed-minority runs ----------------------------------------

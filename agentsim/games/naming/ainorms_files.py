@@ -14,10 +14,13 @@ The file names carry the conditions (the paper's `runner.py` writes them):
     {model}_evolved_from_{i}_{names}_{fail}_{success}_{H}mem_{network}_{N}ps_{K}ints_{T}tmp.pkl
     {model}_swap_{i}_{C}cmtd_{names}_{fail}_{success}_{H}mem_{network}_{N}ps_{T}tmp.pkl
 
+    {model}_no_memory_bias_test_{letters}_{H}mem.pkl
+
 A baseline starts from empty memories and ran until 72 straight successes (Fig. 1, 2); an
 evolved or swap population starts in consensus on names[i] (every memory holds H successes
-on it), swap with C agents committed to the other name (Fig. 3, S7). Other files (bias tests,
-meta-prompting) are listed as skipped.
+on it), swap with C agents committed to the other name (Fig. 3, S7); a bias test asked one
+player with an empty memory again and again (Table S1, Fig. S5; its pool is one letter per
+name). Other files (strategy tests of single memories, meta-prompting) are listed as skipped.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ _CONDITION = re.compile(
     r"(?:(?P<baseline>converged_baseline)|evolved_from_(?P<evolved>\d+)|swap_(?P<swap>\d+)_(?P<committed>\d+)cmtd)_"
     r"(?P<names>.+?)_(?P<failure>-?\d+)_(?P<success>-?\d+)_(?P<memory>\d+)mem_(?P<network>[A-Za-z_]+?)_(?P<agents>\d+)ps"
     r"(?:_(?P<interactions>\d+)ints)?_(?P<temperature>\d+(?:\.\d+)?)tmp\.pkl$")
+
+
+_BIAS_TEST = re.compile(r"^(?P<model>[A-Za-z0-9]+?)(?:_70b)?_no_memory_bias_test_(?P<names>[A-Za-z]+)_(?P<memory>\d+)mem\.pkl$")
 
 
 class UnsafePickleError(UserError):
@@ -116,7 +122,7 @@ class Condition:
 
     model: str  # the paper's name for it
     shorthand: str
-    kind: str  # "baseline", "evolved" or "committed"
+    kind: str  # "baseline", "evolved", "committed" or "bias" (first choices from an empty memory)
     names: tuple[str, ...]
     failure_payoff: int
     success_payoff: int
@@ -144,7 +150,7 @@ def condition(file_name: str) -> Condition | None:
     """The conditions a file name gives, or None for a file that holds no population's runs."""
     match = _CONDITION.match(file_name)
     if match is None:
-        return None
+        return _bias_test(file_name)
     shorthand = match["model"]
     initial = match["evolved"] or match["swap"]
     names = tuple(match["names"].split("_"))
@@ -158,6 +164,18 @@ def condition(file_name: str) -> Condition | None:
         temperature=float(match["temperature"]), committed=int(match["committed"] or 0),
         initial=None if initial is None else int(initial),
         interactions=int(match["interactions"]) if match["interactions"] else None)
+
+
+def _bias_test(file_name: str) -> Condition | None:
+    """A bias test's conditions: its pool (a letter per name), and the paper's payoffs and
+    temperature, which its name does not carry."""
+    match = _BIAS_TEST.match(file_name)
+    if match is None or len(set(match["names"])) != len(match["names"]):
+        return None
+    shorthand = match["model"]
+    return Condition(model=MODELS.get(shorthand, shorthand), shorthand=shorthand, kind="bias",
+                     names=tuple(match["names"]), failure_payoff=-50, success_payoff=100,
+                     memory_length=int(match["memory"]), network="complete", agents=2, temperature=0.5)
 
 
 @dataclass(frozen=True)

@@ -267,12 +267,18 @@ def import_ainorms(argv: list[str]) -> int:
                              "(default 60: the paper's 30 population rounds of N interactions)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     options = parser.parse_args(argv)
-    from .ainorms import ImportSettings, import_source
+    from .ainorms import ImportSettings, first_choice_tests, import_source
 
     settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
     result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
-        print(f"skipped (no population's runs: bias tests, meta-prompting): {where}", file=sys.stderr)
+        print(f"skipped (no population's runs: strategy tests of single memories, meta-prompting): {where}",
+              file=sys.stderr)
+    for bias_test, test in first_choice_tests(result):
+        counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        print(f"{bias_test.condition.model}: individual bias [{' '.join(bias_test.condition.names)}] from its bias test: {counts}; "
+              f"{test.test} p={test.p_value:.3g}, JS distance={test.js_distance:.4g} (base 2)")
+
     def mass(size: int | None, agents: int) -> str:
         return "none of the sizes tried" if size is None else f"{size} of {agents}"
 
