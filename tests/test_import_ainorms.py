@@ -6,6 +6,7 @@ the paper's data."""
 
 from __future__ import annotations
 
+import csv
 import pickle
 import random
 import zipfile
@@ -13,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
+from helpers import cli, run_experiment
 
 from agentsim.analysis.recorded import find_experiments, read_artifacts
+from agentsim.analysis.report import build_report
+from agentsim.analysis.stats import bias_test
 from agentsim.errors import UserError
+from agentsim.games.naming import NamingGame, NamingParams
 from agentsim.games.naming.ainorms import ImportSettings, import_source, paper_flips
 from agentsim.games.naming.ainorms_files import UnsafePickleError, condition, load_plain
+from agentsim.games.naming.bias import individual_bias
 from agentsim.games.naming.critical_mass import committed_experiments
 from agentsim.games.naming.recorded import choices, consensus_names, success_matrix
 
@@ -161,9 +166,6 @@ def test_committed_runs_give_fig3_panels_and_the_critical_mass(toy_zip: Path, tm
 def test_a_bias_test_becomes_first_choices_tested_as_the_paper_does(toy_zip: Path, tmp_path: Path) -> None:
     """Table S1's samples: every answer a first choice (an empty memory), tested with the
     exact binomial test; an odd last answer is left out and said."""
-    from agentsim.analysis.stats import bias_test
-    from agentsim.games.naming.bias import individual_bias
-
     import_source(toy_zip, tmp_path / "out")
     [probe] = [experiment for experiment in find_experiments(tmp_path / "out") if experiment.scenario_name == "individual_bias"]
     assert probe.experiment["imported"]["answers_left_out"] == 1
@@ -228,3 +230,20 @@ def test_the_command_prints_the_critical_mass_and_refuses_a_second_import(toy_zi
     assert "toy: individual bias [Q M] from its bias test: M=70, Q=30; binomial p=" in done.stdout
     again = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and "already holds an experiment" in again.stderr
+
+
+def test_a_users_runs_stand_beside_the_papers_in_one_report(toy_zip: Path, tmp_path: Path) -> None:
+    """The imported runs and a run of agentsim's (the stand-in, the same condition) share
+    Fig. 3A's panels' table and Table S3, each under its own backend."""
+    root = tmp_path / "results"
+    import_source(toy_zip, root / "paper")
+    mine = NamingGame(NamingParams(names=NAMES, agents=4, memory_length=2, committed=2, majority_name="Q",
+                                   committed_name="M", stop_at="flip", max_rounds=20))
+    run_experiment(mine, root / "mine", runs=2)
+    index = build_report(root)
+    with (root / "report" / "fig3a_alternative_production.csv").open() as file:
+        groups = {row["group"] for row in csv.DictReader(file)}
+    assert "toy (AI-norms data)" in groups and any(group.startswith("stand-in") for group in groups)
+    with (root / "report" / "table_s3_critical_mass.csv").open() as file:
+        assert [row["backend"] for row in csv.DictReader(file)] == ["toy (AI-norms data)"]
+    assert {"emergence", "bias", "critical_mass"} <= set(index["sections"])
