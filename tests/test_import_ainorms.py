@@ -77,10 +77,18 @@ def swap_file(committed: int, runs: int, *, interactions: int = 120) -> dict[int
                                 committed=committed, committed_to="M") for run in range(runs)}
 
 
+def strategy_test(own: list[str], partner: list[str], answers: list[str]) -> dict[str, Any]:
+    """One player asked again and again from one memory, as the paper's strategy tests are."""
+    outcome = [100 if mine == theirs else -50 for mine, theirs in zip(own, partner)]
+    return {"simulation": {"my_history": own, "partner_history": partner, "interactions": [], "score": sum(outcome),
+                           "score_history": outcome, "outcome": outcome}, "tracker": {"answers": answers}}
+
+
 @pytest.fixture
 def toy_zip(tmp_path: Path) -> Path:
     """A baseline (two runs from empty memories), Q left alone (size 0), 1 and 2 of 4 agents
-    committed to M against Q, a bias test (first choices), and meta-prompting, not imported."""
+    committed to M against Q, a bias test (first choices), two strategy tests (one memory each),
+    and meta-prompting, not imported."""
     baseline = {"rules": "Context: Player 1 is playing a multi-round partnership game...",
                 0: population_run(4, 40, seed=1, memory=2), 1: population_run(4, 30, seed=2, memory=2)}
     return write_zip(tmp_path / "toy_data.zip", {
@@ -92,6 +100,8 @@ def toy_zip(tmp_path: Path) -> Path:
         "toy_no_memory_bias_test_QM_0mem.pkl": {"simulation": {"my_history": [], "partner_history": []},
                                                  "tracker": {"answers": ["M"] * 70 + ["Q"] * 30 + ["M"]}},
         "toy_meta_prompting_final.pkl": {2: {"min": [1, 0]}},
+        "toy_bias_test_Q_M.pkl": strategy_test(["Q"], ["M"], ["M"] * 9 + ["Q"]),
+        "toy_bias_test_QM_MQ.pkl": strategy_test(["Q", "M"], ["M", "Q"], ["M"] * 6 + ["Q"] * 4),
     })
 
 
@@ -107,7 +117,9 @@ def test_file_names_give_the_conditions() -> None:
     assert evolved is not None and (evolved.model, evolved.majority, evolved.interactions) == ("Llama-2-70b-Chat", "M", 800)
     bias = condition("claude_no_memory_bias_test_QMXYFJPRCD_0mem.pkl")
     assert bias is not None and (bias.kind, bias.names, bias.memory_length) == ("bias", tuple("QMXYFJPRCD"), 0)
-    assert condition("claude_bias_test_MQ_QM.pkl") is None and condition("llama3_meta_prompting.pkl") is None
+    strategy = condition("claude_bias_test_MQ_QM.pkl")
+    assert strategy is not None and (strategy.kind, strategy.names, strategy.memory_length) == ("strategy", NAMES, 2)
+    assert condition("llama3_meta_prompting.pkl") is None and condition("claude_bias_test_MQ_Q.pkl") is None
 
 
 def test_runs_become_naming_game_experiments_with_every_memory_rebuilt(toy_zip: Path, tmp_path: Path) -> None:
@@ -174,6 +186,20 @@ def test_a_bias_test_becomes_first_choices_tested_as_the_paper_does(toy_zip: Pat
     assert test.p_value == bias_test({"M": 70, "Q": 30}).p_value < 0.001
 
 
+def test_strategy_tests_become_table_1(toy_zip: Path, tmp_path: Path) -> None:
+    """Each strategy test is a run of one StrategyProbe experiment per model, its memory in
+    every decision's context: `strategies` reads Table 1 from them."""
+    from agentsim.games.naming.strategies import strategy_table
+
+    import_source(toy_zip, tmp_path / "out")
+    table = strategy_table(find_experiments(tmp_path / "out"))
+    assert table is not None and table.backend == "toy (AI-norms data)"
+    rows = {row["memory"]: (row["p_M"], row["samples"]) for row in table.rows("M")}
+    assert rows == {"Q,M": (0.9, 10), "Q,M;M,Q": (0.6, 10)}
+    done = cli("strategies", str(tmp_path / "out" / "toy" / "strategies_QM"), "--name", "M")
+    assert done.returncode == 0 and "Q,M;M,Q" in done.stdout and "P(M)=0.600" in done.stdout
+
+
 def test_the_papers_mean_curve_criterion() -> None:
     """A size flips when the runs' mean curve ends at 95% over three bins, runs that flipped
     carried on at 1: one run short of 95% does not stop it, as it stops agentsim's every-run rule."""
@@ -226,7 +252,7 @@ def test_the_command_prints_the_critical_mass_and_refuses_a_second_import(toy_zi
     done = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "toy, N=4, H=2: against Q (committed say M): critical mass" in done.stdout
-    assert "7 runs of 4 files" not in done.stdout and "8 runs of 5 files" in done.stdout
+    assert "10 runs in 6 experiments" in done.stdout
     assert "toy: individual bias [Q M] from its bias test: M=70, Q=30; binomial p=" in done.stdout
     again = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and "already holds an experiment" in again.stderr

@@ -96,15 +96,23 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
     settings = settings or ImportSettings()
     say = progress or (lambda line: None)
     result = ImportResult()
+    strategy_tests: dict[str, list[tuple[SourceFile, Condition]]] = {}
     for file in source_files(source):
         found = condition(file.name)
         if found is None:
             result.skipped.append(file.where)
             continue
+        if found.kind == "strategy":  # one memory state each: a model's go into one experiment
+            strategy_tests.setdefault(found.shorthand, []).append((file, found))
+            continue
         imported = import_file(file, found, out)
         result.imported.append(imported)
         say(f"{file.name}: {imported.runs} runs -> {imported.directory}"
             + (f" ({imported.empty} empty runs left out)" if imported.empty else ""))
+    for tests in strategy_tests.values():
+        imported = import_strategy_tests(tests, out)
+        result.imported.append(imported)
+        say(f"{len(tests)} strategy tests of {imported.condition.model}: one run per memory state -> {imported.directory}")
     if not result.imported:
         raise UserError(f"no population's runs under '{source}' (files named *_converged_baseline_*, *_evolved_from_*, "
                         f"*_swap_*cmtd_*); give the AI-norms repository's data/*.zip")
@@ -116,6 +124,8 @@ def experiment_directory(out: Path, found: Condition) -> Path:
     where = out / found.shorthand
     if found.kind == "bias":
         return where / f"individual_bias_{''.join(found.names)}_H{found.memory_length}"
+    if found.kind == "strategy":
+        return where / f"strategies_{''.join(found.names)}"
     size = f"N{found.agents}_H{found.memory_length}"
     if found.kind == "baseline" or found.majority is None or found.alternative is None:
         suffix = f"_{found.interactions}ints" if found.interactions else ""
@@ -184,8 +194,7 @@ def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
 
 def import_bias_test(file: SourceFile, found: Condition, data: Any, out: Path) -> Imported:
     """A bias test (one player asked from an empty memory, again and again) as a
-    `FirstChoiceProbe` run: its answers in pairs, as two agents who never remember (their
-    payoffs are the probe's, not the paper's: the test had no partner)."""
+    `FirstChoiceProbe` run."""
     from .probes import FirstChoiceProbe
 
     tracker = data.get("tracker") if isinstance(data, dict) else None
@@ -193,37 +202,87 @@ def import_bias_test(file: SourceFile, found: Condition, data: Any, out: Path) -
     if not isinstance(answers, list) or not all(type(answer) is str and answer in found.names for answer in answers):
         raise UserError(f"{file.where}: not in the AI-norms format (a bias test's tracker holds its answers, names "
                         f"of the pool {', '.join(found.names)})")
-    directory = _new_directory(out, found, file)
     game = FirstChoiceProbe(NamingParams(names=found.names, agents=2, memory_length=found.memory_length,
                                          success_payoff=found.success_payoff, failure_payoff=found.failure_payoff,
                                          temperature=found.temperature, top_k=10, max_tokens=6,
                                          max_rounds=max(1, len(answers) // 2))).for_experiment(0)
+    directory = _new_directory(out, found, file)
+    summaries = _write_answers(directory, game, found, [((), answers)], _imported(file, found,
+                                                                               answers_left_out=len(answers) % 2))
+    return Imported(file.where, directory, found, 1, 0, summaries)
+
+
+def import_strategy_tests(tests: list[tuple[SourceFile, Condition]], out: Path) -> Imported:
+    """A model's strategy tests (each a player asked again and again from one memory: its own
+    and its partners' names, oldest first) as one `StrategyProbe` experiment, a run per
+    memory state, so that `strategies` and `report` give Table 1 from them."""
+    from .probes import StrategyProbe, StrategyProbeParams
+
+    found = tests[0][1]
+    states = []
+    for file, _ in sorted(tests, key=lambda test: (test[1].memory_length, test[0].name)):
+        data = load_plain(file.data, file.where)
+        player = data.get("simulation") if isinstance(data, dict) else None
+        tracker = data.get("tracker") if isinstance(data, dict) else None
+        answers = tracker.get("answers") if isinstance(tracker, dict) else None
+        own = player.get("my_history") if isinstance(player, dict) else None
+        partner = player.get("partner_history") if isinstance(player, dict) else None
+        pool = found.names
+        if not (isinstance(answers, list) and isinstance(own, list) and isinstance(partner, list)
+                and len(own) == len(partner) and all(type(name) is str and name in pool for name in [*answers, *own, *partner])):
+            raise UserError(f"{file.where}: not in the AI-norms format (a strategy test holds one player's history and "
+                            f"its answers, names of the pool {', '.join(pool)})")
+        memory = tuple((mine, theirs, found.success_payoff if mine == theirs else found.failure_payoff)
+                       for mine, theirs in zip(own, partner))
+        states.append((memory, answers))
+    longest = max(len(memory) for memory, _ in states)
+    probe = StrategyProbe(StrategyProbeParams(names=found.names, agents=2, memory_length=longest,
+                                             probe_lengths=tuple(sorted({len(memory) for memory, _ in states})),
+                                             success_payoff=found.success_payoff, failure_payoff=found.failure_payoff,
+                                             temperature=found.temperature, top_k=10, max_tokens=6,
+                                             max_rounds=max(1, max(len(answers) for _, answers in states) // 2)))
+    game = probe.for_experiment(0)
+    directory = _new_directory(out, found, tests[0][0])
+    record = _imported(tests[0][0], found, source=[file.where for file, _ in tests],
+                       sha256=[hashlib.sha256(file.data).hexdigest() for file, _ in tests])
+    summaries = _write_answers(directory, game, found, states, record)
+    return Imported(", ".join(file.where for file, _ in tests), directory, found, len(states), 0, summaries)
+
+
+def _write_answers(directory: Path, game: NamingGame, found: Condition,
+                   states: list[tuple[tuple[tuple[str, str, int], ...], list[str]]], record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tests that asked one player again and again from one memory, a run per memory: the
+    answers in pairs, as two agents who never remember (their payoffs are the probe's, not the
+    paper's: a test had no partner; an odd last answer is left out)."""
+    from ...store import Recorder
+
     label = f"{found.model} (AI-norms data)"
-    context = game.codec.encode(NamingSituation(found.names, ()))
     store = Store(directory)
+    summaries = []
     try:
         store.set_experiment({"scenario": game.name, "scenario_class": game.describe()["class"],
                               "params": game.params.as_dict(), "standin": game.standin.as_dict(), "seed": 0,
-                              "backend": label, "runs": 1, "prompt_templates": {},
-                              "imported": _imported(file, found, answers_left_out=len(answers) % 2)})
-        store.begin_run(0, replicate=0, seed=0, backend=label, agents=[(0, "llm", found.model), (1, "llm", found.model)])
-        from ...store import Recorder
-
-        recorder = Recorder(0)
-        for t in range(len(answers) // 2):
-            first, second = answers[2 * t], answers[2 * t + 1]
-            recorder.encounters.append((0, t, t, int(first == second)))
-            for agent, own, other in ((0, first, second), (1, second, first)):
-                recorder.answered.append((0, t, agent, 0, own, game.payoff(own, other), own, context,
-                                          None, None, None, None))
-        store.commit(recorder, b"", len(answers) // 2)
-        store.connection.execute("DELETE FROM checkpoints WHERE run = 0")  # nothing to resume
-        summary = {"run": 0, "seed": 0, "replicate": 0, "backend": label, "status": "done",
-                   "stop_reason": "end of the paper's test", "interactions": len(answers) // 2, "imported": True}
-        store.set_status(0, "done", stop_reason="end of the paper's test", summary=summary)
+                              "backend": label, "runs": len(states), "prompt_templates": {}, "imported": record})
+        for run, (memory, answers) in enumerate(states):
+            store.begin_run(run, replicate=run, seed=0, backend=label,
+                            agents=[(0, "llm", found.model), (1, "llm", found.model)])
+            context = game.codec.encode(NamingSituation(game.names, memory))
+            recorder = Recorder(run)
+            for t in range(len(answers) // 2):
+                first, second = answers[2 * t], answers[2 * t + 1]
+                recorder.encounters.append((run, t, t, int(first == second)))
+                for agent, own, other in ((0, first, second), (1, second, first)):
+                    recorder.answered.append((run, t, agent, 0, own, game.payoff(own, other), own, context,
+                                              None, None, None, None))
+            store.commit(recorder, b"", len(answers) // 2)
+            store.connection.execute("DELETE FROM checkpoints WHERE run = ?", (run,))  # nothing to resume
+            summary = {"run": run, "seed": 0, "replicate": run, "backend": label, "status": "done",
+                       "stop_reason": "end of the paper's test", "interactions": len(answers) // 2, "imported": True}
+            store.set_status(run, "done", stop_reason="end of the paper's test", summary=summary)
+            summaries.append(summary)
     finally:
         store.close()
-    return Imported(file.where, directory, found, 1, 0, [summary])
+    return summaries
 
 
 def _runs(data: Any, where: str) -> list[tuple[Any, dict[str, Any]]]:

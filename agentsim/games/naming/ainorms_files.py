@@ -15,12 +15,14 @@ The file names carry the conditions (the paper's `runner.py` writes them):
     {model}_swap_{i}_{C}cmtd_{names}_{fail}_{success}_{H}mem_{network}_{N}ps_{T}tmp.pkl
 
     {model}_no_memory_bias_test_{letters}_{H}mem.pkl
+    {model}_bias_test_{own}_{partner}.pkl      (one memory state: own and partner names, oldest first)
 
 A baseline starts from empty memories and ran until 72 straight successes (Fig. 1, 2); an
 evolved or swap population starts in consensus on names[i] (every memory holds H successes
 on it), swap with C agents committed to the other name (Fig. 3, S7); a bias test asked one
 player with an empty memory again and again (Table S1, Fig. S5; its pool is one letter per
-name). Other files (strategy tests of single memories, meta-prompting) are listed as skipped.
+name); a strategy test asked a player with one fixed memory of Q and M (Table 1). Other
+files (meta-prompting) are listed as skipped.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ _CONDITION = re.compile(
 
 
 _BIAS_TEST = re.compile(r"^(?P<model>[A-Za-z0-9]+?)(?:_70b)?_no_memory_bias_test_(?P<names>[A-Za-z]+)_(?P<memory>\d+)mem\.pkl$")
+
+
+_STRATEGY_TEST = re.compile(r"^(?P<model>[A-Za-z0-9]+?)(?:_70b)?_bias_test_(?P<own>[QM]+)_(?P<partner>[QM]+)\.pkl$")
+STRATEGY_POOL = ("Q", "M")  # Table 1's pool: the strategy tests' names are letters of it
 
 
 class UnsafePickleError(UserError):
@@ -122,7 +128,7 @@ class Condition:
 
     model: str  # the paper's name for it
     shorthand: str
-    kind: str  # "baseline", "evolved", "committed" or "bias" (first choices from an empty memory)
+    kind: str  # "baseline", "evolved", "committed", "bias" (first choices) or "strategy" (one memory state)
     names: tuple[str, ...]
     failure_payoff: int
     success_payoff: int
@@ -171,11 +177,21 @@ def _bias_test(file_name: str) -> Condition | None:
     temperature, which its name does not carry."""
     match = _BIAS_TEST.match(file_name)
     if match is None or len(set(match["names"])) != len(match["names"]):
-        return None
+        return _strategy_test(file_name)
     shorthand = match["model"]
     return Condition(model=MODELS.get(shorthand, shorthand), shorthand=shorthand, kind="bias",
                      names=tuple(match["names"]), failure_payoff=-50, success_payoff=100,
                      memory_length=int(match["memory"]), network="complete", agents=2, temperature=0.5)
+
+
+def _strategy_test(file_name: str) -> Condition | None:
+    match = _STRATEGY_TEST.match(file_name)
+    if match is None or len(match["own"]) != len(match["partner"]):
+        return None
+    shorthand = match["model"]
+    return Condition(model=MODELS.get(shorthand, shorthand), shorthand=shorthand, kind="strategy",
+                     names=STRATEGY_POOL, failure_payoff=-50, success_payoff=100,
+                     memory_length=len(match["own"]), network="complete", agents=2, temperature=0.5)
 
 
 @dataclass(frozen=True)

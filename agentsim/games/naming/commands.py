@@ -288,6 +288,10 @@ def import_ainorms(argv: list[str]) -> int:
         print(f"{entry.group}: against {found.majority} (committed say {found.alternative}): critical mass "
               f"{mass(found.critical_mass, found.agents)} (the paper's mean-curve criterion: "
               f"{mass(entry.paper, found.agents)}); flips within {found.max_rounds} rounds by size {tried}")
-    print(f"{sum(entry.runs for entry in result.imported)} runs of {len(result.imported)} files under {options.out}; "
-          f"python -m agentsim report {options.out}")
+    for imported in result.imported:
+        if imported.condition.kind == "strategy":
+            print(f"{imported.condition.model}: strategies by memory (Table 1): python -m agentsim strategies "
+                  f"{imported.directory}")
+    print(f"{sum(entry.runs for entry in result.imported)} runs in {len(result.imported)} experiments under "
+          f"{options.out}; python -m agentsim report {options.out}")
     return 0
