@@ -38,7 +38,7 @@ from ...analysis.stats import BiasTest
 from ...errors import OutputDirError, UserError
 from ...params import require
 from ...records import EncounterRecord, Move
-from ...store import Store
+from ...store import Recorder, Store
 from .ainorms_files import Condition, SourceFile, condition, load_plain, source_files
 from .critical_mass import ARTIFACT as CRITICAL_MASS
 from .critical_mass import CriticalMass
@@ -254,7 +254,6 @@ def _write_answers(directory: Path, game: NamingGame, found: Condition,
     """Tests that asked one player again and again from one memory, a run per memory: the
     answers in pairs, as two agents who never remember (their payoffs are the probe's, not the
     paper's: a test had no partner; an odd last answer is left out)."""
-    from ...store import Recorder
 
     label = f"{found.model} (AI-norms data)"
     store = Store(directory)
@@ -319,7 +318,6 @@ class _Replay:
     paper_curve: list[float]  # the alternative's share of the others' plays per N interactions (the paper's rounds)
 
     def record(self, store: Store, number: int, label: str, game: NamingGame) -> dict[str, Any]:
-        from ...store import Recorder
 
         store.begin_run(number, replicate=number, seed=0, backend=label, agents=self.agents)
         recorder = Recorder(number)
