@@ -94,7 +94,9 @@ def import_runs(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m agentsim import KIND SOURCE --out DIR\n\nKIND is one of: "
               + (", ".join(kinds) or "none installed") + "; `import KIND --help` for its options.")
-        return 0 if argv else 2
+        if argv:
+            raise SystemExit(0)  # as every subcommand's --help ends
+        return 2
     kind, *rest = argv
     if kind not in kinds:
         raise UserError(f"no importer for '{kind}': KIND is one of {', '.join(kinds) or 'none installed'}")

@@ -60,6 +60,8 @@ register_family(Family(
         "comprehension": "ask Table S7's questions at a recorded run's states",
         "check-model": "is a model fit for the naming-game experiments? readable replies, preference, calibration, "
                        "comprehension",
+        "import-ainorms": "the AI-norms repository's published runs (Flint Ashery et al. 2025) as results directories "
+                          "(import ainorms ZIP_OR_DIR --out DIR)",
     },
     report_sections=(f"{__name__}.report", f"{__name__}.network_report"),
     # ConventionMetrics and its parts register under their old names (metrics.py)

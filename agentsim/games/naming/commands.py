@@ -8,6 +8,8 @@ family's `__init__`; this module is imported when one of them runs):
     comprehension DIR       ask Table S7's questions at a recorded run's states
     check-model             is a model fit for the experiments (readable replies, preference,
                             calibration, comprehension)
+    import-ainorms SOURCE   the paper's own runs (AI-norms data/*.zip) as results directories,
+                            with the critical mass of each model (`import ainorms SOURCE --out DIR`)
 
 Heavy imports (the runner, scipy) happen inside each command, so `python -m agentsim` starts fast.
 """
@@ -248,4 +250,48 @@ def check_model(argv: list[str]) -> int:
         import json
 
         options.out.write_text(json.dumps(report.as_dict(), indent=2), encoding="utf-8")
+    return 0
+
+
+@command("import-ainorms")
+def import_ainorms(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim import-ainorms",
+                           description="(also `import ainorms`) Read the AI-norms repository's published runs (Flint Ashery et al. 2025: "
+                                       "data/*.zip, or a directory of them or of their pickles) into results "
+                                       "directories agentsim's analyses and `report` read. Pickles are read as plain "
+                                       "data only: one that names any global is refused and nothing in it runs.")
+    parser.add_argument("source", type=Path, help="an AI-norms zip (data/llama31_data.zip), a .pkl, or a directory")
+    parser.add_argument("--out", type=Path, required=True, help="where the results directories go")
+    parser.add_argument("--max-rounds", type=int, default=60,
+                        help="agentsim rounds (N/2 interactions) a committed minority has to flip the convention "
+                             "(default 60: the paper's 30 population rounds of N interactions)")
+    parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
+    options = parser.parse_args(argv)
+    from .ainorms import ImportSettings, first_choice_tests, import_source
+
+    settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
+    result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
+    for where in result.skipped:
+        print(f"skipped (no population's runs: strategy tests of single memories, meta-prompting): {where}",
+              file=sys.stderr)
+    for bias_test, test in first_choice_tests(result):
+        counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
+        print(f"{bias_test.condition.model}: individual bias [{' '.join(bias_test.condition.names)}] from its bias test: {counts}; "
+              f"{test.test} p={test.p_value:.3g}, JS distance={test.js_distance:.4g} (base 2)")
+
+    def mass(size: int | None, agents: int) -> str:
+        return "none of the sizes tried" if size is None else f"{size} of {agents}"
+
+    for entry in result.critical_masses:
+        found = entry.result
+        tried = ", ".join(f"{size}:{value['flips']}/{value['runs']}" for size, value in sorted(found.tried.items()))
+        print(f"{entry.group}: against {found.majority} (committed say {found.alternative}): critical mass "
+              f"{mass(found.critical_mass, found.agents)} (the paper's mean-curve criterion: "
+              f"{mass(entry.paper, found.agents)}); flips within {found.max_rounds} rounds by size {tried}")
+    for imported in result.imported:
+        if imported.condition.kind == "strategy":
+            print(f"{imported.condition.model}: strategies by memory (Table 1): python -m agentsim strategies "
+                  f"{imported.directory}")
+    print(f"{sum(entry.runs for entry in result.imported)} runs in {len(result.imported)} experiments under "
+          f"{options.out}; python -m agentsim report {options.out}")
     return 0
