@@ -250,3 +250,19 @@ def test_a_run_cut_off_mid_round_resumes_to_the_same_moves(game: str) -> None:
     whole, resumed = asyncio.run(go())
     assert whole["metrics"].rounds == resumed["metrics"].rounds
     assert whole["state"] == resumed["state"]
+
+
+def test_the_transcript_shows_a_kept_conversations_earlier_replies(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A game that keeps each player's conversation sends its earlier replies as assistant
+    turns: the transcript prints the prompt as sent, those turns included."""
+    out = tmp_path / "out"
+    assert main([str(GAMES / "guessing_game.py"), "--no-live", "--runs", "1", "--set", "max_rounds=3",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["transcript", str(out), "--agent", "0", "--round", "2"]) == 0
+    printed = capsys.readouterr().out
+    replies = agentsim.open(out).moves().query("agent == 0").sort_values("t")["action"].tolist()
+    assert printed.count("[assistant]") == 2  # rounds 1 and 2, before round 3's question
+    for earlier in replies[:2]:
+        assert f"[assistant]\n{earlier}" in printed.replace(".\n", "\n")

@@ -101,7 +101,9 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
         if context is None:
             continue
         messages = codec.rebuild_messages(context, tuple(replies))
-        new = tuple(message for message in messages[shown:] if message.role != "assistant")
+        # Every message not shown yet: a kept conversation's earlier assistant turns included; this
+        # encounter's own earlier replies were printed as replies (`shown` counts them).
+        new = tuple(messages[shown:])
         shown = len(messages)
         if reply is not None:
             replies.append(reply)
