@@ -143,7 +143,7 @@ def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_r
 
 # --- the size and the types of the core --------------------------------------------------------
 MAX_METHODS = 25
-CORE_PARTS = ("analysis", "llm", "distributed")  # beside agentsim/*.py
+CORE_PARTS = ("analysis", "llm", "distributed", "gamekit")  # beside agentsim/*.py (gamekit: the game layer, whose Game is a Scenario)
 SEAM_MODULES = ("scheduler.py", "policies.py")
 
 
