@@ -64,20 +64,28 @@ def usage(directory: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "commons_fishing.py"))
-    parser.add_argument("--months", type=int, default=12)
+    parser.add_argument("--months", type=int, default=12, help="the commons' months (scenarios without months: ignored)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="another scenario's parameters (e.g. --scenario scenarios/gamabench/guessing_game.py "
+                             "--set max_rounds=20)")
     parser.add_argument("--anthropic-model", default="claude-3-5-sonnet-latest")
     parser.add_argument("--openai-model", default="gpt-4o-mini")
     parser.add_argument("--cache-min-tokens", type=int, default=1024,
                         help="the shortest prefix the emulated Anthropic caches (Sonnet's: 1,024; Haiku's: 2,048)")
     options = parser.parse_args()
-    common = ["--runs", "1", "--seed", "0", "--set", f"months={options.months}"]
+    scenario, _ = load_scenario(options.scenario)
+    overrides = dict(item.split("=", 1) for item in options.overrides)
+    if "months" in scenario.params.field_names():
+        overrides.setdefault("months", str(options.months))
+    common = ["--runs", "1", "--seed", "0", *(argument for key, value in overrides.items()
+                                               for argument in ("--set", f"{key}={value}"))]
     with tempfile.TemporaryDirectory() as work:
         recorded = Path(work) / "recorded"
         agentsim(options.scenario, *common, "--out", str(recorded))
-        scenario, _ = load_scenario(options.scenario)
-        replies = replies_from_run(recorded, scenario.with_overrides({"months": str(options.months)}).for_experiment(0))
-        print(f"{options.scenario} ({options.months} months, 1 run, seed 0): {len(replies)} distinct prompts recorded "
-              f"on the stand-in, replayed over HTTP")
+        replies = replies_from_run(recorded, scenario.with_overrides(overrides).for_experiment(0))
+        settings = ", ".join(f"{key}={value}" for key, value in overrides.items()) or "defaults"
+        print(f"{options.scenario} ({settings}, 1 run, seed 0): {len(replies)} distinct prompts recorded on the "
+              f"stand-in, replayed over HTTP")
         print(f"{'route':<44} {'calls':>6} {'input tok':>10} {'cached':>9} {'written':>9} {'input $':>9} {'total $':>9}")
         routes = [("anthropic, breakpoints", f"anthropic:{options.anthropic_model}", []),
                   ("anthropic, --no-cache-breakpoints", f"anthropic:{options.anthropic_model}", ["--no-cache-breakpoints"]),
