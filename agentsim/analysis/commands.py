@@ -120,6 +120,9 @@ def estimate_command(argv: list[str]) -> int:
 
     parser = build_parser()
     parser.prog = "python -m agentsim estimate"
+    parser.usage = "python -m agentsim estimate SCENARIO.py [--backend SPEC | --population ...] [--runs K] [--set ...] [--out DIR]"
+    parser.description = ("What a scenario will cost and take on a backend before anything is spent: played on the "
+                          "stand-in with its real prompts (agentsim/estimate.py).")
     parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
                         help="time N real calls of the backend for its latency where it answers (0: assume it); they "
                              "are paid for")

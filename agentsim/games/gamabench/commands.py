@@ -15,7 +15,7 @@ from ...errors import UserError
 
 @command("import-gamabench")
 def import_gamabench(argv: list[str]) -> int:
-    parser = CommandParser(prog="python -m agentsim import gamabench",
+    parser = CommandParser(prog="python -m agentsim import-gamabench",
                            description="Read GAMA-Bench's raw_results/ (JSON only: nothing in them is run) into a "
                                        "results directory: an experiment per game, model, prompt version and "
                                        "condition, a run per file, marked as imported.")

@@ -339,8 +339,8 @@ class _Replay:
         summary = {"run": number, "seed": 0, "replicate": number, "backend": label, "status": "done",
                    "stop_reason": "end of the paper's run", "rounds": rounds, "interactions": len(self.records),
                    "imported": True, "paper_round_alternative_share": [round(share, 6) for share in self.paper_curve],
-                   # NamingGame.run_summary reads the run's metrics only
-                   **game.run_summary(cast("PopulationModel", _Measured(self.metrics)))}
+                   # the naming readout's run_summary reads the run's metrics only
+                   **game.readout().run_summary(cast("PopulationModel[None]", _Measured(self.metrics)))}
         store.set_status(number, "done", stop_reason="end of the paper's run", summary=summary)
         return summary
 
