@@ -11,8 +11,11 @@ Two figures per run and for the experiment:
 
 - expected: what the stand-in's own run did (its calls, re-asks and stopping; its replies'
   tokens), the figure a capable model that behaves like the stand-in would give;
-- upper bound: a run that stops early (a consensus, a collapse) played to its last round at
-  the calls and tokens per round of its last round played, and every reply at `max_tokens`.
+- to the end: a run that stops early (a consensus, a collapse) played to its last round at
+  the calls and tokens per round of its last round played, and every reply at `max_tokens`;
+  re-asks as the stand-in made them. Not a bound on a model whose replies cannot be read: each
+  unreadable reply is asked again up to the game's `max_reasks` times, and the estimate says
+  how many calls that worst case would make.
 
 Costs use the price table the budget uses (llm/prices.py); a model without a price is shown
 as unpriced. Wall time: the longest chain of one agent's calls (an agent asks one call at a
@@ -48,7 +51,7 @@ ASSUMED_LATENCY_S = {"openai": 1.0, "anthropic": 1.5, "tgi": 0.5, "local": 2.0, 
 
 @dataclass
 class Figures:
-    """Calls and tokens, expected and at most."""
+    """Calls and tokens, expected and played to the end (`_upper`)."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -82,6 +85,7 @@ class RunEstimate:
     max_rounds: int
     figures: Figures = field(default_factory=Figures)
     longest_chain: int = 0  # the most calls one agent asks in the run (they come one after another)
+    longest_chain_upper: int = 0  # the same, the run played to its last round
 
 
 @dataclass
@@ -190,6 +194,7 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
             played = sorted(round_ for key_run, round_ in by_round if key_run == run)
             estimate.rounds = len(played)
             estimate.longest_chain = max((count for (key_run, _), count in chains.items() if key_run == run), default=0)
+            estimate.longest_chain_upper = estimate.longest_chain
             missing = max(0, estimate.max_rounds - estimate.rounds) if played else 0
             if not missing:
                 continue
@@ -199,7 +204,7 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
                                 completion_tokens_upper=last.completion_tokens_upper * missing)
                 estimate.figures.add(extra)
                 by_backend[spec].add(extra)
-            estimate.longest_chain += math.ceil(estimate.longest_chain / estimate.rounds * missing)
+            estimate.longest_chain_upper += math.ceil(estimate.longest_chain / estimate.rounds * missing)
         return sorted(runs.values(), key=lambda run: run.run), by_backend
     finally:
         store.close()
@@ -269,6 +274,7 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
             replicate = replicates.get(run, run - 1)
             return run_cell(session.scenario, session.variant_scenarios, session.config.seed, replicate)[0]
 
+        scenarios_played = [session.scenario, *session.variant_scenarios]
         run_estimates, by_backend = count_calls(Path(scratch) / "standin", scenario_of, agent_specs(backend, population),
                                                 counters)
         first_prompt = _first_request(Path(scratch) / "standin", scenario, Request)
@@ -295,6 +301,12 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
             if parsed.provider != "stand-in":
                 document.notes.append(f"{spec}: latency assumed {entry.latency_s:g} s a call (no timed call answered)")
         document.backends[spec] = entry
+    reasks = max((getattr(run_scenario.params, "max_reasks", 0) for run_scenario in scenarios_played), default=0)
+    if reasks:
+        first = sum(run.figures.calls_upper for run in run_estimates)
+        document.notes.append(f"a reply that cannot be read is asked again up to max_reasks={reasks} times: if no reply "
+                              f"could be read, the calls would be up to {first * (1 + reasks)} (the figure to the end "
+                              f"times {1 + reasks})")
     if not document.tokens_exact:
         document.notes.append("tokens counted approximately (four characters a token) where no tokenizer is available "
                               "offline")
@@ -334,7 +346,7 @@ def _wall_time(document: Estimate, options: Any) -> tuple[float, float]:
     for calls, tokens, chain in ((totals.calls, totals.prompt_tokens + totals.completion_tokens,
                                   max((run.longest_chain for run in document.runs), default=0)),
                                  (totals.calls_upper, totals.prompt_tokens_upper + totals.completion_tokens_upper,
-                                  max((run.longest_chain for run in document.runs), default=0))):
+                                  max((run.longest_chain_upper for run in document.runs), default=0))):
         bounds = [chain * latency, calls * latency / max(1, limits.max_in_flight)]
         if limits.rpm:
             bounds.append(calls / limits.rpm * 60)

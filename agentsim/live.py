@@ -109,7 +109,7 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
     estimated = experiment.get("estimate")
     if isinstance(estimated, dict) and estimated.get("cost_usd") is not None:
         spent = sum(float(view.usage.get("cost_usd") or 0.0) for view in runs)
-        header.append(_line((f"estimate ${estimated['cost_usd']:.4f} (at most ${estimated.get('cost_usd_upper') or 0:.4f})"
+        header.append(_line((f"estimate ${estimated['cost_usd']:.4f} (to the end ${estimated.get('cost_usd_upper') or 0:.4f})"
                              f", spent ${spent:.4f}", "cyan")))
     header.extend(_line((f"warning: {message}", "bold red")) for message in experiment.get("warnings", []))
     focus = next((view for view in runs if view.status == "running"), runs[-1]) if runs else None

@@ -150,9 +150,10 @@ def estimate_command(argv: list[str]) -> int:
 def render_estimate(document: dict[str, Any]) -> str:
     """The estimate as a short table: per run, per backend, the experiment."""
     lines = [f"estimate for {document['scenario']}: {len(document['runs'])} runs, played on the stand-in with the real "
-             f"prompts (expected: the stand-in's own stopping and replies; at most: every round, every reply at max_tokens)"]
-    lines.append(f"{'run':>5} {'seed':>5} {'rounds':>9} {'calls':>9} {'(at most)':>10} {'prompt tok':>11} {'(at most)':>11} "
-                 f"{'reply tok':>10} {'(at most)':>10}")
+             f"prompts (expected: the stand-in's own stopping and replies; to the end: every run to its last round, every "
+             f"reply at max_tokens, re-asks as the stand-in made them)"]
+    lines.append(f"{'run':>5} {'seed':>5} {'rounds':>9} {'calls':>9} {'(to end)':>10} {'prompt tok':>11} {'(to end)':>11} "
+                 f"{'reply tok':>10} {'(to end)':>10}")
     for run in document["runs"]:
         figures = run["figures"]
         lines.append(f"{run['run']:>5} {run['seed']:>5} {run['rounds']:>4}/{run['max_rounds']:<4} {figures['calls']:>9} "
@@ -161,19 +162,19 @@ def render_estimate(document: dict[str, Any]) -> str:
     for spec, backend in document["backends"].items():
         figures = backend["figures"]
         cost = ("unpriced" if backend["cost_usd"] is None
-                else f"${backend['cost_usd']:.4f} (at most ${backend['cost_usd_upper']:.4f})")
+                else f"${backend['cost_usd']:.4f} (to the end ${backend['cost_usd_upper']:.4f})")
         price = backend["price"]
         source = f"; price from {price['source']}" if price else ""
         latency = f"{backend['latency_s']:.3g} s a call ({'measured' if backend['latency_measured'] else 'assumed'})"
-        lines.append(f"{spec}: {figures['calls']} calls (at most {figures['calls_upper']}), {figures['prompt_tokens']} "
+        lines.append(f"{spec}: {figures['calls']} calls (to the end {figures['calls_upper']}), {figures['prompt_tokens']} "
                      f"prompt + {figures['completion_tokens']} reply tokens, {cost}{source}; {latency}")
     totals = document["totals"]
     cost = ("not estimated (a model has no price)" if document["cost_usd"] is None
-            else f"${document['cost_usd']:.4f} (at most ${document['cost_usd_upper']:.4f})")
-    lines.append(f"experiment: {totals['calls']} calls (at most {totals['calls_upper']}), "
-                 f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens (at most "
+            else f"${document['cost_usd']:.4f} (to the end ${document['cost_usd_upper']:.4f})")
+    lines.append(f"experiment: {totals['calls']} calls (to the end {totals['calls_upper']}), "
+                 f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens (to the end "
                  f"{totals['prompt_tokens_upper'] + totals['completion_tokens_upper']}), cost {cost}, wall time about "
-                 f"{_duration(document['wall_s'])} (at most {_duration(document['wall_s_upper'])})")
+                 f"{_duration(document['wall_s'])} (to the end {_duration(document['wall_s_upper'])})")
     lines.append(f"tokens: {document['tokenizer']}")
     lines.extend(f"note: {note}" for note in document["notes"])
     return "\n".join(lines)

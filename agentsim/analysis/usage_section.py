@@ -91,7 +91,7 @@ def _estimates(context: ReportContext) -> None:
                      round(sum(float(usage.get("cost_usd") or 0.0) for usage in spent), 6)])
     if rows:
         context.add_table("table_estimate", "Estimated before the run, and spent",
-                          ["experiment", "calls_estimated", "calls_at_most", "calls_spent", "tokens_estimated",
-                           "tokens_spent", "cost_estimated_usd", "cost_at_most_usd", "cost_spent_usd"], rows,
+                          ["experiment", "calls_estimated", "calls_to_the_end", "calls_spent", "tokens_estimated",
+                           "tokens_spent", "cost_estimated_usd", "cost_to_the_end_usd", "cost_spent_usd"], rows,
                           "The estimate `python -m agentsim estimate --out DIR` wrote before the run (played on the "
                           "stand-in with the real prompts), beside what the runs recorded.")
