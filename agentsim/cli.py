@@ -44,7 +44,7 @@ from .params import finite_float
 from .scenario import Scenario
 from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
-from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory
+from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
 from .variants import pinned_variants
 
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
@@ -369,6 +369,7 @@ def _output_directory(options: argparse.Namespace) -> Path:
 def recorded_settings(out: Path) -> dict[str, Any]:
     """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
     without changing the database; empty when there is none (the runner then says so)."""
+    refuse_linked_store(out)  # (before reading it: never through a link into another directory)
     database = out / "agentsim.db"
     if not database.is_file() or database.stat().st_size == 0:
         return {}
