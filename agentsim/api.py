@@ -38,7 +38,9 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
     backend     the model every agent asks: "stand-in" (the default: the built-in rule, no
                 network), "openai:MODEL", "anthropic:MODEL", "tgi:URL", "local:NAME"
     population  a mixed-model population instead: "SPEC=COUNT,SPEC=COUNT"
-    runs, seed  seeded replicates (default: the file's RUNS, else 1) and the first one's seed
+    runs, seed  seeded replicates (default: the file's RUNS, else 1; with resume: the recorded
+                count: another runs= is refused, as the command line refuses --runs without
+                --add-runs) and the first one's seed
     overrides   parameter changes, as `--set` takes them: {"agents": 12, "standin.noise": 0.1};
                 text values are read as the command line reads them ("max_rounds": "30")
     options     how backends are reached and bounded (`agentsim.llm.specs.BackendOptions`:
@@ -113,6 +115,12 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
         raise UserError("backend= and population= both choose the agents' models; give one of them")
     changes = dict(overrides or {})
     built = _with_overrides(built, changes)
+    if runs is None and resume and out is not None:  # a resume continues the recorded runs, not the file's RUNS
+        from .cli import recorded_settings
+
+        recorded = recorded_settings(Path(out)).get("runs")
+        variants = max(1, len(getattr(module, "VARIANTS", ()) or ()))
+        runs = recorded // variants if isinstance(recorded, int) and recorded > 0 else None
     if runs is None:
         runs = file_runs(module, file, "pass runs=")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:

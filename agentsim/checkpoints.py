@@ -385,7 +385,7 @@ def _instance_hints(cls: type) -> dict[str, Any]:
         if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
                 and isinstance(node.target.value, ast.Name) and node.target.value.id == "self"):
             try:
-                hints[node.target.attr] = eval(compile(ast.Expression(node.annotation), "<annotation>", "eval"),  # noqa: S307
+                hints[node.target.attr] = eval(compile(ast.Expression(node.annotation), "<annotation>", "eval"),
                                                dict(namespace))
             except Exception:  # a name only a type checker sees
                 continue

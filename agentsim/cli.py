@@ -89,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
                         help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
                              "(default: the file's POPULATION, else every agent on --backend)")
-    parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="seeded replicates, run concurrently (default: the file's RUNS, else 1; with --resume: "
+                             "the recorded count, which only --add-runs changes)")
+    parser.add_argument("--add-runs", type=int, default=0, metavar="K",
+                        help="with --resume: run K more replicates than the experiment recorded")
     parser.add_argument("--seed", type=int, default=None,
                         help="the first replicate's seed; replicate k uses seed+k (default 0; --resume without a "
                              "scenario file: the recorded one)")
@@ -103,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "object per line and event; the last, experiment_ended, gives the outcome)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the runs recorded in --out (default: the latest); the scenario file, its "
-                             "--set values, the seed and the backend default to the recorded ones")
+                             "--set values, the seed and the backend default to the recorded ones, and the number "
+                             "of runs is the recorded one (--add-runs K adds replicates)")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
     sweep = parser.add_argument_group("where the runs execute")
@@ -268,7 +273,14 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
         scenario = _with_recorded(scenario, recorded, overrides)
     scenario = scenario.with_overrides(overrides)
-    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
+    if options.add_runs and options.runs is not None:
+        raise UserError(f"--runs and --add-runs both set the number of runs; with --resume give --add-runs "
+                        f"{options.add_runs} alone")
+    if options.add_runs and not options.resume:
+        raise UserError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or give the "
+                        "number of runs with --runs")
+    if options.add_runs < 0:
+        raise UserError(f"--add-runs must be at least 1 (got {options.add_runs})")
     population, backend = options.population, options.backend
     if options.scenario is None and population is None and backend is None:
         population, backend = _recorded_backend(recorded)
@@ -278,6 +290,11 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None and "variants" in recorded:
         variants = pinned_variants(recorded["variants"], overrides)
     seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
+    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
+    if options.resume and options.runs is None and isinstance(recorded.get("runs"), int) and recorded["runs"] > 0:
+        # The recorded count, never the file's RUNS (a resume continues what was recorded);
+        # `runs` counts each variant's replicates, the store all of them.
+        runs = recorded["runs"] // max(1, len(variants)) + options.add_runs
     config = ExperimentConfig(
         scenario=scenario,
         variants=variants,
@@ -288,6 +305,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         runs=runs,
         seed=seed,
         resume=options.resume,
+        add_runs=options.add_runs,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(Path(scenario_file).resolve()),  # absolute: analysis names it from any directory
         executor=options.executor,

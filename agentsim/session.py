@@ -91,6 +91,9 @@ class ExperimentConfig:
     runs: int = 1
     seed: int = 0
     resume: bool = False
+    # With `resume`: replicates added to the recorded ones (per variant, as `runs` counts);
+    # without it a resume continues exactly the recorded runs, and `runs` must name that count.
+    add_runs: int = 0
     checkpoint_seconds: float = 1.0
     scenario_file: str = ""
     population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
@@ -176,6 +179,11 @@ class Session:
         output directory is new, before anything in it changes). `warn` takes the backends'
         warnings as they happen."""
         config = self.config = _without_credentials(self.config)
+        if config.add_runs and not config.resume:
+            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
+                                 "give the number of runs with --runs")
+        if not 0 <= config.add_runs <= MAX_RUNS:
+            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {config.add_runs})")
         if not 1 <= config.runs <= MAX_RUNS:
             raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
                                  f"separate experiments with --seed")
@@ -271,10 +279,9 @@ class Session:
                 except BaseException:
                     store.close()
                     raise
+            if recorded and config.resume:
+                self._check_run_count(int(recorded.get("runs", 0)), store)
             self.store = store
-            if config.resume and recorded.get("runs", 0) > config.runs:
-                # A resume continues every run the experiment planned, not only the file's RUNS.
-                self.config = dataclasses.replace(config, runs=recorded["runs"])
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:
@@ -298,6 +305,23 @@ class Session:
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
         })
+
+    def _check_run_count(self, recorded: int, store: Store) -> None:
+        """A resume continues the runs the experiment recorded, no more and no fewer: the
+        count changes only when asked by name (`--add-runs K`), never because a scenario
+        file's RUNS or a --runs differs (with a paid model, runs nobody asked for cost money)."""
+        config, cells = self.config, max(1, len(self.config.variants))
+        wanted = recorded + config.add_runs * cells
+        if recorded and config.runs != wanted:
+            store.close()
+            given, had = config.runs // cells, recorded // cells
+            if config.add_runs:
+                raise ParameterError(f"--add-runs {config.add_runs} adds to the {had} runs recorded in {config.out}; "
+                                     f"drop --runs {given}")
+            raise ParameterError(f"{config.out} records {had} run{'s' if had != 1 else ''} and --resume continues exactly "
+                                 f"those; --runs {given} "
+                                 f"would change that count: drop --runs to continue them, or add replicates with "
+                                 f"--resume --add-runs K (recorded runs are never dropped)")
 
     def _check_checkpoints(self, store: Store) -> None:
         """Every run a resume continues reads back whole, before anything is written: its row

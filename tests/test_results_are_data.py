@@ -141,13 +141,13 @@ def test_resume_refuses_an_edited_prompt_template(tmp_path: Path) -> None:
     sent = template.read_text()
     template.write_text(sent + "\nAnswer quickly.\n")
     before = _digest(out)
-    assert_user_error(cli(*arguments, "--resume", "--runs", "2"), "prompt template 'mine'", "edited")
+    assert_user_error(cli(*arguments, "--resume", "--add-runs", "1"), "prompt template 'mine'", "edited")
     assert _digest(out) == before
     stored = json.loads(sqlite3.connect(out / "agentsim.db").execute(
         "SELECT value FROM experiment WHERE key = 'prompt_templates'").fetchone()[0])
     assert stored == {"mine": sent}
     template.write_text(sent)  # restored: the resume goes on
-    assert cli(*arguments, "--resume", "--runs", "2").returncode == 0
+    assert cli(*arguments, "--resume", "--add-runs", "1").returncode == 0
 
 
 @pytest.mark.parametrize("named", ["evilmod.Scen", "this.Scen"])
