@@ -241,8 +241,6 @@ def loads(blob: bytes) -> Any:
         raise CheckpointError(f"a checkpoint of format {found!r}; this agentsim reads format {CHECKPOINT_FORMAT}")
     try:
         return decode(document.get("state"))
-    except CheckpointError as error:
-        raise CheckpointError(str(error), incompatible=False) from None
     except RecursionError:
         raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False) from None
 
@@ -265,7 +263,7 @@ def _decompressed(blob: bytes) -> bytes:
 def decode(data: Any, depth: int = 0) -> Any:
     """The value `encode` turned into `data`."""
     if depth > MAX_DEPTH:
-        raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}")
+        raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False)
     if isinstance(data, list):
         return [decode(item, depth + 1) for item in data]
     if not isinstance(data, dict):
@@ -278,7 +276,8 @@ def decode(data: Any, depth: int = 0) -> Any:
     except CheckpointError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as error:
-        raise CheckpointError(f"a malformed checkpoint value ({type(error).__name__}: {error})") from None
+        raise CheckpointError(f"a malformed checkpoint value ({type(error).__name__}: {error})",
+                              incompatible=False) from None
 
 
 def _decode_tagged(tag: Any, data: dict[str, Any], depth: int) -> Any:
@@ -296,13 +295,13 @@ def _decode_tagged(tag: Any, data: dict[str, Any], depth: int) -> Any:
     if tag == "q":
         maxlen = data.get("n")
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
-            raise CheckpointError(f"a malformed deque length {maxlen!r}")
+            raise CheckpointError(f"a malformed deque length {maxlen!r}", incompatible=False)
         return collections.deque((decode(item, depth) for item in _list(values)), maxlen=maxlen)
     if tag == "b":
         return base64.b64decode(values, validate=True)
     if tag == "f":
         if values not in ("nan", "inf", "-inf"):
-            raise CheckpointError(f"a malformed number {values!r}")
+            raise CheckpointError(f"a malformed number {values!r}", incompatible=False)
         return float(values)
     cls = registered(data.get("c", "")) if isinstance(data.get("c", ""), str) else None
     if cls is None:
@@ -314,14 +313,15 @@ def _decode_tagged(tag: Any, data: dict[str, Any], depth: int) -> Any:
         return cls(*(decode(item, depth) for item in _list(values)))
     if tag == "o":
         if not isinstance(values, dict):
-            raise CheckpointError(f"a malformed {cls.__qualname__} (its attributes are not a mapping)")
+            raise CheckpointError(f"a malformed {cls.__qualname__} (its attributes are not a mapping)", incompatible=False)
         return _rebuild(cls, {key: decode(item, depth) for key, item in values.items()})
     raise CheckpointError(f"an unknown checkpoint tag {tag!r}")
 
 
 def _list(values: Any) -> list[Any]:
     if not isinstance(values, list):
-        raise CheckpointError(f"a malformed checkpoint value (a {type(values).__name__} where a list belongs)")
+        raise CheckpointError(f"a malformed checkpoint value (a {type(values).__name__} where a list belongs)",
+                              incompatible=False)
     return values
 
 

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import difflib
+import errno
 import json
 import math
 import os
@@ -198,8 +199,7 @@ def _main(arguments: list[str]) -> int:
     except UserError as error:
         return _user_error(error)
     except (OSError, sqlite3.Error) as error:  # the output directory: read-only, full, not a directory
-        return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); free space or choose "
-                                     f"a writable --out DIR"))
+        return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); {_fix(error)}"))
     received: list[int] = []
     out = experiment.config.out
     code, outcome, message = 0, "done", ""
@@ -213,8 +213,8 @@ def _main(arguments: list[str]) -> int:
                    f"continue with --resume --out {out}")
     except (OSError, sqlite3.Error) as error:  # a disk that filled up or turned read-only during the run
         code, outcome = EXIT_USER_ERROR, "disk_error"
-        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free "
-                   f"space, then continue with --resume --out {out}")
+        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: "
+                   f"{_fix(error)}, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
         code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
@@ -434,6 +434,19 @@ def _directory_path(text: str) -> Path:
 
 def _reason(error: BaseException) -> str:
     return redact(getattr(error, "strerror", None) or str(error) or type(error).__name__)
+
+
+def _fix(error: BaseException) -> str:
+    """What to do about an OSError writing the output directory, by its cause: only a full
+    disk is fixed by freeing space."""
+    number = getattr(error, "errno", None)
+    if number == errno.ENAMETOOLONG:
+        return "choose a shorter --out path"
+    if number in (errno.ENOSPC, errno.EDQUOT):
+        return "free space"
+    if number in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "choose a writable --out DIR"
+    return "free space or choose a writable --out DIR"
 
 
 def _user_error(error: UserError) -> int:

@@ -247,7 +247,7 @@ class Session:
     def _open_store(self, identity: dict[str, Any]) -> None:
         config = self.config
         if Store.exists(config.out):
-            store = Store(config.out, check_checkpoints=config.resume)
+            store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
             recorded = store.experiment()
             if recorded and not config.resume and store.runs():
                 store.close()
@@ -275,6 +275,7 @@ class Session:
                 self._check_templates(recorded.get("prompt_templates") or {}, store)
                 self._check_code_version(recorded)
                 try:
+                    store.verify_checkpoints()
                     self._check_checkpoints(store)
                 except BaseException:
                     store.close()
