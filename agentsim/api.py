@@ -99,6 +99,8 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     from .session import fresh_directory
     from .variants import pinned_variants
 
+    _check_arguments(backend=backend, population=population, seed=seed, overrides=overrides, options=options,
+                     out=out, resume=resume, executor=executor, progress=progress)
     module: Any = None
     file = ""
     if isinstance(scenario, (str, Path)):
@@ -151,6 +153,29 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     experiment = Experiment(config, view)
     experiment.open()
     return experiment
+
+
+def _check_arguments(**arguments: Any) -> None:
+    """`ArgumentError` (a UserError and a TypeError) naming the first argument of the wrong
+    type and what it takes, before anything is built."""
+    from .errors import ArgumentError
+    from .llm.specs import BackendOptions
+
+    takes: dict[str, tuple[tuple[type, ...], str]] = {
+        "backend": ((str, type(None)), 'a backend spec such as "stand-in" or "openai:MODEL"'),
+        "population": ((str, type(None)), 'a population such as "openai:MODEL=12,stand-in=12"'),
+        "seed": ((int,), "a whole number"),
+        "overrides": ((Mapping, type(None)), 'a mapping of parameter names to values, e.g. {"agents": 24}'),
+        "options": ((BackendOptions, type(None)), "an agentsim.llm.specs.BackendOptions"),
+        "out": ((str, Path, type(None)), "a directory path"),
+        "resume": ((bool,), "True or False"),
+        "executor": ((str,), '"local" or "ray"'),
+        "progress": ((bool,), "True or False"),
+    }
+    for name, value in arguments.items():
+        kinds, what = takes[name]
+        if not isinstance(value, kinds) or (name == "seed" and isinstance(value, bool)):
+            raise ArgumentError(f"{name}= takes {what} (got {type(value).__name__} {value!r:.60})")
 
 
 def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) -> Scenario[Any, Any, Any]:

@@ -16,6 +16,7 @@ import mesa
 
 from . import checkpoints, event_loop
 from .blocking import run_blocking
+from .errors import ArgumentError
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
@@ -60,6 +61,7 @@ class PopulationModel(mesa.Model):
         backends: Sequence[BackendShare] = (),
         on_resolved: Callable[[EncounterRecord], None] | None = None,
     ) -> None:
+        _check_scenario(scenario)
         super().__init__(seed=seed)
         # What is drawn once per experiment (a name pool) from the seed, for a model built on its
         # own (Mesa's way); a no-op on the scenario an experiment resolved already.
@@ -230,6 +232,17 @@ class PopulationModel(mesa.Model):
         if hasattr(self.scheduler, "reach"):
             self.scheduler.reach = state.get("reach", 0)
         return state["pending"]
+
+
+def _check_scenario(scenario: Any) -> None:
+    """`ArgumentError` (a TypeError) unless `scenario` is a Scenario object: Mesa's batch_run
+    passes its `parameters` as they are, so a misspelt sweep names the argument here."""
+    from .scenario import Scenario
+
+    if not isinstance(scenario, Scenario):
+        raise ArgumentError(f"PopulationModel's scenario takes a Scenario object, e.g. NamingGame(agents=24) (got "
+                            f"{type(scenario).__name__} {scenario!r:.60}); a scenario file's is "
+                            f"agentsim.scenario_files.load_scenario(PATH)[0]")
 
 
 _COUNTERS = ("time", "completed", "rounds_done")
