@@ -86,11 +86,16 @@ class RunStopped(AgentsimError):
 
 class BackendFailedError(RunStopped):
     """A backend that cannot serve the run: failed probe, a call failed for good, tripped
-    breaker, a fatal 4xx, or a run whose decisions are mostly fallbacks."""
+    breaker, a fatal 4xx, or a run whose decisions are mostly fallbacks (`fallbacks`: then
+    the runs commit nothing more, so that a resume asks those decisions again)."""
 
     status = "failed"
     reason = "backend_failed"
     exit_code = 3
+
+    def __init__(self, message: str, *, fallbacks: bool = False) -> None:
+        super().__init__(message)
+        self.fallbacks = fallbacks
 
 
 class BudgetExhausted(RunStopped):

@@ -153,6 +153,19 @@ class ResponseStore:
             self.served.clear()
         self.flushed = time.monotonic()
 
+    def forget(self, key: str) -> None:
+        self.pending.pop(key, None)
+        self.served.discard(key)
+        try:
+            with self.connection:
+                self.connection.execute("BEGIN")
+                self.connection.execute("DELETE FROM responses WHERE key = ?", (key,))
+        except sqlite3.OperationalError as error:  # full, read-only, locked past the busy timeout
+            raise UserError(f"cannot write the response cache {self.path} ({error}); free space or give another "
+                            f"--cache PATH, or --no-cache") from None
+        except sqlite3.DatabaseError as error:
+            raise self.damaged(error) from None
+
     def size(self) -> int:
         """Bytes the answers occupy (pages in use, not the free pages SQLite will reuse)."""
         page_size, pages, free = (self.connection.execute(f"PRAGMA {name}").fetchone()[0]
@@ -275,6 +288,11 @@ class CachedModel:
             value["option_probabilities"] = dict(value["option_probabilities"])
         self.store.put(key, self.name, value)
         return completion
+
+    def forget(self, request: Request) -> None:
+        """Take the answer to `request` out of the cache (a reply the game could not read,
+        when its run stops for fallbacks): the next ask goes to the backend."""
+        self.store.forget(cache_key(*self.identity, request))
 
     async def aclose(self) -> None:
         self.store.evict()
