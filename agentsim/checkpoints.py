@@ -417,6 +417,11 @@ def conforms(value: Any, hint: Any) -> bool:
         return True
     if not isinstance(value, origin):
         return False
+    return _items_conform(value, origin, arguments)
+
+
+def _items_conform(value: Any, origin: type, arguments: tuple[Any, ...]) -> bool:
+    """Whether the items of `value`, a container of type `origin`, are of the types `arguments`."""
     if origin is tuple:
         if len(arguments) == 2 and arguments[1] is Ellipsis:
             return all(conforms(item, arguments[0]) for item in value)
