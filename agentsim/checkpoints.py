@@ -24,6 +24,10 @@ an object whose key "$" names the kind:
     {"$": "n", "c": NAME, "v": [...]}      a registered NamedTuple
     {"$": "e", "c": NAME, "v": MEMBER}     a member of a registered Enum
 
+A registered class may say what its values must satisfy beyond their types (a ring buffer's
+position inside it): `checkpoint_problem(self) -> str | None`, asked of each object read back,
+refuses the checkpoint with the problem it names.
+
 An object is rebuilt as pickle would, without calling its constructor: `__setstate__` when
 its class defines one (else its attributes are set one by one, frozen dataclasses and slots
 included). A dataclass whose fields differ from those stored was changed since the
@@ -341,9 +345,12 @@ def _rebuild(cls: type, attributes: dict[str, Any]) -> Any:
     value: Any = cls.__new__(cls)  # type: ignore[call-overload]
     if custom:
         value.__setstate__(attributes)
-        return value
-    for key, item in attributes.items():
-        object.__setattr__(value, key, item)
+    else:
+        for key, item in attributes.items():
+            object.__setattr__(value, key, item)
+    problem = value.checkpoint_problem() if callable(getattr(cls, "checkpoint_problem", None)) else None
+    if problem:
+        raise CheckpointError(f"{cls.__qualname__} read back {problem}", incompatible=False)
     return value
 
 

@@ -11,6 +11,9 @@ import json
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any
 
 import pytest
 from helpers import cli_in_process
-from test_resume import interrupt_midway
+from test_resume import SCENARIO, interrupt_midway, recorded_rounds
 
 Mutation = Callable[[dict[str, Any]], Any]
 OPTIONAL = {"reach", "state"}  # keys an earlier checkpoint of the same format lacks: 0, and "extra" or None
@@ -30,6 +33,25 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("interrupted") / "out"
     code, stderr = interrupt_midway(out, "sequential", signal.SIGINT)
     assert code == 130, stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_interrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small experiment stopped by Ctrl-C mid-run: a resume of it plays a second or so."""
+    out = tmp_path_factory.mktemp("small") / "out"
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", SCENARIO, "--out", str(out), "--set", "agents=10",
+                                "--set", "max_rounds=300", "--set", "stop_at=none", "--set", "pairing=sequential",
+                                "--checkpoint-seconds", "0", "--no-live"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while recorded_rounds(out / "agentsim.db") < 20:
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended before it could be interrupted"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 130, process.stderr.read() if process.stderr else ""
+    if process.stderr:
+        process.stderr.close()
     return out
 
 
@@ -197,3 +219,51 @@ def test_a_store_linked_from_another_directory_is_refused(interrupted: Path, tmp
         (line,) = result.stderr.strip().splitlines()
         assert result.returncode == 2 and "link" in line, (how, result.stderr)
     assert _files(target) == before
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The path of every value inside a registered object's attributes (a list's first item)."""
+    if isinstance(value, dict):
+        items = value["v"].items() if value.get("$") == "o" else value.items() if "$" not in value else ()
+        prefix = (*path, "v") if value.get("$") == "o" else path
+        for key, item in items:
+            yield (*prefix, key)
+            yield from _leaves(item, (*prefix, key))
+    elif isinstance(value, list) and value:
+        yield (*path, 0)
+        yield from _leaves(value[0], (*path, 0))
+
+
+def _set(state: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    for step in path[:-1]:
+        state = state[step]
+    state[path[-1]] = value
+
+
+@pytest.mark.timeout(900)
+def test_every_nested_value_tampered_never_crashes_a_resume(small_interrupted: Path, tmp_path: Path) -> None:
+    """Inside the metrics and the usage, every value of another type, negative or huge: a
+    resume refuses it in one line (exit 2, the directory unchanged) or, where the change
+    breaks nothing it checks, continues; it never ends in a traceback."""
+    document = _document(small_interrupted)
+    paths = [("metrics", *path) for path in _leaves(document["state"]["metrics"])]
+    paths += [("usage", *path) for path in _leaves(document["state"]["usage"])]
+    assert len(paths) > 30
+    refused = 0
+    for number, path in enumerate(paths):
+        for replacement in ("x", -1, 10**6):
+            changed = copy.deepcopy(document)
+            _set(changed["state"], path, replacement)
+            out = tmp_path / f"case{number}"
+            shutil.copytree(small_interrupted, out)
+            _store(out, zlib.compress(json.dumps(changed).encode()))
+            before = _files(out)
+            result = cli_in_process("--resume", "--out", str(out), "--no-live")
+            lines = result.stderr.strip().splitlines()
+            assert result.returncode in (0, 2), (path, replacement, result.stderr[-2000:])
+            if result.returncode == 2:
+                refused += 1
+                assert len(lines) == 1 and "run 1" in lines[0], (path, replacement, lines)
+                assert _files(out) == before, (path, replacement)
+            shutil.rmtree(out)
+    assert refused > len(paths)  # every type change at least
