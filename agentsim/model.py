@@ -306,6 +306,7 @@ def checked_state(model: PopulationModel, state: Any) -> dict[str, Any]:
         refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
     for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
         _same_shape(value, template, f"agent {index}'s state", refuse)
+    _alike_memories(state["agents"], refuse)
     run_state = "state" if "state" in state else "extra"
     for key, template, what in (("metrics", model.metrics, "metrics"), ("usage", model.usage, "usage"),
                                 (run_state, model.state, "run state")):
@@ -352,6 +353,44 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
         for key, item in checkpoints.attributes(value).items():
             if key in attributes:
                 _same_shape(item, attributes[key], f"{where}.{key}", refuse, depth + 1)
+
+
+def _alike_memories(agents: list[Any], refuse: Callable[[str], NoReturn]) -> None:
+    """Every remembered encounter of every agent shaped alike (a fresh run remembers none, so
+    the game's own entries are the measure): one tampered entry differs from the rest."""
+    reference: Any = _NO_SHAPE
+    for index, agent in enumerate(agents):
+        memory = agent.get("memory") if isinstance(agent, dict) else None
+        for entry in memory if isinstance(memory, list) else ():
+            shape = _shape(entry)
+            if reference is _NO_SHAPE:
+                reference = shape
+            elif not _compatible(shape, reference):
+                refuse(f"agent {index}'s memory holds {_kind(entry)}, unlike the other entries")
+
+
+_NO_SHAPE = object()
+
+
+def _shape(value: Any) -> Any:
+    """A value's type tree, numbers alike and None (a value not known) as a wildcard."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, tuple):
+        return ("tuple", *(_shape(item) for item in value))
+    return type(value).__name__
+
+
+def _compatible(shape: Any, other: Any) -> bool:
+    if shape is None or other is None:
+        return True
+    if isinstance(shape, tuple) and isinstance(other, tuple):
+        return len(shape) == len(other) and all(_compatible(a, b) for a, b in zip(shape, other, strict=True))
+    return bool(shape == other)
 
 
 def _kind(value: Any) -> str:

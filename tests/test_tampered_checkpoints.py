@@ -108,6 +108,11 @@ def _mutations(state: dict[str, Any]) -> Iterator[tuple[str, Mutation]]:
         yield f"agent 0 {key}: another type", lambda state, key=key, value=value: state["agents"][0].__setitem__(
             key, _other(value))
         yield f"agent 0 {key}: missing", lambda state, key=key: state["agents"][0].pop(key)
+    memory = next(agent["memory"] for agent in state["agents"] if agent["memory"])
+    for what, entry in (("text", "x"), ("numbers", {"$": "t", "v": [1, 2, 3]}),
+                        ("too short", {"$": "t", "v": memory[0]["v"][:-1]})):
+        yield f"a remembered encounter: {what}", lambda state, entry=entry: next(
+            agent for agent in state["agents"] if agent["memory"])["memory"].__setitem__(0, entry)
     for name in ("metrics", "usage"):
         for key, value in state[name]["v"].items():
             if value is not None:
