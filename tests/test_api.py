@@ -136,3 +136,15 @@ def test_open_refuses_a_damaged_or_foreign_database(tmp_path: Path, damage: str)
         agentsim.open(out)
     assert "\n" not in str(raised.value) and str(database) in str(raised.value)
     assert database.read_bytes() == before
+
+
+def test_a_resume_keeps_the_recorded_run_count(tmp_path: Path) -> None:
+    """Issue 37, item 6, from Python: the file's RUNS does not add replicates to a resume."""
+    scenario = tmp_path / "three.py"
+    scenario.write_text(Path(CRITICAL_MASS).read_text() + "\nRUNS = 3\n")
+    out = tmp_path / "out"
+    agentsim.run(scenario, runs=1, out=out, overrides={"max_rounds": 2})
+    resumed = agentsim.run(scenario, out=out, resume=True, overrides={"max_rounds": 2})
+    assert list(resumed.runs()["run"]) == [1]
+    with pytest.raises(UserError, match="--add-runs"):
+        agentsim.run(scenario, runs=2, out=out, resume=True, overrides={"max_rounds": 2})
