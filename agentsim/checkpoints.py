@@ -413,10 +413,8 @@ def conforms(value: Any, hint: Any) -> bool:
     if origin is typing.Literal:
         return value in arguments
     if origin is None:
-        if hint is float:
-            return type(value) in (float, int)
-        if hint is int:
-            return type(value) is int
+        if hint is float:  # (an int is a float to a type checker, and a bool an int)
+            return isinstance(value, (float, int))
         if isinstance(hint, type):
             return isinstance(value, hint)
         return True
