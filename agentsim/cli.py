@@ -218,8 +218,9 @@ def _main(arguments: list[str]) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
         code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
+        runs = experiment.config.runs  # what --resume continues, no more (--add-runs K adds)
         message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
-                   f"continue with --resume --out {out}")
+                   f"continue its {runs} run{'s' if runs != 1 else ''} with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
     try:
         if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
