@@ -135,12 +135,12 @@ class LLMPolicy(Generic[S]):
 
 def _cache_forget(backend: LanguageModel) -> Callable[[Request], None] | None:
     """The `forget` of the response cache in `backend`'s stack (llm/stack.py), or None."""
+    from .llm.cache import CachedModel  # (imported by the stack already, where there is one)
+
     layer: object | None = backend
     while layer is not None:
-        forget = getattr(type(layer), "forget", None)
-        if callable(forget):
-            bound: Callable[[Request], None] = layer.forget  # type: ignore[attr-defined]
-            return bound
+        if isinstance(layer, CachedModel):
+            return layer.forget
         layer = getattr(layer, "inner", None)
     return None
 
