@@ -38,7 +38,9 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
     backend     the model every agent asks: "stand-in" (the default: the built-in rule, no
                 network), "openai:MODEL", "anthropic:MODEL", "tgi:URL", "local:NAME"
     population  a mixed-model population instead: "SPEC=COUNT,SPEC=COUNT"
-    runs, seed  seeded replicates (default: the file's RUNS, else 1) and the first one's seed
+    runs, seed  seeded replicates (default: the file's RUNS, else 1; with resume: the recorded
+                count: another runs= is refused, as the command line refuses --runs without
+                --add-runs) and the first one's seed
     overrides   parameter changes, as `--set` takes them: {"agents": 12, "standin.noise": 0.1};
                 text values are read as the command line reads them ("max_rounds": "30")
     options     how backends are reached and bounded (`agentsim.llm.specs.BackendOptions`:
@@ -100,6 +102,8 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     from .session import fresh_directory
     from .variants import pinned_variants
 
+    _check_arguments(backend=backend, population=population, seed=seed, overrides=overrides, options=options,
+                     out=out, resume=resume, executor=executor, progress=progress)
     module: Any = None
     file = ""
     if isinstance(scenario, (str, Path)):
@@ -116,6 +120,12 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
         raise UserError("backend= and population= both choose the agents' models; give one of them")
     changes = dict(overrides or {})
     built = _with_overrides(built, changes)
+    if runs is None and resume and out is not None:  # a resume continues the recorded runs, not the file's RUNS
+        from .cli import recorded_settings
+
+        recorded = recorded_settings(Path(out)).get("runs")
+        variants = max(1, len(getattr(module, "VARIANTS", ()) or ()))
+        runs = recorded // variants if isinstance(recorded, int) and recorded > 0 else None
     if runs is None:
         runs = file_runs(module, file, "pass runs=")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
@@ -152,6 +162,29 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     experiment = Experiment(config, view)
     experiment.open()
     return experiment
+
+
+def _check_arguments(**arguments: Any) -> None:
+    """`ArgumentError` (a UserError and a TypeError) naming the first argument of the wrong
+    type and what it takes, before anything is built."""
+    from .errors import ArgumentError
+    from .llm.specs import BackendOptions
+
+    takes: dict[str, tuple[tuple[type, ...], str]] = {
+        "backend": ((str, type(None)), 'a backend spec such as "stand-in" or "openai:MODEL"'),
+        "population": ((str, type(None)), 'a population such as "openai:MODEL=12,stand-in=12"'),
+        "seed": ((int,), "a whole number"),
+        "overrides": ((Mapping, type(None)), 'a mapping of parameter names to values, e.g. {"agents": 24}'),
+        "options": ((BackendOptions, type(None)), "an agentsim.llm.specs.BackendOptions"),
+        "out": ((str, Path, type(None)), "a directory path"),
+        "resume": ((bool,), "True or False"),
+        "executor": ((str,), '"local" or "ray"'),
+        "progress": ((bool,), "True or False"),
+    }
+    for name, value in arguments.items():
+        kinds, what = takes[name]
+        if not isinstance(value, kinds) or (name == "seed" and isinstance(value, bool)):
+            raise ArgumentError(f"{name}= takes {what} (got {type(value).__name__} {value!r:.60})")
 
 
 def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) -> Scenario[Any, Any, Any]:

@@ -24,6 +24,10 @@ an object whose key "$" names the kind:
     {"$": "n", "c": NAME, "v": [...]}      a registered NamedTuple
     {"$": "e", "c": NAME, "v": MEMBER}     a member of a registered Enum
 
+A registered class may say what its values must satisfy beyond their types (a ring buffer's
+position inside it): `checkpoint_problem(self) -> str | None`, asked of each object read back,
+refuses the checkpoint with the problem it names.
+
 An object is rebuilt as pickle would, without calling its constructor: `__setstate__` when
 its class defines one (else its attributes are set one by one, frozen dataclasses and slots
 included). A dataclass whose fields differ from those stored was changed since the
@@ -33,13 +37,20 @@ another `CHECKPOINT_FORMAT` (older agentsims stored pickles).
 
 from __future__ import annotations
 
+import ast
 import base64
 import collections
+import collections.abc
 import dataclasses
 import enum
 import importlib
+import inspect
 import json
 import math
+import sys
+import textwrap
+import types
+import typing
 import zlib
 from typing import Any
 
@@ -168,6 +179,11 @@ def _items(values: Any) -> list[Any]:
     return [encode(item) for item in values]
 
 
+def attributes(value: Any) -> dict[str, Any]:
+    """The attributes a checkpoint keeps of a registered object (what `encode` writes)."""
+    return _attributes(value)
+
+
 def _attributes(value: Any) -> dict[str, Any]:
     cls = type(value)
     if _custom(cls, "__getstate__"):
@@ -199,72 +215,118 @@ def _custom(cls: type, method: str) -> bool:
 
 
 # --- reading ---------------------------------------------------------------------------------
+# Bounds a checkpoint is read within, checked before it is used: a tampered one (a
+# decompression bomb, a value nested a hundred thousand deep) is refused, never half-read.
+MAX_COMPRESSED_BYTES = 64 * 2**20
+MAX_STATE_BYTES = 256 * 2**20  # decompressed: a run of 100,000 agents with long memories fits
+MAX_DEPTH = 100  # nesting of values (a run's state is about ten deep)
+
+
 def loads(blob: bytes) -> Any:
-    """The state a checkpoint blob holds; `CheckpointError` if it is not one of this format."""
-    try:
-        text = zlib.decompress(blob)
-    except (zlib.error, TypeError) as error:
-        raise CheckpointError(f"not a compressed checkpoint ({error})", incompatible=False) from None
+    """The state a checkpoint blob holds; `CheckpointError` if it is not one of this format,
+    or breaks the bounds above, or holds a registered object whose attributes are not of
+    the types its class declares."""
+    if not isinstance(blob, bytes):
+        raise CheckpointError(f"not a compressed checkpoint (a {type(blob).__name__})", incompatible=False)
+    if len(blob) > MAX_COMPRESSED_BYTES:
+        raise CheckpointError(f"a checkpoint of {len(blob)} bytes, more than any run writes "
+                              f"({MAX_COMPRESSED_BYTES} at most)", incompatible=False)
+    text = _decompressed(blob)
     if not text.startswith(b"{"):
         raise CheckpointError("a checkpoint of another format (an older agentsim's pickle), which agentsim never reads")
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False) from None
     except ValueError as error:
         raise CheckpointError(f"the checkpoint is not valid JSON ({error})", incompatible=False) from None
     if not isinstance(document, dict) or document.get("checkpoint_format") != CHECKPOINT_FORMAT:
         found = document.get("checkpoint_format") if isinstance(document, dict) else None
         raise CheckpointError(f"a checkpoint of format {found!r}; this agentsim reads format {CHECKPOINT_FORMAT}")
-    return decode(document.get("state"))
+    try:
+        return decode(document.get("state"))
+    except RecursionError:
+        raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False) from None
 
 
-def decode(data: Any) -> Any:
+def _decompressed(blob: bytes) -> bytes:
+    """The blob inflated, stopping past MAX_STATE_BYTES (a bomb is never inflated whole)."""
+    inflater = zlib.decompressobj()
+    try:
+        text = inflater.decompress(blob, MAX_STATE_BYTES + 1)
+    except zlib.error as error:
+        raise CheckpointError(f"not a compressed checkpoint ({error})", incompatible=False) from None
+    if len(text) > MAX_STATE_BYTES or inflater.unconsumed_tail:
+        raise CheckpointError(f"a checkpoint that inflates past {MAX_STATE_BYTES} bytes, more than any run writes",
+                              incompatible=False)
+    if not inflater.eof or inflater.unused_data:
+        raise CheckpointError("not a compressed checkpoint (truncated, or followed by other bytes)", incompatible=False)
+    return text
+
+
+def decode(data: Any, depth: int = 0) -> Any:
     """The value `encode` turned into `data`."""
+    if depth > MAX_DEPTH:
+        raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False)
     if isinstance(data, list):
-        return [decode(item) for item in data]
+        return [decode(item, depth + 1) for item in data]
     if not isinstance(data, dict):
         return data
     tag = data.get("$")
     if tag is None:
-        return {key: decode(item) for key, item in data.items()}
+        return {key: decode(item, depth + 1) for key, item in data.items()}
     try:
-        return _decode_tagged(tag, data)
+        return _decode_tagged(tag, data, depth + 1)
     except CheckpointError:
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as error:
-        raise CheckpointError(f"a malformed checkpoint value ({type(error).__name__}: {error})") from None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as error:
+        raise CheckpointError(f"a malformed checkpoint value ({type(error).__name__}: {error})",
+                              incompatible=False) from None
 
 
-def _decode_tagged(tag: Any, data: dict[str, Any]) -> Any:
+def _decode_tagged(tag: Any, data: dict[str, Any], depth: int) -> Any:
     values = data["v"]
     if tag == "t":
-        return tuple(decode(item) for item in values)
+        return tuple(decode(item, depth) for item in _list(values))
     if tag == "s":
-        return {decode(item) for item in values}
+        return {decode(item, depth) for item in _list(values)}
     if tag == "fs":
-        return frozenset(decode(item) for item in values)
+        return frozenset(decode(item, depth) for item in _list(values))
     if tag == "d":
-        return {decode(key): decode(item) for key, item in values}
+        return {decode(key, depth): decode(item, depth) for key, item in _list(values)}
     if tag == "c":
-        return collections.Counter({decode(key): decode(count) for key, count in values})
+        return collections.Counter({decode(key, depth): decode(count, depth) for key, count in _list(values)})
     if tag == "q":
-        return collections.deque((decode(item) for item in values), maxlen=data.get("n"))
+        maxlen = data.get("n")
+        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+            raise CheckpointError(f"a malformed deque length {maxlen!r}", incompatible=False)
+        return collections.deque((decode(item, depth) for item in _list(values)), maxlen=maxlen)
     if tag == "b":
         return base64.b64decode(values, validate=True)
     if tag == "f":
         if values not in ("nan", "inf", "-inf"):
-            raise CheckpointError(f"a malformed number {values!r}")
+            raise CheckpointError(f"a malformed number {values!r}", incompatible=False)
         return float(values)
-    cls = registered(data.get("c", ""))
+    cls = registered(data.get("c", "")) if isinstance(data.get("c", ""), str) else None
     if cls is None:
         raise CheckpointError(f"the checkpoint holds a {data.get('c')!r}, a class this agentsim does not know "
                               f"(renamed, removed, or not registered for checkpoints)")
     if tag == "e":
         return cls[values]  # type: ignore[index]
     if tag == "n":
-        return cls(*(decode(item) for item in values))
+        return cls(*(decode(item, depth) for item in _list(values)))
     if tag == "o":
-        return _rebuild(cls, {key: decode(item) for key, item in values.items()})
+        if not isinstance(values, dict):
+            raise CheckpointError(f"a malformed {cls.__qualname__} (its attributes are not a mapping)", incompatible=False)
+        return _rebuild(cls, {key: decode(item, depth) for key, item in values.items()})
     raise CheckpointError(f"an unknown checkpoint tag {tag!r}")
+
+
+def _list(values: Any) -> list[Any]:
+    if not isinstance(values, list):
+        raise CheckpointError(f"a malformed checkpoint value (a {type(values).__name__} where a list belongs)",
+                              incompatible=False)
+    return values
 
 
 def _rebuild(cls: type, attributes: dict[str, Any]) -> Any:
@@ -275,10 +337,116 @@ def _rebuild(cls: type, attributes: dict[str, Any]) -> Any:
         if expected != stored:
             raise CheckpointError(f"{cls.__qualname__} has other fields than when the checkpoint was written "
                                   f"({', '.join(sorted(expected ^ stored))})")
+    hints = _hints(cls)
+    for key, item in attributes.items():
+        hint = hints.get(key)
+        if hint is not None and not conforms(item, hint):
+            raise CheckpointError(f"{cls.__qualname__}.{key} is {_shown(item)}, not {_hint_name(hint)}")
     value: Any = cls.__new__(cls)  # type: ignore[call-overload]
     if custom:
         value.__setstate__(attributes)
-        return value
-    for key, item in attributes.items():
-        object.__setattr__(value, key, item)
+    else:
+        for key, item in attributes.items():
+            object.__setattr__(value, key, item)
+    problem = value.checkpoint_problem() if callable(getattr(cls, "checkpoint_problem", None)) else None
+    if problem:
+        raise CheckpointError(f"{cls.__qualname__} read back {problem}", incompatible=False)
     return value
+
+
+# --- the types a class declares ----------------------------------------------------------------
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The attribute types `cls` declares (its annotations, resolved), {} where they cannot be
+    resolved: a checkpoint's object is checked against them before it is rebuilt."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = {}
+        for base in reversed(cls.__mro__[:-1]):
+            hints.update(_instance_hints(base))
+        try:
+            hints.update(typing.get_type_hints(cls))
+        except Exception:  # names only a type checker sees: nothing to check against
+            pass
+        hints = {key: hint for key, hint in hints.items() if typing.get_origin(hint) is not typing.ClassVar}
+        _HINTS[cls] = hints
+    return hints
+
+
+def _instance_hints(cls: type) -> dict[str, Any]:
+    """The types a plain class declares in its `__init__` (`self.count: int = 0`), which
+    Python keeps nowhere at run time: read from the class's own source (the installed
+    package's, never the checkpoint's), each resolved in its module or left out."""
+    init = cls.__dict__.get("__init__")
+    if init is None or not hasattr(init, "__code__"):
+        return {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    hints: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
+                and isinstance(node.target.value, ast.Name) and node.target.value.id == "self"):
+            try:
+                hints[node.target.attr] = eval(compile(ast.Expression(node.annotation), "<annotation>", "eval"),
+                                               dict(namespace))
+            except Exception:  # a name only a type checker sees
+                continue
+    return hints
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the declared type `hint`, as far as plain data can say (the
+    container's items included; a type this cannot judge, such as a TypeVar, passes)."""
+    if hint is Any or hint is object or isinstance(hint, typing.TypeVar):
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    arguments = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(conforms(value, option) for option in arguments)
+    if origin is typing.Literal:
+        return value in arguments
+    if origin is None:
+        if hint is float:  # (an int is a float to a type checker, and a bool an int)
+            return isinstance(value, (float, int))
+        if isinstance(hint, type):
+            return isinstance(value, hint)
+        return True
+    if not isinstance(origin, type):
+        return True
+    if not isinstance(value, origin):
+        return False
+    return _items_conform(value, origin, arguments)
+
+
+def _items_conform(value: Any, origin: type, arguments: tuple[Any, ...]) -> bool:
+    """Whether the items of `value`, a container of type `origin`, are of the types `arguments`."""
+    if origin is tuple:
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return all(conforms(item, arguments[0]) for item in value)
+        if arguments == ((),):
+            return not value
+        return not arguments or (len(arguments) == len(value)
+                                 and all(conforms(item, kind) for item, kind in zip(value, arguments, strict=True)))
+    if issubclass(origin, collections.abc.Mapping):
+        if len(arguments) != 2:
+            return True
+        return all(conforms(key, arguments[0]) and conforms(item, arguments[1]) for key, item in value.items())
+    if issubclass(origin, collections.abc.Iterable) and len(arguments) == 1:
+        return all(conforms(item, arguments[0]) for item in value)
+    return True
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) <= 40 else text[:37] + '...'})"
+
+
+def _hint_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import difflib
+import errno
 import json
 import math
 import os
@@ -44,7 +45,7 @@ from .params import finite_float
 from .scenario import Scenario
 from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
-from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory
+from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
 from .variants import pinned_variants
 
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
@@ -89,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
                         help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
                              "(default: the file's POPULATION, else every agent on --backend)")
-    parser.add_argument("--runs", type=int, default=None, help="seeded replicates, run concurrently (default: the file's RUNS, else 1)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="seeded replicates, run concurrently (default: the file's RUNS, else 1; with --resume: "
+                             "the recorded count, which only --add-runs changes)")
+    parser.add_argument("--add-runs", type=int, default=0, metavar="K",
+                        help="with --resume: run K more replicates than the experiment recorded")
     parser.add_argument("--seed", type=int, default=None,
                         help="the first replicate's seed; replicate k uses seed+k (default 0; --resume without a "
                              "scenario file: the recorded one)")
@@ -103,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "object per line and event; the last, experiment_ended, gives the outcome)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the runs recorded in --out (default: the latest); the scenario file, its "
-                             "--set values, the seed and the backend default to the recorded ones")
+                             "--set values, the seed and the backend default to the recorded ones, and the number "
+                             "of runs is the recorded one (--add-runs K adds replicates)")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
     sweep = parser.add_argument_group("where the runs execute")
@@ -201,8 +207,7 @@ def _main(arguments: list[str]) -> int:
     except UserError as error:
         return _user_error(error)
     except (OSError, sqlite3.Error) as error:  # the output directory: read-only, full, not a directory
-        return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); free space or choose "
-                                     f"a writable --out DIR"))
+        return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); {_fix(error)}"))
     received: list[int] = []
     out = experiment.config.out
     code, outcome, message = 0, "done", ""
@@ -216,13 +221,14 @@ def _main(arguments: list[str]) -> int:
                    f"continue with --resume --out {out}")
     except (OSError, sqlite3.Error) as error:  # a disk that filled up or turned read-only during the run
         code, outcome = EXIT_USER_ERROR, "disk_error"
-        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: free "
-                   f"space, then continue with --resume --out {out}")
+        message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: "
+                   f"{_fix(error)}, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
         code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
+        runs = experiment.config.runs  # what --resume continues, no more (--add-runs K adds)
         message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
-                   f"continue with --resume --out {out}")
+                   f"continue its {runs} run{'s' if runs != 1 else ''} with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
     try:
         if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
@@ -276,7 +282,14 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
         scenario = _with_recorded(scenario, recorded, overrides)
     scenario = scenario.with_overrides(overrides)
-    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
+    if options.add_runs and options.runs is not None:
+        raise UserError(f"--runs and --add-runs both set the number of runs; with --resume give --add-runs "
+                        f"{options.add_runs} alone")
+    if options.add_runs and not options.resume:
+        raise UserError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or give the "
+                        "number of runs with --runs")
+    if options.add_runs < 0:
+        raise UserError(f"--add-runs must be at least 1 (got {options.add_runs})")
     population, backend = options.population, options.backend
     if options.scenario is None and population is None and backend is None:
         population, backend = _recorded_backend(recorded)
@@ -286,6 +299,11 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None and "variants" in recorded:
         variants = pinned_variants(recorded["variants"], overrides)
     seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
+    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
+    if options.resume and options.runs is None and isinstance(recorded.get("runs"), int) and recorded["runs"] > 0:
+        # The recorded count, never the file's RUNS (a resume continues what was recorded);
+        # `runs` counts each variant's replicates, the store all of them.
+        runs = recorded["runs"] // max(1, len(variants)) + options.add_runs
     config = ExperimentConfig(
         scenario=scenario,
         variants=variants,
@@ -296,6 +314,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         runs=runs,
         seed=seed,
         resume=options.resume,
+        add_runs=options.add_runs,
         checkpoint_seconds=options.checkpoint_seconds,
         scenario_file=str(Path(scenario_file).resolve()),  # absolute: analysis names it from any directory
         executor=options.executor,
@@ -380,6 +399,7 @@ def _output_directory(options: argparse.Namespace) -> Path:
 def recorded_settings(out: Path) -> dict[str, Any]:
     """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
     without changing the database; empty when there is none (the runner then says so)."""
+    refuse_linked_store(out)  # (before reading it: never through a link into another directory)
     database = out / "agentsim.db"
     if not database.is_file() or database.stat().st_size == 0:
         return {}
@@ -426,6 +446,19 @@ def _directory_path(text: str) -> Path:
 
 def _reason(error: BaseException) -> str:
     return redact(getattr(error, "strerror", None) or str(error) or type(error).__name__)
+
+
+def _fix(error: BaseException) -> str:
+    """What to do about an OSError writing the output directory, by its cause: only a full
+    disk is fixed by freeing space."""
+    number = getattr(error, "errno", None)
+    if number == errno.ENAMETOOLONG:
+        return "choose a shorter --out path"
+    if number in (errno.ENOSPC, errno.EDQUOT):
+        return "free space"
+    if number in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "choose a writable --out DIR"
+    return "free space or choose a writable --out DIR"
 
 
 def _user_error(error: UserError) -> int:

@@ -3,6 +3,7 @@
     AgentsimError                 base of everything below
     ├── UserError                 the user can fix it: the CLI prints the message as one line, exit 2
     │   ├── ParameterError        an impossible or unknown scenario parameter
+    │   ├── ArgumentError         a Python API argument of the wrong type (also a TypeError)
     │   ├── ScenarioFileError     a scenario file that is missing, broken or holds no scenario
     │   ├── BackendSpecError      an unknown or malformed backend spec, a missing API key, an unknown model (404)
     │   ├── BackendAuthError      a server refused the API key (HTTP 401/403)
@@ -35,6 +36,12 @@ class UserError(AgentsimError):
 
 class ParameterError(UserError):
     """A scenario parameter that is unknown, of the wrong type, or impossible."""
+
+
+class ArgumentError(UserError, TypeError):
+    """An argument of the Python API of the wrong type (`agentsim.run(options='x')`,
+    `PopulationModel('x')`): its message names the argument and what it takes. A `TypeError`
+    too, as Python's own checks raise."""
 
 
 class ScenarioFileError(UserError):
@@ -79,11 +86,16 @@ class RunStopped(AgentsimError):
 
 class BackendFailedError(RunStopped):
     """A backend that cannot serve the run: failed probe, a call failed for good, tripped
-    breaker, a fatal 4xx, or a run whose decisions are mostly fallbacks."""
+    breaker, a fatal 4xx, or a run whose decisions are mostly fallbacks (`fallbacks`: then
+    the runs commit nothing more, so that a resume asks those decisions again)."""
 
     status = "failed"
     reason = "backend_failed"
     exit_code = 3
+
+    def __init__(self, message: str, *, fallbacks: bool = False) -> None:
+        super().__init__(message)
+        self.fallbacks = fallbacks
 
 
 class BudgetExhausted(RunStopped):

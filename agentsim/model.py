@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import enum
 import numbers
+import random
 import secrets
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 
 import mesa
 
 from . import checkpoints, event_loop
 from .blocking import run_blocking
+from .errors import ArgumentError
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
@@ -242,10 +246,12 @@ class PopulationModel(mesa.Model, Generic[St]):
         return checkpoints.dumps(state)
 
     def restore(self, blob: bytes) -> list[Pending]:
-        """Load a checkpoint; returns the encounters to relaunch with `Scheduler.resume`."""
-        state = checkpoints.loads(blob)
+        """Load a checkpoint; returns the encounters to relaunch with `Scheduler.resume`. The
+        checkpoint is checked whole against this run's layout before any of it is used
+        (`checked_state`): a tampered one raises `CheckpointError` and changes nothing."""
+        state = checked_state(self, checkpoints.loads(blob))
         # "extra": where checkpoints before `model.state` kept a scenario's run state (evolution's).
-        self.state = state["state"] if "state" in state else state.get("extra")
+        self.state = cast(St, state["state"] if "state" in state else state.get("extra"))
         self.random.setstate(state["random"])
         self.rng.bit_generator.state = state["rng"]
         self.encounters_begun = state["time"]
@@ -284,8 +290,162 @@ def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, An
         if standin is not None:
             scenario = type(scenario)(scenario.params, standin=standin)
         return scenario
-    raise TypeError(f"PopulationModel's scenario must be a Scenario class or object, such as NamingGame or "
-                    f"NamingGame(agents=8) (got {scenario!r})")
+    raise ArgumentError(f"PopulationModel's scenario takes a Scenario class or object, such as NamingGame or "
+                        f"NamingGame(agents=24) (got {type(scenario).__name__} {scenario!r:.60}); a scenario file's is "
+                        f"agentsim.scenario_files.load_scenario(PATH)[0]")
+
+
+_COUNTERS = ("time", "completed", "rounds_done")
+_MAX_COUNT = 2**53  # encounters and rounds of any run fit, far below it
+
+
+def checked_state(model: PopulationModel, state: Any) -> dict[str, Any]:
+    """`state`, a checkpoint read back, if it fits `model` (a run built afresh from the same
+    scenario and seed): every key a checkpoint holds, of its type and in its range, the
+    counters consistent with each other and with the open encounters, the agents as many and
+    shaped as the run's, its metrics, usage and run state of the types the scenario makes (each
+    attribute as the fresh run's). Else `CheckpointError` naming the first thing wrong."""
+    def refuse(what: str) -> NoReturn:
+        raise checkpoints.CheckpointError(f"the checkpoint's {what}", incompatible=False)
+
+    if not isinstance(state, dict):
+        refuse(f"state is {_kind(state)}, not a mapping")
+    missing = [key for key in ("random", "rng", *_COUNTERS, "stop_reason", "agents", "metrics", "usage", "pending")
+               if key not in state]
+    if missing:
+        refuse(f"state lacks {', '.join(missing)}")
+    try:
+        random.Random().setstate(state["random"])
+    except (TypeError, ValueError, OverflowError):
+        refuse("'random' is not a generator state")
+    try:
+        type(model.rng.bit_generator)().state = state["rng"]
+    except (TypeError, ValueError, KeyError, OverflowError):
+        refuse("'rng' is not a numpy generator state")
+    for key in _COUNTERS:
+        value = state[key]
+        if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+            refuse(f"'{key}' is {_kind(value)}, not a count from 0 to 2^53")
+    limit = model.scenario.max_rounds()
+    if limit > 0 and state["rounds_done"] > limit:
+        refuse(f"'rounds_done' is {state['rounds_done']}, past the run's {limit} rounds")
+    pending = state["pending"]
+    if not isinstance(pending, list):
+        refuse(f"'pending' is {_kind(pending)}, not a list")
+    agents = len(model.agents)
+    # Encounters drawn are completed, open, or (a run that stopped early) drawn ahead and
+    # dropped: the scheduler draws at most two population rounds ahead.
+    if not state["completed"] + len(pending) <= state["time"] <= state["completed"] + len(pending) + 4 * agents + 4:
+        refuse(f"counters disagree: {state['time']} encounters begun, {state['completed']} completed and "
+               f"{len(pending)} open")
+    for entry in pending:
+        if (not isinstance(entry, tuple) or len(entry) not in (4, 5) or type(entry[0]) is not int
+                or not state["completed"] <= entry[0] < state["time"] or type(entry[1]) is not int or entry[1] < 0
+                or not isinstance(entry[2], tuple) or not entry[2]
+                or not all(type(index) is int and 0 <= index < agents for index in entry[2])
+                or (len(entry) == 5 and entry[4] is not None and not isinstance(entry[4], EncounterRecord))):
+            refuse(f"open encounter {_kind(entry)} is not (t, round, agents, drawn[, record]) of this run")
+    if len({entry[0] for entry in pending}) != len(pending):
+        refuse("open encounters repeat an encounter")
+    if state["stop_reason"] is not None and not isinstance(state["stop_reason"], str):
+        refuse(f"'stop_reason' is {_kind(state['stop_reason'])}, not text")
+    if "reach" in state and (type(state["reach"]) is not int or not 0 <= state["reach"] <= _MAX_COUNT):
+        refuse(f"'reach' is {_kind(state['reach'])}, not a count")
+    fresh = [agent.state() for agent in model.agents]
+    if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
+        refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
+    for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
+        _same_shape(value, template, f"agent {index}'s state", refuse)
+    _alike_memories(state["agents"], refuse)
+    run_state = "state" if "state" in state else "extra"
+    for key, template, what in (("metrics", model.metrics, "metrics"), ("usage", model.usage, "usage"),
+                                (run_state, model.state, "run state")):
+        if template is None and state.get(key) is not None:  # the scenario keeps none
+            refuse(f"{what} is {_kind(state[key])} where the scenario keeps none")
+        _same_shape(state.get(key), template, what, refuse)
+    return state
+
+
+def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], NoReturn], depth: int = 0) -> None:
+    """Refuse `value` unless it is shaped as `template` (what a fresh run holds there): the
+    same type (any number for a number), a registered object's attributes each shaped as
+    the template's, a container's items each shaped as one of the template's. None in the
+    template (a value not set yet) takes anything."""
+    if template is None or depth > checkpoints.MAX_DEPTH:
+        return
+    if isinstance(template, bool) or not isinstance(template, (int, float)):
+        if type(value) is not type(template):
+            refuse(f"{where} is {_kind(value)}, not {_kind(template)}")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        refuse(f"{where} is {_kind(value)}, not a number")
+    if isinstance(template, dict):
+        keys = {type(key) for key in template}
+        items = [item for item in template.values() if item is not None]
+        for key, item in value.items():
+            if keys and type(key) not in keys and not (isinstance(key, (int, float)) and keys & {int, float}):
+                refuse(f"{where} has a key {_kind(key)}")
+            if key in template:
+                _same_shape(item, template[key], f"{where}[{key!r}]", refuse, depth + 1)
+            elif items and len({type(each) for each in items}) == 1:
+                _same_shape(item, items[0], f"{where}[{key!r}]", refuse, depth + 1)
+        return
+    if isinstance(template, (list, tuple, set, frozenset, collections.deque)):
+        items = [item for item in template if item is not None]
+        if isinstance(template, tuple) and items and len(items) == len(template) and len(value) == len(template):
+            for index, (item, kind) in enumerate(zip(value, template, strict=True)):
+                _same_shape(item, kind, f"{where}[{index}]", refuse, depth + 1)
+        elif items and len({type(each) for each in items}) == 1 and not isinstance(template, tuple):
+            for item in value:
+                _same_shape(item, items[0], f"{where} item", refuse, depth + 1)
+        return
+    if checkpoints.name_of(type(template)) is not None and not isinstance(template, enum.Enum):
+        attributes = checkpoints.attributes(template)
+        for key, item in checkpoints.attributes(value).items():
+            if key in attributes:
+                _same_shape(item, attributes[key], f"{where}.{key}", refuse, depth + 1)
+
+
+def _alike_memories(agents: list[Any], refuse: Callable[[str], NoReturn]) -> None:
+    """Every remembered encounter of every agent shaped alike (a fresh run remembers none, so
+    the game's own entries are the measure): one tampered entry differs from the rest."""
+    reference: Any = _NO_SHAPE
+    for index, agent in enumerate(agents):
+        memory = agent.get("memory") if isinstance(agent, dict) else None
+        for entry in memory if isinstance(memory, list) else ():
+            shape = _shape(entry)
+            if reference is _NO_SHAPE:
+                reference = shape
+            elif not _compatible(shape, reference):
+                refuse(f"agent {index}'s memory holds {_kind(entry)}, unlike the other entries")
+
+
+_NO_SHAPE = object()
+
+
+def _shape(value: Any) -> Any:
+    """A value's type tree, numbers alike and None (a value not known) as a wildcard."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, tuple):
+        return ("tuple", *(_shape(item) for item in value))
+    return type(value).__name__
+
+
+def _compatible(shape: Any, other: Any) -> bool:
+    if shape is None or other is None:
+        return True
+    if isinstance(shape, tuple) and isinstance(other, tuple):
+        return len(shape) == len(other) and all(_compatible(a, b) for a, b in zip(shape, other, strict=True))
+    return bool(shape == other)
+
+
+def _kind(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) <= 30 else text[:27] + '...'})"
 
 
 def _series_value(key: str, model: PopulationModel[Any]) -> Any:

@@ -12,6 +12,7 @@ deadline) is no answer at all: the decision is not taken and the run stops
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -59,6 +60,9 @@ class LLMPolicy(Generic[S]):
         self.immediate = backend.immediate
         # The backend's health (llm/health.py), told of every decision: fallbacks trip its breaker.
         self.health: BackendHealth | None = getattr(backend, "health", None)
+        # The response cache's `forget` (llm/cache.py), where the stack has one: the health
+        # takes unreadable replies out of it when fallbacks stop the run.
+        self.forget = _cache_forget(backend)
 
     async def decide(self, agent: PopulationAgent, situation: S) -> Decision:
         model, game = agent.model, self.codec
@@ -102,6 +106,8 @@ class LLMPolicy(Generic[S]):
                     self.health.decided(False)
                 return Decision(parsed.action, calls)
             usage.invalid_replies += 1
+            if self.health is not None and self.forget is not None:
+                self.health.unreadable_reply(partial(self.forget, request))
             if attempt < self.max_reasks:
                 usage.reasks += 1
                 request = request.with_turns(
@@ -128,6 +134,18 @@ class LLMPolicy(Generic[S]):
         if self.health is not None:
             return self.health.call_failed(error)
         return BackendFailedError(f"backend '{redact(self.label)}' failed: {redact(str(error))}")
+
+
+def _cache_forget(backend: LanguageModel) -> Callable[[Request], None] | None:
+    """The `forget` of the response cache in `backend`'s stack (llm/stack.py), or None."""
+    from .llm.cache import CachedModel  # (imported by the stack already, where there is one)
+
+    layer: object | None = backend
+    while layer is not None:
+        if isinstance(layer, CachedModel):
+            return layer.forget
+        layer = getattr(layer, "inner", None)
+    return None
 
 
 class CommittedPolicy:

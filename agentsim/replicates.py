@@ -128,10 +128,10 @@ class Replicates:
                 await asyncio.sleep(0)  # lets Ctrl-C in between rounds of in-process policies
             await model.scheduler.drain()
             self._collect_rounds(model, recorder, everything=True)
-            sink.commit(recorder, model.checkpoint(), model.encounters_begun)
             verdict = self._fallback_verdict(model)
-            if verdict is not None:
-                raise BackendFailedError(verdict)
+            if verdict is not None:  # (before the last commit: a resume asks the tail again)
+                raise BackendFailedError(verdict, fallbacks=True)
+            sink.commit(recorder, model.checkpoint(), model.encounters_begun)
             summary = self._summary(model)
             progress.summaries[run] = summary
             self._show(model, "done")
@@ -145,7 +145,12 @@ class Replicates:
                 await asyncio.gather(*model.scheduler.cancel(), return_exceptions=True)
             except asyncio.CancelledError:
                 pass  # the experiment cancels every run while this one stops: record it all the same
-            sink.commit(recorder, blob, model.encounters_begun)
+            if isinstance(cause, BackendFailedError) and cause.fallbacks:
+                # Stopped for its fallbacks: the encounters since the last checkpoint (those
+                # that tripped the breaker) are not recorded; a resume asks them again.
+                recorder.clear()
+            else:
+                sink.commit(recorder, blob, model.encounters_begun)
             status, reason = run_outcome(cause)
             summary = self._summary(model, status=status, stop_reason=reason)
             if status != "interrupted":
@@ -163,6 +168,10 @@ class Replicates:
         judged = {backend.name for backend in self.backends.values() if getattr(backend, "health", None) is not None}
         for label, usage in model.usage.by_backend.items():
             if label in judged and usage.decisions and usage.fallbacks / usage.decisions > limit:
+                for backend in self.backends.values():
+                    health = getattr(backend, "health", None)
+                    if backend.name == label and health is not None:
+                        health.forget_unreadable()
                 return fallback_line(redact(label), usage.fallbacks, usage.decisions, limit, recent=False)
         return None
 

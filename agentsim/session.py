@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .checkpoints import CHECKPOINT_FORMAT
+from .checkpoints import CHECKPOINT_FORMAT, CheckpointError
 from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, UserError
 from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUN_COLUMNS, RUNS_CSV, by_model_rows, run_table_rows, write_csv
 from .llm.accounting import Budget
@@ -46,6 +46,8 @@ LIVE_AGENTS = 1_000_000
 LOCK = ".agentsim.lock"
 LOCAL, RAY = "local", "ray"
 EXECUTORS = (LOCAL, RAY)
+RUN_STATUSES = ("running", "done", "failed", "interrupted", "stopped")  # what the runs table's `status` holds
+_NOTHING_CHANGED = "nothing was changed: restore the database from a copy, or record into a new --out DIR"
 RULE_AGENTS = "rule agents"  # the backend label of an experiment whose agents follow rules, asking no model
 
 
@@ -89,6 +91,9 @@ class ExperimentConfig:
     runs: int = 1
     seed: int = 0
     resume: bool = False
+    # With `resume`: replicates added to the recorded ones (per variant, as `runs` counts);
+    # without it a resume continues exactly the recorded runs, and `runs` must name that count.
+    add_runs: int = 0
     checkpoint_seconds: float = 1.0
     scenario_file: str = ""
     population: str = ""  # "SPEC=COUNT,SPEC=COUNT": a mixed-model population (overrides backend)
@@ -176,6 +181,11 @@ class Session:
         output directory is new, before anything in it changes). `warn` takes the backends'
         warnings as they happen."""
         config = self.config = _without_credentials(self.config)
+        if config.add_runs and not config.resume:
+            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
+                                 "give the number of runs with --runs")
+        if not 0 <= config.add_runs <= MAX_RUNS:
+            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {config.add_runs})")
         if not 1 <= config.runs <= MAX_RUNS:
             raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
                                  f"separate experiments with --seed")
@@ -235,6 +245,7 @@ class Session:
         if resume and not Store.exists(out):
             raise OutputDirError(f"nothing to resume: {out} holds no {DATABASE}; check the path, or drop --resume "
                                  f"to start a new experiment there")
+        refuse_linked_store(out)
         if resume and (out / DATABASE).stat().st_size == 0:
             raise DamagedStoreError(f"{out / DATABASE} is empty (truncated); nothing was changed: restore it from a "
                                     f"copy, or record into a new --out DIR")
@@ -245,7 +256,7 @@ class Session:
     def _open_store(self, identity: dict[str, Any]) -> None:
         config = self.config
         if Store.exists(config.out):
-            store = Store(config.out, check_checkpoints=config.resume)
+            store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
             recorded = store.experiment()
             if recorded and not config.resume and store.runs():
                 store.close()
@@ -272,10 +283,15 @@ class Session:
             if recorded and config.resume:
                 self._check_templates(recorded.get("prompt_templates") or {}, store)
                 self._check_code_version(recorded)
+                try:
+                    store.verify_checkpoints()
+                    self._check_checkpoints(store)
+                except BaseException:
+                    store.close()
+                    raise
+            if recorded and config.resume:
+                self._check_run_count(int(recorded.get("runs", 0)), store)
             self.store = store
-            if config.resume and recorded.get("runs", 0) > config.runs:
-                # A resume continues every run the experiment planned, not only the file's RUNS.
-                self.config = dataclasses.replace(config, runs=recorded["runs"])
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:
@@ -303,6 +319,58 @@ class Session:
         if self.estimate is not None and not self.store.experiment().get("estimate"):
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
+
+    def _check_run_count(self, recorded: int, store: Store) -> None:
+        """A resume continues the runs the experiment recorded, no more and no fewer: the
+        count changes only when asked by name (`--add-runs K`), never because a scenario
+        file's RUNS or a --runs differs (with a paid model, runs nobody asked for cost money)."""
+        config, cells = self.config, max(1, len(self.config.variants))
+        wanted = recorded + config.add_runs * cells
+        if recorded and config.runs != wanted:
+            store.close()
+            given, had = config.runs // cells, recorded // cells
+            if config.add_runs:
+                raise ParameterError(f"--add-runs {config.add_runs} adds to the {had} runs recorded in {config.out}; "
+                                     f"drop --runs {given}")
+            raise ParameterError(f"{config.out} records {had} run{'s' if had != 1 else ''} and --resume continues exactly "
+                                 f"those; --runs {given} "
+                                 f"would change that count: drop --runs to continue them, or add replicates with "
+                                 f"--resume --add-runs K (recorded runs are never dropped)")
+
+    def _check_checkpoints(self, store: Store) -> None:
+        """Every run a resume continues reads back whole, before anything is written: its row
+        as the runs table has it, its checkpoint restored into the run built afresh (its
+        layout, types, ranges and counters: `model.checked_state`), and the encounters the
+        checkpoint says were completed are the ones the store holds. One line naming the run
+        otherwise, and the directory as it was."""
+        from .model import BackendShare, PopulationModel  # (the session builds no model otherwise)
+
+        recorded_runs = store.experiment().get("runs", 0)
+        encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))
+        for row in store.runs():
+            run = row["run"]
+            if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.runs) or row["status"] not in RUN_STATUSES:
+                raise DamagedStoreError(f"{store.path}: the runs table's row {run!r} is damaged (run {run!r}, status "
+                                        f"{row['status']!r}); {_NOTHING_CHANGED}")
+            blob = store.checkpoint(run)
+            if row["status"] == "done" or blob is None:
+                continue
+            scenario, seed, _ = run_cell(self.scenario, self.variant_scenarios, self.config.seed, run - 1)
+            model = PopulationModel(scenario, seed=seed, replicate=run - 1, run_id=run,
+                                    backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares])
+            try:
+                model.restore(blob)
+            except CheckpointError as error:
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged ({error}); "
+                                        f"{_NOTHING_CHANGED}") from None
+            except Exception as error:  # a game's own restore refusing what it was given
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged ({type(error).__name__}: "
+                                        f"{redact(str(error))[:200]}); {_NOTHING_CHANGED}") from None
+            finally:
+                model.close()
+            if encounters.get(run, 0) != model.completed:
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
+                                        f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -477,6 +545,18 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def refuse_linked_store(out: Path) -> None:
+    """Refuse an output directory whose database is a link (symbolic or hard) to a file that
+    another directory may name: the one-writer lock is the directory's, so two directories
+    sharing one database would have two writers at once, each holding its own lock."""
+    database = out / DATABASE
+    if database.is_symlink() or (database.is_file() and database.stat().st_nlink > 1):
+        other = (f"a link to {database.resolve()}" if database.is_symlink() else
+                 "a hard link (the same file has another name)")
+        raise OutputDirError(f"{database} is {other}; agentsim writes only a database of its own directory: copy "
+                             f"the file instead of linking it, or give its own directory as --out")
 
 
 def is_stand_in(spec: str) -> bool:

@@ -265,12 +265,17 @@ class Store:
             for key, value in self.connection.execute(sql):
                 if value is None and table == "runs":
                     continue
+                what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
                 try:
-                    json.loads(value)
-                except (TypeError, ValueError):
-                    what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
+                    read = json.loads(value)
+                except (TypeError, ValueError, RecursionError):
                     raise DamagedStoreError(f"{self.path}: {what} is damaged (not JSON); nothing was changed: restore "
                                             f"the database from a copy, or record into a new --out DIR") from None
+                expected = _SUMMARY_TYPE if table == "runs" else _EXPERIMENT_TYPES.get(key)
+                if expected is not None and not (isinstance(read, expected[0]) and not isinstance(read, bool)
+                                                 and expected[1](read)):
+                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not {expected[2]}); nothing was changed: "
+                                            f"restore the database from a copy, or record into a new --out DIR")
 
     def _recorded_text(self, key: str) -> str | None:
         try:
@@ -405,6 +410,28 @@ class Store:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.connection)
+
+
+# What the experiment's values and the runs' summaries must be for a resume and the analyses
+# to read them: (type, a check of the value, what to call it), by key.
+_RUN_LIMIT = 10**9
+_EXPERIMENT_TYPES: dict[str, tuple[type | tuple[type, ...], Any, str]] = {
+    "runs": (int, lambda value: 0 <= value <= _RUN_LIMIT, "a count of runs"),
+    "seed": (int, lambda value: 0 <= value < 2**63, "a seed from 0 to 2^63 - 1"),
+    "params": (dict, lambda value: True, "a mapping of parameters"),
+    "standin": (dict, lambda value: True, "a mapping of the stand-in's settings"),
+    "prompt_templates": (dict, lambda value: all(isinstance(text, str) for text in value.values()),
+                         "a mapping of template names to texts"),
+    "population": (list, lambda value: all(isinstance(share, list) and len(share) == 2 and isinstance(share[0], str)
+                                           and (share[1] is None or type(share[1]) is int) for share in value),
+                   "a list of [backend, count]"),
+    "variants": (list, lambda value: all(isinstance(variant, dict) for variant in value), "a list of parameter changes"),
+    "scenario": (str, lambda value: True, "a scenario's name"),
+    "scenario_class": (str, lambda value: True, "a class's dotted name"),
+    "scenario_file": (str, lambda value: True, "a file's path"),
+    "backend": (str, lambda value: True, "a backend's name"),
+}
+_SUMMARY_TYPE: tuple[type, Any, str] = (dict, lambda value: True, "a mapping of the run's figures")
 
 
 class _Transaction:

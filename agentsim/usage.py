@@ -22,6 +22,12 @@ class LatencyHistogram:
     counts: dict[int, int] = field(default_factory=dict)
     total: int = 0
 
+    def checkpoint_problem(self) -> str | None:
+        """What a checkpoint's histogram breaks (agentsim/checkpoints.py), or None."""
+        if any(count < 0 for count in self.counts.values()) or sum(self.counts.values()) != self.total:
+            return f"with bucket counts that do not add up to its total {self.total}"
+        return None
+
     def add(self, latency_us: int) -> None:
         bits = latency_us.bit_length()
         # The power of two, then the three bits below the leading one: 8 buckets per doubling.
@@ -68,6 +74,19 @@ class BackendUsage:
     cache_hits: int = 0
     sampled_locally: int = 0  # answered by a draw from a stored choice distribution, no call (llm/choices.py)
     retries: int = 0
+
+    def checkpoint_problem(self) -> str | None:
+        """What a checkpoint's usage breaks (agentsim/checkpoints.py): a negative count, or
+        more fallbacks than decisions."""
+        counts = {name: getattr(self, name) for name in ("calls", "prompt_tokens", "completion_tokens", "invalid_replies",
+                                                         "reasks", "decisions", "fallbacks", "in_flight", "cache_hits",
+                                                         "sampled_locally", "retries")}
+        negative = [name for name, value in counts.items() if value < 0]
+        if negative or self.cost_usd < 0 or any(value < 0 for value in self.errors.values()):
+            return f"with a negative count ({', '.join(negative) or 'cost or errors'})"
+        if self.fallbacks > self.decisions:
+            return f"with {self.fallbacks} fallbacks of {self.decisions} decisions"
+        return None
 
     def count(self, prompt_tokens: int, completion_tokens: int, latency_us: int) -> None:
         """One answered call."""

@@ -94,3 +94,57 @@ def test_mistakes_raise_the_one_line_the_command_line_prints(tmp_path: Path) -> 
         with pytest.raises(UserError, match="does not read parameter 'topology_degree'"):
             agentsim.run(network, overrides={"topology_degree": value}, out=tmp_path / "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_arguments_of_the_wrong_type_name_the_argument(tmp_path: Path) -> None:
+    """Issue 37, item 15: a bare AttributeError told nobody which argument was wrong."""
+    import mesa
+
+    from agentsim.model import PopulationModel
+
+    for arguments, named in (({"options": "x"}, "options="), ({"overrides": ["agents"]}, "overrides="),
+                             ({"seed": "3"}, "seed="), ({"backend": 3}, "backend="), ({"resume": "yes"}, "resume=")):
+        with pytest.raises(TypeError, match=named) as raised:
+            agentsim.run(NamingGame, out=tmp_path / "a", **arguments)
+        assert isinstance(raised.value, UserError)
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(TypeError, match="PopulationModel's scenario takes a Scenario object"):
+        PopulationModel("x", seed=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="scenario takes a Scenario object"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus", "seed": 0}, iterations=1, max_steps=2,
+                       display_progress=False)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "foreign", "no experiment"])
+def test_open_refuses_a_damaged_or_foreign_database(tmp_path: Path, damage: str) -> None:
+    out = tmp_path / "out"
+    agentsim.run(NamingGame(agents=6, max_rounds=2), out=out)
+    database = out / "agentsim.db"
+    if damage == "truncated":
+        database.write_bytes(database.read_bytes()[:-5000])
+    elif damage == "empty":
+        database.write_bytes(b"")
+    else:
+        database.unlink()
+        connection = sqlite3.connect(database)
+        connection.execute("CREATE TABLE customers (name TEXT)" if damage == "foreign" else
+                           "CREATE TABLE experiment (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        connection.commit()
+        connection.close()
+    before = database.read_bytes()
+    with pytest.raises(UserError) as raised:
+        agentsim.open(out)
+    assert "\n" not in str(raised.value) and str(database) in str(raised.value)
+    assert database.read_bytes() == before
+
+
+def test_a_resume_keeps_the_recorded_run_count(tmp_path: Path) -> None:
+    """Issue 37, item 6, from Python: the file's RUNS does not add replicates to a resume."""
+    scenario = tmp_path / "three.py"
+    scenario.write_text(Path(CRITICAL_MASS).read_text() + "\nRUNS = 3\n")
+    out = tmp_path / "out"
+    agentsim.run(scenario, runs=1, out=out, overrides={"max_rounds": 2})
+    resumed = agentsim.run(scenario, out=out, resume=True, overrides={"max_rounds": 2})
+    assert list(resumed.runs()["run"]) == [1]
+    with pytest.raises(UserError, match="--add-runs"):
+        agentsim.run(scenario, runs=2, out=out, resume=True, overrides={"max_rounds": 2})

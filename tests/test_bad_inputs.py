@@ -251,7 +251,7 @@ def test_a_damaged_database_or_checkpoint_on_resume_changes_nothing(finished: Pa
     database = out / "agentsim.db"
     damage(database)
     before = hashlib.sha256(database.read_bytes()).hexdigest()
-    assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK), "nothing was changed")
+    assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--add-runs", "1", *QUICK), "nothing was changed")
     assert hashlib.sha256(database.read_bytes()).hexdigest() == before
 
 
@@ -274,10 +274,10 @@ def test_a_second_writer_of_a_directory_gets_one_line(finished: Path, tmp_path: 
     out = _copy(finished, tmp_path)
     lock = DirectoryLock.acquire(out)  # another agentsim resuming it right now
     try:
-        assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK), "another agentsim")
+        assert_user_error(cli(NAMING, "--out", str(out), "--resume", "--add-runs", "1", *QUICK), "another agentsim")
     finally:
         lock.release()
-    assert cli(NAMING, "--out", str(out), "--resume", "--runs", "3", *QUICK).returncode == 0
+    assert cli(NAMING, "--out", str(out), "--resume", "--add-runs", "1", *QUICK).returncode == 0
 
 
 def test_sigterm_stops_like_ctrl_c(tmp_path: Path) -> None:

@@ -109,7 +109,30 @@ def test_resume_of_a_finished_experiment_adds_only_the_runs_asked_for(tmp_path: 
     out = tmp_path / "out"
     assert cli(CRITICAL_MASS, "--out", str(out), *QUICK).returncode == 0
     first = dump(out / "agentsim.db")
-    assert cli(CRITICAL_MASS, "--out", str(out), "--resume", "--runs", "2", *QUICK).returncode == 0
+    assert cli(CRITICAL_MASS, "--out", str(out), "--resume", "--add-runs", "1", *QUICK).returncode == 0
     second = dump(out / "agentsim.db")
     assert [row for row in second["encounters"] if row[0] == 1] == first["encounters"]
     assert {row[0] for row in second["encounters"]} == {1, 2}
+
+
+def test_resume_keeps_the_recorded_run_count(tmp_path: Path) -> None:
+    """Issue 37, item 6: a file with RUNS = 3 run with --runs 1, then `--resume --out DIR` (what
+    the Ctrl-C line says) continues that one run; a --runs that differs from the recorded count
+    is refused naming --add-runs, which alone adds replicates."""
+    scenario = tmp_path / "three.py"
+    scenario.write_text(Path(CRITICAL_MASS).read_text() + "\nRUNS = 3\n")
+    out = tmp_path / "out"
+    assert cli(str(scenario), "--out", str(out), "--runs", "1", *QUICK).returncode == 0
+    before = dump(out / "agentsim.db")
+    for arguments in (("--resume", "--out", str(out), "--no-live"), (str(scenario), "--resume", "--out", str(out), *QUICK)):
+        result = cli(*arguments)
+        assert result.returncode == 0, result.stderr
+        assert {row[0] for row in dump(out / "agentsim.db")["runs"]} == {1}
+    for runs in ("2", "3"):
+        assert_user_error(cli(str(scenario), "--resume", "--out", str(out), "--runs", runs, *QUICK),
+                          "records 1 run and", f"--runs {runs}", "--add-runs")
+    assert dump(out / "agentsim.db") == before
+    assert cli("--resume", "--out", str(out), "--add-runs", "1", "--no-live").returncode == 0
+    assert {row[0] for row in dump(out / "agentsim.db")["runs"]} == {1, 2}
+    assert_user_error(cli(str(scenario), "--resume", "--out", str(out), "--runs", "1", *QUICK), "records 2 runs",
+                      "--runs 1", "never dropped")

@@ -50,8 +50,8 @@ def test_the_ring_converges_slower_than_the_complete_graph_in_the_theory_baselin
 
 def test_the_ring_converges_slower_than_the_complete_graph_in_the_scheduler() -> None:
     def converged_t(topology: str, seed: int) -> int:
-        game = MinimalNamingGame(agents=16, invention="new", pairing="network", topology=topology,
-                                 topology_degree=2, max_rounds=2000)
+        game = MinimalNamingGame(agents=16, invention="new", pairing="sequential" if topology == "complete" else "network",
+                                 topology=topology, topology_degree=2, max_rounds=2000)
         return run_model(game, seed=seed).metrics.converged_t
 
     complete = [converged_t("complete", seed) for seed in range(8)]

@@ -141,10 +141,30 @@ def test_resume_refuses_an_edited_prompt_template(tmp_path: Path) -> None:
     sent = template.read_text()
     template.write_text(sent + "\nAnswer quickly.\n")
     before = _digest(out)
-    assert_user_error(cli(*arguments, "--resume", "--runs", "2"), "prompt template 'mine'", "edited")
+    assert_user_error(cli(*arguments, "--resume", "--add-runs", "1"), "prompt template 'mine'", "edited")
     assert _digest(out) == before
     stored = json.loads(sqlite3.connect(out / "agentsim.db").execute(
         "SELECT value FROM experiment WHERE key = 'prompt_templates'").fetchone()[0])
     assert stored == {"mine": sent}
     template.write_text(sent)  # restored: the resume goes on
-    assert cli(*arguments, "--resume", "--runs", "2").returncode == 0
+    assert cli(*arguments, "--resume", "--add-runs", "1").returncode == 0
+
+
+@pytest.mark.parametrize("named", ["evilmod.Scen", "this.Scen"])
+def test_a_module_the_results_name_is_never_imported(recorded: Path, tmp_path: Path, named: str) -> None:
+    """Issue 37, item 1: a recorded class is resolved only among registered game families (or
+    a scenario file the user names): `evilmod` in the working directory and the standard
+    library's `this` are never imported."""
+    out, marker = _crafted(recorded, tmp_path)
+    connection = sqlite3.connect(out / "agentsim.db")
+    connection.execute("UPDATE experiment SET value = ? WHERE key = 'scenario_class'", (json.dumps(named),))
+    connection.commit()
+    connection.close()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "evilmod.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n")
+    for command in (("report", str(out)), ("transcript", str(out), "--run", "1"), ("bias", str(out))):
+        result = cli(*command, cwd=work)
+        assert result.returncode == 2 and "--scenario" in result.stderr, (command, result.stderr)
+        assert "Zen of Python" not in result.stdout + result.stderr
+    assert not marker.exists(), "opening the results imported a module they name"

@@ -80,6 +80,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     code, stderr = interrupt_midway(stopped, "sequential", signal.SIGINT)
     assert code == 130, stderr
     assert "interrupted" in stderr and "--resume" in stderr
+    assert f"continue its 2 runs with --resume --out {stopped}" in stderr.strip().splitlines()[-1]
     assert "Traceback" not in stderr
     statuses = {row[4] for row in dump(stopped / "agentsim.db")["runs"]}
     assert statuses == {"interrupted"}

@@ -9,8 +9,10 @@ A game's own questions (the naming game's first choices, consensus names, strate
 its family's package (agentsim/games/naming/recorded.py), never here.
 
 A results directory is data: reading one runs none of the code it names. The recorded
-scenario class is imported only from a module that lies outside the directory (an installed
-package), checked before any of it runs; a class defined in a scenario file (recorded as
+scenario class is imported only from the package of a registered game family
+(agentsim/games/__init__.py: built in, or an installed `agentsim.games` entry point) lying
+outside the directory, checked before any of it runs, never from a module the results merely
+name (the current directory's, the standard library's); a class defined in a scenario file (recorded as
 `agentsim_scenarios.FILE.Class`) is used only once the user has named that file
 (`load_scenario_files`, the analysis commands' `--scenario FILE`). The recorded
 `scenario_file` is never run: `unresolved` says in one line what to pass instead.
@@ -305,13 +307,43 @@ def require_scenarios(experiments: list[RecordedExperiment]) -> None:
 
 def _import_class(path: str, directory: Path) -> type[Scenario[Any, Any, Any]] | None:
     """The Scenario subclass `path` names, from a module already loaded (a scenario file the
-    user named) or importable from outside `directory`; None otherwise."""
+    user named, a class this process defined) or from a registered game family's package
+    (imported from outside `directory`); None otherwise: a module the results merely name is
+    never imported (`this`, a file beside them, anything on sys.path)."""
     module_name, _, name = path.rpartition(".")
     if not module_name:
         return None
-    module = sys.modules.get(module_name) or _import_outside(module_name, directory.resolve())
+    module = sys.modules.get(module_name)
+    if module is None and _in_family(module_name):
+        module = _import_outside(module_name, directory.resolve())
     cls = getattr(module, name, None) if module is not None else None
     return cls if isinstance(cls, type) and issubclass(cls, Scenario) else None
+
+
+def _in_family(module_name: str) -> bool:
+    """Whether `module_name` lies in the package of a registered game family (built in, or
+    installed with an `agentsim.games` entry point): the only modules a recorded class is
+    imported from."""
+    return any(module_name == package or module_name.startswith(package + ".") for package in _family_packages())
+
+
+def _family_packages() -> set[str]:
+    """The packages of the registered game families: `agentsim.games.NAME` for each, and the
+    package holding each module a family declares (its commands, report sections, checkpoint
+    classes), for a family installed from elsewhere."""
+    from ..games import discover
+
+    packages: set[str] = set()
+    for family in discover().values():
+        packages.add(f"agentsim.games.{family.name}")
+        declared = [family.commands or "", *family.report_sections,
+                    *(entry.partition(":")[0] if isinstance(entry, str) else entry.__module__
+                      for entry in family.checkpoint_classes)]
+        for module in declared:
+            package = module.rpartition(".")[0]
+            if package and package not in ("agentsim", "agentsim.games"):
+                packages.add(package)
+    return packages
 
 
 def _import_outside(module_name: str, directory: Path) -> Any:

@@ -74,6 +74,9 @@ class PairwiseParams(Params):
         require(self.success_window >= 0, f"success_window must be >= 0 (got {self.success_window})")
         require(self.pairing != "sequential" or self.topology == "complete",
                 "pairing=sequential draws partners from the whole population; use pairing=network (or rounds) with a topology")
+        require(self.pairing != "network" or self.topology != "complete" or "topology" in self.unread,
+                "pairing=network pairs agents along a topology's edges, and topology=complete has every edge: that is "
+                "pairing=sequential (or rounds); give a graph with it, e.g. --set topology=ring")
         self.sampling()
         topology = self.graph_topology()  # checks its values whatever the family
         if self.topology != "complete" or self.pairing == "network":

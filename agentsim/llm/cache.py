@@ -79,7 +79,12 @@ class ResponseStore:
         except OSError as error:
             raise UserError(f"cannot make the response cache's directory {path.parent} ({error.strerror}); give a "
                             f"writable --cache PATH, or --no-cache") from None
-        self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        _refuse_truncated(path)
+        try:
+            self.connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:  # a name too long, a directory in its place, no permission
+            raise UserError(f"cannot open the response cache {path} ({error}); give another --cache PATH (a shorter "
+                            f"one, in a writable directory), or --no-cache") from None
         try:
             tables = {name: {column[1] for column in self.connection.execute(f"PRAGMA table_info({name})")}
                       for (name,) in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -148,6 +153,19 @@ class ResponseStore:
             self.served.clear()
         self.flushed = time.monotonic()
 
+    def forget(self, key: str) -> None:
+        self.pending.pop(key, None)
+        self.served.discard(key)
+        try:
+            with self.connection:
+                self.connection.execute("BEGIN")
+                self.connection.execute("DELETE FROM responses WHERE key = ?", (key,))
+        except sqlite3.OperationalError as error:  # full, read-only, locked past the busy timeout
+            raise UserError(f"cannot write the response cache {self.path} ({error}); free space or give another "
+                            f"--cache PATH, or --no-cache") from None
+        except sqlite3.DatabaseError as error:
+            raise self.damaged(error) from None
+
     def size(self) -> int:
         """Bytes the answers occupy (pages in use, not the free pages SQLite will reuse)."""
         page_size, pages, free = (self.connection.execute(f"PRAGMA {name}").fetchone()[0]
@@ -191,6 +209,31 @@ class ResponseStore:
     def close(self) -> None:
         self.evict()
         self.connection.close()
+
+
+def _refuse_truncated(path: Path) -> None:
+    """Refuse a cache file shorter than its own header says (cut off by a full disk or a
+    partial copy): SQLite would read it, and fail at the first missing page, mid-run."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(100)
+            size = os.fstat(file.fileno()).st_size
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UserError(f"cannot read the response cache {path} ({error.strerror}); give another --cache PATH, "
+                        f"or --no-cache") from None
+    if not size:
+        return
+    page = int.from_bytes(header[16:18], "big") if len(header) >= 100 else 0
+    page = 65536 if page == 1 else page
+    valid = len(header) >= 100 and header[:16] == b"SQLite format 3\x00" and page >= 512 and page & (page - 1) == 0
+    if valid and header[24:28] == header[92:96]:  # the header's page count is current
+        pages = int.from_bytes(header[28:32], "big")
+        valid = size % page == 0 and size >= pages * page
+    if not valid:
+        raise UserError(f"the response cache {path} is truncated or not a database; delete it (it only holds answers "
+                        f"already recorded), give another --cache PATH, or --no-cache")
 
 
 def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str:
@@ -248,6 +291,11 @@ class CachedModel:
             value["option_probabilities"] = dict(value["option_probabilities"])
         self.store.put(key, self.name, value)
         return completion
+
+    def forget(self, request: Request) -> None:
+        """Take the answer to `request` out of the cache (a reply the game could not read,
+        when its run stops for fallbacks): the next ask goes to the backend."""
+        self.store.forget(cache_key(*self.identity, request))
 
     async def aclose(self) -> None:
         self.store.evict()

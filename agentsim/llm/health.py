@@ -18,7 +18,9 @@ server is fixed):
   failed in a row, whatever their kind, or more than `max_failure_share` of the last `window`.
 - **a fallback breaker** on decisions: more than `max_fallback_share` of the last `window`
   decisions falling back (a server that answers, but with replies the game cannot read: a
-  wrong chat template, an echo, a base model).
+  wrong chat template, an echo, a base model). The runs it stops commit nothing more (the
+  encounters that tripped it are asked again by `--resume`), and the recent unreadable replies
+  are taken out of the response cache, so the resumed run asks the fixed server, not the cache.
 
 Shares are judged before their window fills when the evidence is overwhelming (`Shares.over`),
 and the runner judges each run's fallback share at its end (`fallback_line`), so a short run
@@ -147,15 +149,30 @@ class BackendHealth:
         self.decisions = Shares(policy.window)
         self.warned_fallbacks = False
         self.warned_usage = False
+        self.by_fallbacks = False  # the breaker that tripped was the fallback breaker
+        # How to forget each recent unreadable reply in the response cache: when fallbacks stop
+        # the run, a resume must ask those calls again, not be served the same replies.
+        self.unreadable: collections.deque[Callable[[], None]] = collections.deque(maxlen=policy.window * 8)
 
     def check(self) -> None:
         if self.tripped is not None:
-            raise BackendFailedError(self.tripped)
+            raise BackendFailedError(self.tripped, fallbacks=self.by_fallbacks)
 
-    def trip(self, message: str) -> BackendFailedError:
+    def trip(self, message: str, *, fallbacks: bool = False) -> BackendFailedError:
         if self.tripped is None:
             self.tripped = message
-        return BackendFailedError(self.tripped)
+            self.by_fallbacks = fallbacks
+        return BackendFailedError(self.tripped, fallbacks=self.by_fallbacks)
+
+    def unreadable_reply(self, forget: Callable[[], None]) -> None:
+        """A reply the game could not read; `forget` takes it out of the response cache."""
+        self.unreadable.append(forget)
+
+    def forget_unreadable(self) -> None:
+        """Take the recent unreadable replies out of the response cache (the run stops for
+        its fallbacks: a resumed run asks those calls again)."""
+        while self.unreadable:
+            self.unreadable.popleft()()
 
     # --- observations ------------------------------------------------------------------
     def attempt_succeeded(self) -> None:
@@ -192,8 +209,10 @@ class BackendHealth:
             self.warn(f"backend '{self.name}': {share:.0%} of recent decisions fell back "
                       f"(the run stops above {limit:.0%})")
         if self.decisions.over(limit):
-            raise self.trip(fallback_line(self.name, self.decisions.count, len(self.decisions.values), limit,
-                                          recent=True))
+            error = self.trip(fallback_line(self.name, self.decisions.count, len(self.decisions.values), limit,
+                                            recent=True), fallbacks=True)
+            self.forget_unreadable()
+            raise error
 
     def warn(self, message: str) -> None:
         if self.on_warning is not None:

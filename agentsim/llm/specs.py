@@ -211,12 +211,15 @@ def check_url(url: str, where: str) -> None:
 
 def parse_spec(text: str) -> BackendSpec:
     text = text.strip()
-    provider, _, target = text.partition(":")
+    provider, colon, target = text.partition(":")
     provider = provider.strip().lower()
     if provider not in PROVIDERS and provider != STAND_IN:
         known = ", ".join(sorted([STAND_IN, *PROVIDERS]))
         raise BackendSpecError(f"unknown backend '{text}'; use one of: {known} (as provider:model where it needs one)")
     target = target.strip()
+    if provider == STAND_IN and colon and not target:
+        raise BackendSpecError(f"backend '{text}' has nothing after the colon; write {STAND_IN}, or {STAND_IN}:LABEL "
+                               f"to tell two stand-in shares apart")
     if provider != STAND_IN and not target:
         raise BackendSpecError(f"backend '{text}' needs a target after the colon, e.g. {provider}:MODEL")
     base_url = None
@@ -236,7 +239,8 @@ def parse_population(text: str) -> list[tuple[str, int]]:
     shares: list[tuple[str, int]] = []
     for part in (piece.strip() for piece in text.split(",")):
         if not part:
-            continue
+            raise BackendSpecError(f"--population '{text}' has an empty entry (a comma too many); write "
+                                   f"SPEC=COUNT,SPEC=COUNT")
         spec, separator, count = part.rpartition("=")
         if not separator or not spec.strip():
             raise BackendSpecError(f"--population takes SPEC=COUNT,SPEC=COUNT (got '{part}')")

@@ -24,6 +24,7 @@ so they hold plain data only.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ from typing import Final
 
 from ... import checkpoints
 from ...records import EncounterRecord
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 class MovingSum:
@@ -54,6 +60,17 @@ class MovingSum:
         self.position = position + 1 if position + 1 < self.size else 0
         if self.count < self.size:
             self.count += 1
+
+    def checkpoint_problem(self) -> str | None:
+        """What a checkpoint's MovingSum breaks (agentsim/checkpoints.py), or None."""
+        if not (isinstance(self.size, int) and self.size >= 1 and isinstance(self.values, list)
+                and len(self.values) == self.size and all(isinstance(value, int) for value in self.values)):
+            return f"with {_shown(self.values)} for a window of {self.size!r}"
+        if not (0 <= self.position < self.size and 0 <= self.count <= self.size and 1 <= self.short <= self.size):
+            return f"with position {self.position}, count {self.count} and short {self.short} outside its window"
+        if self.total != sum(self.values):
+            return f"with a total of {self.total} for values summing to {sum(self.values)}"
+        return None
 
     @property
     def full(self) -> bool:
@@ -136,6 +153,28 @@ class ConventionMetrics:
         self.flip: Milestone | None = None
         self.interactions = 0
         self.fallbacks = 0  # fallback moves, in no share
+
+    def checkpoint_problem(self) -> str | None:
+        """What a checkpoint's metrics break (agentsim/checkpoints.py), or None: the tallies
+        each update keeps consistent with each other, checked before a resume uses them."""
+        if not (isinstance(self.population, int) and self.population >= 1 and isinstance(self.window_size, int)
+                and self.window_size >= 1 and 0 < self.threshold <= 1):
+            return f"with population {self.population!r}, window {self.window_size!r}, threshold {self.threshold!r}"
+        if not all(isinstance(agent, int) and 0 <= agent < self.population
+                   for agent in (*self.committed, *self.current)):
+            return "with an agent outside the population"
+        if any(window.size != self.window_size for window in (self.uncommitted, self.uncommitted_alternative)):
+            return f"with windows of another size than {self.window_size}"
+        counted = [(self.window_counts, collections.Counter(self.window_productions)),
+                   (self.current_counts, collections.Counter(self.current.values())),
+                   (self.uncommitted_counts, collections.Counter(name for agent, name in self.current.items()
+                                                                 if agent not in self.committed))]
+        for counts, expected in counted:
+            if {name: count for name, count in counts.items() if count} != dict(expected):
+                return "with name counts that disagree with the names they count"
+        if len(self.window_productions) > 2 * self.window_size or self.interactions < 0 or self.fallbacks < 0:
+            return f"with {len(self.window_productions)} productions in a window of {2 * self.window_size}"
+        return None
 
     def update(self, record: EncounterRecord) -> None:
         self.interactions += 1
