@@ -174,12 +174,15 @@ class Followed:
             "rounds": model.rounds_done, "max_rounds": scenario.max_rounds(), "interactions": model.completed,
             "usage": usage.as_dict() | {"in_flight": 0},
         }
-        graph = getattr(model, "graph", None)
-        if graph is not None and 0 < graph.number_of_nodes() <= MAX_GRAPH_NODES:
+        neighbours = interaction_graph(model)
+        if neighbours is not None and 0 < len(neighbours) <= MAX_GRAPH_NODES:
             if cache.layout is None:
                 import networkx as nx
 
-                positions = nx.spring_layout(graph, seed=0) if graph.number_of_nodes() > 1 else {0: (0.0, 0.0)}
+                graph = nx.Graph()
+                graph.add_nodes_from(range(len(neighbours)))
+                graph.add_edges_from((a, b) for a, others in enumerate(neighbours) for b in others if a < b)
+                positions = nx.kamada_kawai_layout(graph) if len(neighbours) <= 200 else nx.spring_layout(graph, seed=0)
                 cache.layout = {int(node): (float(x), float(y)) for node, (x, y) in positions.items()}
                 cache.edges = [(int(a), int(b)) for a, b in graph.edges()]
                 with read_only(self.directory / DATABASE) as connection:
@@ -208,6 +211,14 @@ class Followed:
             shown["calls_per_second"] = calls / elapsed
         shown["elapsed_s"] = elapsed
         return run | shown
+
+
+def interaction_graph(model: Any) -> list[list[int]] | None:
+    """Who may meet whom, as each agent's neighbours, where the run's pairing draws partners
+    on a graph (the naming game's `topology`, the network family's graphs); None where
+    anyone may meet anyone."""
+    neighbours = getattr(getattr(model.scheduler, "pairing", None), "neighbours", None)
+    return [list(others) for others in neighbours] if isinstance(neighbours, list) else None
 
 
 def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
