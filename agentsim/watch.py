@@ -207,7 +207,7 @@ class Followed:
                               "edges": cache.edges}
         elapsed = _seconds(row["started"], row["finished"])
         calls = (shown.get("usage") or {}).get("calls")
-        if elapsed and calls is not None:
+        if elapsed and elapsed >= 3 and calls is not None:  # (the store's times are whole seconds)
             shown["calls_per_second"] = calls / elapsed
         shown["elapsed_s"] = elapsed
         return run | shown
