@@ -70,7 +70,7 @@ def _figures_markdown(model: PopulationModel) -> str:
 
 
 @solara.component
-def FiguresCard(model: PopulationModel) -> Any:  # noqa: N802  (a Solara component's name, as Mesa's)
+def FiguresCard(model: PopulationModel) -> Any:
     """The family's figures of the model now, updated after every step (Mesa's update counter)."""
     update_counter.get()
     with solara.Card("figures") as card:

@@ -139,7 +139,7 @@ def check_unchanged(watched: dict[str, Any]) -> None:
     assert all(before[name] == after[name] for name in before), [name for name in before if before[name] != after[name]]
 
 
-def test_watch_follows_a_naming_game_on_a_ring(tmp_path: Path, standin_server: Any) -> None:  # noqa: F811
+def test_watch_follows_a_naming_game_on_a_ring(tmp_path: Path, standin_server: Any) -> None:
     browser()
     server: ServerThread = standin_server(capacity=2, service_time_s=0.04)
     out = tmp_path / "naming"
@@ -167,7 +167,7 @@ def test_watch_follows_a_naming_game_on_a_ring(tmp_path: Path, standin_server: A
     check_unchanged(watched)
 
 
-def test_watch_follows_a_prisoners_dilemma(tmp_path: Path, standin_server: Any) -> None:  # noqa: F811
+def test_watch_follows_a_prisoners_dilemma(tmp_path: Path, standin_server: Any) -> None:
     browser()
     server: ServerThread = standin_server(capacity=2, service_time_s=0.25)
     server.server.model = StandInModel([DilemmaByText()])  # the server answers the dilemma's prompts
