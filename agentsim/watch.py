@@ -38,6 +38,7 @@ from .store import DATABASE
 
 PAGE = "watch.html"
 LOCK = ".agentsim.lock"  # session.LOCK: the writer's flock on the directory (not imported: the runner is heavy)
+RUNS_PER_READING = 8  # runs whose figures one reading rebuilds, at most
 MAX_GRAPH_NODES = 1500  # a larger graph is left out of the page: its drawing would not be read
 
 
@@ -77,6 +78,7 @@ class RunCache:
     """What a run's last reading computed, and what to compute again only when it changes."""
 
     key: tuple[Any, ...] = ()
+    read_at: float = 0.0
     shown: dict[str, Any] = field(default_factory=dict)
     layout: dict[int, tuple[float, float]] | None = None
     edges: list[tuple[int, int]] = field(default_factory=list)
@@ -104,23 +106,30 @@ class Followed:
             rows = _dicts(connection.execute("SELECT run, replicate, seed, status, stop_reason, started, finished, summary "
                                              "FROM runs ORDER BY run"))
             marks = dict(connection.execute("SELECT run, t FROM checkpoints").fetchall())
-            changed = {}
+            # The runs whose checkpoint or status changed, the longest unchanged first: a reading
+            # rebuilds at most RUNS_PER_READING of them (ninety runs of a grid at once would
+            # take the CPU the runs need), the others at the next readings.
+            keys = {row["run"]: (marks.get(row["run"]), row["status"], row["stop_reason"]) for row in rows}
             for row in rows:
-                key = (marks.get(row["run"]), row["status"], row["stop_reason"])
-                cache = self.runs.setdefault(row["run"], RunCache())
-                if cache.key != key:
-                    blob = connection.execute("SELECT state FROM checkpoints WHERE run = ?", (row["run"],)).fetchone()
-                    changed[row["run"]] = (key, blob[0] if blob else None)
-                    if cache.layout is not None and blob:
-                        self._read_choices(connection, row["run"], cache)
+                self.runs.setdefault(row["run"], RunCache())
+            stale = sorted((run for run, key in keys.items() if self.runs[run].key != key), key=lambda run: self.runs[run].read_at)
+            changed = {}
+            for run in stale[:RUNS_PER_READING]:
+                blob = connection.execute("SELECT state FROM checkpoints WHERE run = ?", (run,)).fetchone()
+                changed[run] = blob[0] if blob else None
+                cache = self.runs[run]
+                if cache.layout is not None and blob:
+                    self._read_choices(connection, run, cache)
         recording = writer_active(self.directory)
         shown = []
         for row in rows:
             cache = self.runs[row["run"]]
             if row["run"] in changed:
-                key, blob = changed[row["run"]]
-                cache.shown = self._figures(experiment, row, blob, cache)
-                cache.key = key
+                try:
+                    cache.shown = self._figures(experiment, row, changed[row["run"]], cache)
+                except Exception as error:  # one run's figures that cannot be rebuilt: the others still show
+                    cache.shown = {"error": f"its figures could not be rebuilt ({type(error).__name__}: {error})"}
+                cache.key, cache.read_at = keys[row["run"]], time.monotonic()
             shown.append(self._run(row, cache, recording))
         return {
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),
@@ -198,8 +207,8 @@ class Followed:
         run = {"run": row["run"], "seed": row["seed"], "status": status, "stop_reason": row["stop_reason"],
                "cell": ", ".join(f"{key}={value}" for key, value in (summary.get("variant_params") or {}).items())}
         shown = dict(cache.shown)
-        if not shown and summary:  # the figures cannot be rebuilt: what the summary says
-            shown = {"rounds": summary.get("rounds"), "interactions": summary.get("interactions"),
+        if set(shown) <= {"error"} and summary:  # the figures cannot be rebuilt: what the summary says
+            shown |= {"rounds": summary.get("rounds"), "interactions": summary.get("interactions"),
                      "usage": {key: summary.get(key) for key in ("calls", "fallbacks", "invalid_replies", "reasks",
                                                                  "cost_usd", "cache_hits", "retries")}}
         if shown.pop("graph", False) and cache.layout is not None:

@@ -28,6 +28,8 @@ from servers import ServerThread, standin_server  # noqa: F401  (the fixture)
 from agentsim.llm.base import Request
 from agentsim.llm.standin import StandInModel
 
+pytestmark = pytest.mark.slow  # two runs of seconds each, watched
+
 # What the page shows, read from its DOM (the data attributes the page writes beside what it draws).
 READ = """(() => {
   const section = document.querySelector("section.experiment");
