@@ -94,6 +94,7 @@ async def follow(run: subprocess.Popen[str], out: Path, profile: Path, name: str
                         mid_shot = True
                 await asyncio.sleep(0.2)
             assert run.wait() == 0, run.stderr.read() if run.stderr else ""
+            before = files(out)  # the run's last write is done: from here, only watch reads DIR
             deadline = time.monotonic() + 30
             while True:
                 shown = await page.evaluate(READ)
@@ -101,7 +102,6 @@ async def follow(run: subprocess.Popen[str], out: Path, profile: Path, name: str
                         and shown["recording"] == "false") or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.2)
-            before = files(out)
             polls = shown["polls"]
             while shown["polls"] < polls + 6 and time.monotonic() < deadline + 10:  # the page reads the ended run again
                 await asyncio.sleep(0.2)
