@@ -15,6 +15,7 @@ visualization needs the `viz` extra (solara); nothing else in agentsim imports t
 
 from __future__ import annotations
 
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 import solara
@@ -48,25 +49,26 @@ def population_page(scenario: Scenario[Any, Any, Any] | type[Scenario[Any, Any, 
                      name=name or f"agentsim: {model.scenario.name}", play_interval=play_interval)
 
 
-def _figures_markdown(model: PopulationModel) -> str:
-    """The card's text: the run's state, the family's figures, the calls."""
+def figures_html(model: PopulationModel) -> str:
+    """The card's text: the run's state, the family's figures, the calls. Plain HTML, not
+    Solara's Markdown, which loads KaTeX from a CDN: the page needs nothing from outside."""
     figures = model.scenario.live_figures(model)
     usage = model.usage.total()
     limit = model.scenario.max_rounds()
     state = "over" + (f" ({model.stop_reason.replace('_', ' ')})" if model.stop_reason else "") if model.finished else "running"
-    lines = [f"**{model.scenario!r}**, seed {model.seed}  ",
-             f"round {model.rounds_done}{f' of {limit}' if limit else ''}, {model.completed} interactions: {state}", ""]
+    rows = [f"<b>{escape(type(model.scenario).__name__)}</b>, {len(model.agents)} agents, seed {model.seed}",
+            f"round {model.rounds_done}{f' of {limit}' if limit else ''}, {model.completed} interactions: {state}"]
     if figures.success_rate is not None:
-        lines.append(f"**success** {figures.success_rate:.0%}  ")
+        rows.append(f"<b>success</b> {figures.success_rate:.0%}")
     ranked = sorted(figures.shares.items(), key=lambda item: -item[1])
     if ranked:
-        shown = ", ".join(f"{name} {share:.0%}" for name, share in ranked[:6] if share > 0 or len(ranked) <= 4)
-        lines.append(f"**{figures.shares_label or 'names'}** {shown or '–'}  ")
+        shown = ", ".join(f"{escape(str(name))} {share:.0%}" for name, share in ranked[:6] if share > 0 or len(ranked) <= 4)
+        rows.append(f"<b>{escape(figures.shares_label or 'names')}</b> {shown or '–'}")
         if figures.shares_note:
-            lines.append(f"<small>{figures.shares_note}</small>  ")
-    lines.extend(f"**{label}** {text}  " for label, text in figures.lines)
-    lines.append(f"**calls** {usage.calls}, {usage.invalid_replies} invalid, {usage.fallbacks} fallbacks, ${usage.cost_usd:.4f}")
-    return "\n".join(lines)
+            rows.append(f"<small>{escape(figures.shares_note)}</small>")
+    rows.extend(f"<b>{escape(label)}</b> {escape(text)}" for label, text in figures.lines)
+    rows.append(f"<b>calls</b> {usage.calls}, {usage.invalid_replies} invalid, {usage.fallbacks} fallbacks, ${usage.cost_usd:.4f}")
+    return "<br>".join(rows)
 
 
 @solara.component
@@ -74,6 +76,5 @@ def FiguresCard(model: PopulationModel) -> Any:
     """The family's figures of the model now, updated after every step (Mesa's update counter)."""
     update_counter.get()
     with solara.Card("figures") as card:
-        solara.Markdown(_figures_markdown(model))
+        solara.HTML(tag="div", unsafe_innerHTML=figures_html(model), attributes={"class": "agentsim-figures"})
     return card
-

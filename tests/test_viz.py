@@ -34,10 +34,10 @@ def widgets(root: Any) -> list[Any]:
 
 
 def card(root: Any) -> str:
-    """The figures card's text (Solara renders Markdown to HTML on the server)."""
-    (html,) = [widget.template for widget in widgets(root)
-               if isinstance(getattr(widget, "template", None), str) and "interactions" in widget.template]
-    return re.sub(r"<[^>]+>", "", html.split("<script>")[0])
+    """The figures card's text."""
+    (html,) = [widget.unsafe_innerHTML for widget in widgets(root)
+               if isinstance(getattr(widget, "unsafe_innerHTML", None), str) and "interactions" in widget.unsafe_innerHTML]
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 def test_step_and_reset_in_mesa_solaraviz() -> None:
@@ -61,6 +61,6 @@ def test_step_and_reset_in_mesa_solaraviz() -> None:
     slider.widget.v_model = 12
     rendered.find(v.Btn, children=["Reset"]).widget.click()
     reset = card(box)
-    assert "round 0 of" in reset and "agents=12" in reset and "seed 3" in reset
+    assert "round 0 of" in reset and "12 agents" in reset and "seed 3" in reset
     step.widget.click()
     assert "round 1 of" in card(box) and "6 interactions" in card(box)  # the new population: N/2 = 6
