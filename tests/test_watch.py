@@ -12,7 +12,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from helpers import cli, run_experiment
+from helpers import ROOT, cli, run_experiment
 
 from agentsim.games.naming import NamingGame
 from agentsim.store import DATABASE, Recorder, Store
@@ -76,3 +76,35 @@ def test_watch_refuses_what_is_not_a_results_directory(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "is not a directory" in missing.stderr and len(missing.stderr.splitlines()) == 1
     port = cli("watch", str(tmp_path), "--port", "70000")
     assert port.returncode == 2 and "--port must be from 0 to 65535" in port.stderr
+
+
+# One scenario of every family, small: (file, overrides).
+FAMILIES = [
+    ("naming_game.py", {"agents": 6, "max_rounds": 6, "committed": 2}),
+    ("network_topology.py", {"agents": 8, "max_rounds": 6, "topologies": ("ring",)}),
+    ("sign_schema.py", {"agents": 6, "lexicon_size": 6, "max_rounds": 4, "condition": "schema", "memory_length": 5,
+                        "alpha": 0.75}),
+    ("theory_minimal_naming.py", {"agents": 8, "max_rounds": 5}),
+    ("commons_fishing.py", {}),
+    ("donor_game.py", {"generations": 2, "condition": "norms"}),
+    ("prisoners_dilemma.py", {"agents": 4, "max_rounds": 3}),
+]
+
+
+def test_every_family_is_shown_from_its_store(tmp_path: Path) -> None:
+    """Each family's runs read back with the family's own figures, as the live view shows them."""
+    import agentsim
+
+    for file, overrides in FAMILIES:
+        out = tmp_path / file.removesuffix(".py")
+        agentsim.run(str(ROOT / "scenarios" / file), runs=1, overrides=overrides, out=out, progress=False)
+        (experiment,) = Watcher(out, min_interval_s=0).state()["experiments"]
+        (run,) = experiment["runs"]
+        assert run["status"] == "done" and "error" not in run, (file, run.get("error"))
+        figures = run["figures"]
+        assert figures["lines"] or figures["shares"] or figures["success_rate"] is not None, file
+        assert run["rounds"] == json.loads((out / "summary.json").read_text())["runs"][0]["rounds"], file
+        if file == "network_topology.py":
+            assert len(run["graph"]["nodes"]) == 8 and len(run["graph"]["edges"]) == 16  # a ring of mean degree 4
+        if file == "naming_game.py":
+            assert {"committed", "flip"} <= dict(figures["lines"]).keys()
