@@ -12,6 +12,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from helpers import ROOT, cli, run_experiment
 
 from agentsim.games.naming import NamingGame
@@ -91,6 +92,7 @@ FAMILIES = [
 ]
 
 
+@pytest.mark.slow  # seven experiments
 def test_every_family_is_shown_from_its_store(tmp_path: Path) -> None:
     """Each family's runs read back with the family's own figures, as the live view shows them."""
     import agentsim
