@@ -78,9 +78,9 @@ class PopulationModel(mesa.Model, Generic[St]):
         run_id: int = 1,
         backends: Sequence[BackendShare] = (),
         on_resolved: Callable[[EncounterRecord], None] | None = None,
-        **params: Any,
+        **kwargs: Any,  # (named so: Mesa's SolaraViz checks a model's parameters against `kwargs`)
     ) -> None:
-        scenario = _scenario_with(scenario, params)
+        scenario = _scenario_with(scenario, kwargs)
         if rng is not None:  # Mesa's other spelling; agentsim's draws all derive from one whole number
             if seed is not None:
                 raise ValueError("PopulationModel takes seed= or rng=, not both (as Mesa's models)")

@@ -4,6 +4,7 @@ to, with `SUBCOMMAND_HELP` for its help). The framework's own are here:
     report DIR              figures, CSVs and the HTML report for DIR's runs
     transcript DIR          a run's prompts and replies (--run, --agent, --round)
     import KIND SOURCE      another project's published runs read into a results directory
+    watch DIR               a web page that follows DIR's runs while they record (agentsim/watch.py)
 
 and each game family declares its own (the naming game's `bias`, `strategies`,
 `critical-mass`, ...; the commons' `commons-transcript`; cultural evolution's `lineage`):
@@ -34,7 +35,8 @@ from .subcommands import (
     scenario_option,
 )
 
-__all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "estimate_command", "import_runs", "report", "transcript"]
+__all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "estimate_command", "import_runs", "report", "transcript",
+           "watch"]
 
 # `import KIND ...` runs the subcommand `import-KIND`, which the family that reads KIND declares.
 IMPORT_PREFIX = "import-"
@@ -101,6 +103,35 @@ def import_runs(argv: list[str]) -> int:
     if kind not in kinds:
         raise UserError(f"no importer for '{kind}': KIND is one of {', '.join(kinds) or 'none installed'}")
     return SUBCOMMANDS[IMPORT_PREFIX + kind](rest)
+
+
+@command("watch", "a web page that follows a results directory while its runs record and after (--port P)")
+def watch(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim watch",
+                           description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "
+                                       "and after they end: each run's figures, calls and status, updated every second. "
+                                       "It reads the store only: nothing under DIR is written.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+    parser.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0: any free one)")
+    scenario_option(parser)
+    options = parser.parse_args(argv)
+    if not 0 <= options.port <= 65535:
+        raise UserError(f"--port must be from 0 to 65535 (got {options.port})")
+    directory = results_directory(options.directory)
+    import asyncio
+    import functools
+
+    from ..watch import serve
+    from .recorded import load_scenario_files
+
+    load_scenario_files(options.scenario_files)
+    try:
+        asyncio.run(serve(directory, port=options.port, ready=functools.partial(print, flush=True)))
+    except OSError as error:  # the port is taken
+        raise UserError(f"cannot listen on 127.0.0.1:{options.port} ({error.strerror}); choose another --port") from None
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 for _family in discover().values():  # every game family's subcommands, its command module imported when one runs

@@ -183,19 +183,7 @@ class RecordedExperiment:
         """The scenario that ran, rebuilt from its recorded class and parameters (its name
         pool drawn as it was, its prompt template's recorded text), or None when its class
         cannot be used safely (`unresolved` says why)."""
-        experiment = self.experiment
-        cls = _import_class(str(experiment.get("scenario_class", "")), self.directory)
-        if cls is None:
-            return None
-        params = {key: tuple(value) if isinstance(value, list) else value for key, value in self.params.items()}
-        known = cls.Params.field_names()
-        settings = type(cls.standin)
-        standin = settings(**{key: value for key, value in self.standin.items() if key in settings.field_names()})
-        scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}), standin=standin)
-        scenario = scenario.for_experiment(int(experiment.get("seed", 0)))
-        if isinstance(scenario, RecordsTemplates):  # its prompts as they were sent, not as today's files word them
-            scenario = scenario.with_recorded_templates(experiment.get("prompt_templates") or {})
-        return scenario
+        return rebuild_scenario(self.experiment, self.directory, self.variant_params)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -282,6 +270,27 @@ class RecordedExperiment:
                 "cost_usd": costs.get(model),
             })
         return table
+
+
+def rebuild_scenario(experiment: Mapping[str, Any], directory: Path, changes: Mapping[str, Any] | None = None) -> Any:
+    """The scenario an experiment's store records (its `experiment` table), with `changes` to
+    its parameters (a grid cell's), rebuilt from its class and parameters (its name pool drawn
+    as it was, its prompt template's recorded text); None when its class cannot be used safely
+    from `directory` (`RecordedExperiment.unresolved` says why)."""
+    cls = _import_class(str(experiment.get("scenario_class", "")), directory)
+    if cls is None:
+        return None
+    params = {key: tuple(value) if isinstance(value, list) else value
+              for key, value in (dict(experiment.get("params") or {}) | dict(changes or {})).items()}
+    known = cls.Params.field_names()
+    settings = type(cls.standin)
+    recorded = dict(experiment.get("standin") or {})
+    standin = settings(**{key: value for key, value in recorded.items() if key in settings.field_names()})
+    scenario = cls(cls.Params(**{key: value for key, value in params.items() if key in known}), standin=standin)
+    scenario = scenario.for_experiment(int(experiment.get("seed", 0)))
+    if isinstance(scenario, RecordsTemplates):  # its prompts as they were sent, not as today's files word them
+        scenario = scenario.with_recorded_templates(experiment.get("prompt_templates") or {})
+    return scenario
 
 
 def _short(value: Any) -> str:
