@@ -52,7 +52,7 @@ def population_page(scenario: Scenario[Any, Any, Any] | type[Scenario[Any, Any, 
 def figures_html(model: PopulationModel) -> str:
     """The card's text: the run's state, the family's figures, the calls. Plain HTML, not
     Solara's Markdown, which loads KaTeX from a CDN: the page needs nothing from outside."""
-    figures = model.scenario.live_figures(model)
+    figures = model.readout.live_figures(model)
     usage = model.usage.total()
     limit = model.scenario.max_rounds()
     state = "over" + (f" ({model.stop_reason.replace('_', ' ')})" if model.stop_reason else "") if model.finished else "running"

@@ -5,7 +5,7 @@ who works in a notebook, where the terminal's live view is not at hand.
 The page (watch.html, no script from outside: the machine may have no network) asks
 `state.json` every second; the server answers from the stores under DIR, read-only, as one
 more SQLite reader beside the run's one writer. Each run's figures are the family's own
-(`Scenario.live_figures`, what the terminal view shows), computed from the run's last
+(their readout's `live_figures`, what the terminal view shows), computed from the run's last
 checkpoint: the model is rebuilt from its recorded scenario and seed and restored, never
 stepped. So every family is shown from what the store holds, and nothing is asked of a model.
 
@@ -163,7 +163,7 @@ class Followed:
         return self.scenarios[variant]
 
     def _figures(self, experiment: dict[str, Any], row: dict[str, Any], blob: bytes | None, cache: RunCache) -> dict[str, Any]:
-        """The run's figures at its last checkpoint: the family's `live_figures`, its calls,
+        """The run's figures at its last checkpoint: the family's readout's `live_figures`, its calls,
         and, for a run on a graph, the graph with each agent's latest choice."""
         if blob is None:
             return {}
@@ -176,7 +176,7 @@ class Followed:
             warnings.simplefilter("ignore")  # a page to look at: a family's notice is for the run's own output
             model = PopulationModel(scenario, seed=int(row["seed"]), replicate=int(row["replicate"]), run_id=int(row["run"]))
             model.restore(blob)
-            figures = scenario.live_figures(model)
+            figures = model.readout.live_figures(model)
         usage = model.usage.total()
         shown: dict[str, Any] = {
             "figures": asdict(figures) | {"shares": dict(figures.shares)},
