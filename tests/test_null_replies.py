@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from helpers import cli
 
 from agentsim.errors import BackendError
 from agentsim.llm import wire
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.openai_backend import read_completion
 from agentsim.llm.tgi import TGIModel
-from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
