@@ -193,7 +193,7 @@ class Session:
                                      f"--set agents={MAX_AGENTS} or fewer")
         for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
             if scenario.codec is not None:
-                scenario.codec.readable_probes(1, config.seed)
+                _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
         if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
@@ -448,6 +448,13 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def _render_every_prompt(codec: Any, seed: int) -> None:
+    """A probe's messages and the reminder a re-ask would send (re-asks are rare: a field of
+    the reminder that nothing fills would otherwise fail mid-run)."""
+    for _request, situation in codec.readable_probes(1, seed):
+        codec.reminder(situation, codec.parse("", situation))
 
 
 def is_stand_in(spec: str) -> bool:
