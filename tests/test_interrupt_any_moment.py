@@ -107,3 +107,24 @@ def test_a_scenario_file_that_raises_keyboardinterrupt_is_still_the_files_fault(
     file.write_text("raise KeyboardInterrupt\n")
     with pytest.raises(ScenarioFileError, match="stopped while loading"):
         load_scenario(file)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_start_up_probe(tmp_path: Path, how: signal.Signals, standin_server) -> None:
+    """The first request (the start-up probe) held by a slow server: the signal comes while it
+    waits for its answer."""
+    server: ServerThread = standin_server(capacity=1, service_time_s=30.0)
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", SCENARIO, "--backend", f"tgi:{server.url}", *SETTINGS,
+                                "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while server.stats.requests < 1:
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read() if process.stderr else ""
+        time.sleep(0.01)
+    assert server.stats.answered == 0  # the probe is in flight
+    process.send_signal(how)
+    _, stderr = process.communicate(timeout=60)
+    said = [line for line in stderr.splitlines() if "event=" not in line]
+    assert process.returncode == CODES[how], stderr
+    assert len(said) == 1 and said[0].startswith(WORDS[how]) and "Traceback" not in stderr, stderr
+    consistent(out)
