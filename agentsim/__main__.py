@@ -13,8 +13,8 @@ def command() -> int:
         interrupts.install()
         from .cli import main
     except KeyboardInterrupt:  # a signal while the command's modules import: nothing has started
-        print(f"agentsim: interrupted by {interrupts.by()}; no run had started and nothing was recorded",
-              file=sys.stderr)
+        print(f"agentsim: interrupted by {interrupts.by()}; it stopped before any run started; no run was recorded "
+              f"or changed", file=sys.stderr)
         return interrupts.exit_code()
     code = main()
     interrupts.hold()  # the last line is out: the exit code it gives stands

@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the runner brings the population model and Mesa (with panda
     from .runner import Experiment
 
 LOG_FORMATS = ("text", "json")  # --log-format
+NOTHING_STARTED = "it stopped before any run started; no run was recorded or changed"
 
 
 def _subcommands_help() -> str:
@@ -175,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _interrupted(out: Path | None) -> int:
     """The one line of a command a signal stopped outside the runs (agentsim/interrupts.py)."""
     where = (f"everything recorded so far is in {out}; continue with --resume --out {out}" if out is not None else
-             "no run had started and nothing was recorded")
+             NOTHING_STARTED)
     with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
         print(f"agentsim: interrupted by {interrupts.by()}; {where}", file=sys.stderr)
     return interrupts.exit_code()

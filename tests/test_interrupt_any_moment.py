@@ -128,3 +128,24 @@ def test_a_signal_during_the_start_up_probe(tmp_path: Path, how: signal.Signals,
     assert process.returncode == CODES[how], stderr
     assert len(said) == 1 and said[0].startswith(WORDS[how]) and "Traceback" not in stderr, stderr
     consistent(out)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_scenario_file_loads_is_not_the_files_fault(tmp_path: Path, how: signal.Signals) -> None:
+    """It was "scenario file ... stopped while loading (KeyboardInterrupt) ... fix the file", exit 2
+    (SIGINT), or a process killed without a word (SIGTERM)."""
+    loading = tmp_path / "loading"
+    file = tmp_path / "slow.py"
+    file.write_text(f"import pathlib, time\npathlib.Path({str(loading)!r}).touch()\ntime.sleep(60)\n"
+                    f"from agentsim.games.naming import NamingGame\nscenario = NamingGame()\n")
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", str(file), "--no-live", "--out", str(tmp_path / "out")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not loading.exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(how)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == CODES[how], stderr
+    assert stderr.strip().splitlines() == [f"{WORDS[how]}; it stopped before any run started; no run was recorded or "
+                                           f"changed"], stderr
