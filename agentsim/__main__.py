@@ -16,10 +16,18 @@ def command() -> int:
         print(f"agentsim: interrupted by {interrupts.by()}; it stopped before any run started; no run was recorded "
               f"or changed", file=sys.stderr)
         return interrupts.exit_code()
-    code = main()
-    interrupts.hold()  # the last line is out: the exit code it gives stands
+    try:
+        code = main()
+    except KeyboardInterrupt:  # between the command's last line and here
+        code = interrupts.exit_code()
+        print(f"agentsim: interrupted by {interrupts.by()} as the command ended, after its last line", file=sys.stderr)
     return code
 
 
+def entry() -> None:
+    """The `agentsim` console script: the command, then `interrupts.finish`."""
+    interrupts.finish(command())
+
+
 if __name__ == "__main__":
-    raise SystemExit(command())
+    entry()

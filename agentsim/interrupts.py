@@ -25,11 +25,13 @@ TYPE_CHECKING = False  # (typing, asyncio and contextlib cost imports: this modu
 if TYPE_CHECKING:
     import asyncio
     from types import FrameType, TracebackType
+    from typing import NoReturn
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 received: list[int] = []  # the signals this process took, in order
+_recording: list[bool] = []  # set once the command's last line is out (`finish`)
 _target: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []  # what the first signal cancels
 
 
@@ -81,6 +83,8 @@ class cancelling:
 
 def _on_signal(number: int, frame: FrameType | None) -> None:
     received.append(number)
+    if _recording:  # the command has ended: `finish` says so
+        return
     if _target and len(received) == 1:
         loop, task = _target[0]
         task.cancel()
@@ -89,9 +93,26 @@ def _on_signal(number: int, frame: FrameType | None) -> None:
     raise Interrupt(number)
 
 
-def hold() -> None:
-    """Ignore both signals for the rest of the process: the command has printed its last line
-    and its exit code stands (a signal now would interrupt Python's own shutdown, with a
-    traceback)."""
-    for number in SIGNALS:
-        signal.signal(number, signal.SIG_IGN)
+def finish(code: int) -> NoReturn:
+    """End the process with `code` once the command's last line is out, keeping the promise to
+    the end: Python's own exit (atexit callbacks: Ray's shutdown) runs here with signals only
+    recorded, and a signal taken meanwhile still gives 130 / 143 and one line; then the process
+    ends at once, without the interpreter's module teardown, during which a signal would meet
+    no handler at all (lost, or a process killed without a word)."""
+    import atexit
+    import os
+    import sys
+
+    _recording[:] = [True]
+    before = len(received)
+    try:
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except (OSError, ValueError):  # a reader gone away: the exit code still says how it ended
+        pass
+    if len(received) > before:
+        code = exit_code()
+        os.write(2, f"agentsim: interrupted by {by()} as the command ended, after its last line; nothing was left "
+                    f"to stop, and what it recorded stands\n".encode())
+    os._exit(code)

@@ -49,6 +49,16 @@ def signalled(arguments: list[str], how: signal.Signals, moment: float) -> tuple
     return (process.returncode, stderr) if sent else None
 
 
+def difference(expected: dict[str, list[tuple[object, ...]]], found: dict[str, list[tuple[object, ...]]]) -> str:
+    """The first differing row of each table, to read in a failure."""
+    shown = []
+    for table in expected:
+        pairs = [(row, other) for row, other in zip(expected[table], found[table]) if row != other]
+        if pairs or len(expected[table]) != len(found[table]):
+            shown.append(f"{table}: {len(expected[table])} vs {len(found[table])} rows; first differing {pairs[:1]}")
+    return "; ".join(shown)
+
+
 def consistent(out: Path) -> None:
     """A store, if the command made one, that SQLite finds whole, whose runs are each done or
     interrupted (never left `running`, never failed)."""
@@ -95,7 +105,8 @@ def test_a_signal_at_any_moment_gives_its_code_one_line_and_a_store_that_resumes
             if resumed.returncode == 2 and "records no experiment" in resumed.stderr:
                 continue  # stopped before the experiment was recorded: nothing to resume, nothing lost
             assert resumed.returncode == 0, f"at {moment:.3f} s:\n{resumed.stderr}"
-            assert dump(out / "agentsim.db") == reference, f"at {moment:.3f} s"
+            resumed_rows = dump(out / "agentsim.db")
+            assert resumed_rows == reference, f"at {moment:.3f} s: {difference(reference, resumed_rows)}"
     assert taken >= len(moments) // 2
 
 
