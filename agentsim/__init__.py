@@ -5,11 +5,29 @@ From Python (agentsim/api.py): `agentsim.run(SCENARIO, ...)` runs an experiment 
 `agentsim.open(DIR)` reads a finished output directory. The game families live in
 `agentsim.games` (`from agentsim.games.naming import NamingGame`); the Mesa model is
 `agentsim.model.PopulationModel` (docs/mesa.md).
+
+`import agentsim` imports nothing else until one of these is used: `python -m agentsim` runs
+this file first, and takes SIGINT and SIGTERM as soon as it can (agentsim/__main__.py).
 """
 
 __version__ = "0.1.0"
 
-from .api import arun, open, run  # (after __version__, which the runner reads)
-from .results import Results
+TYPE_CHECKING = False  # (typing's own costs an import: mypy reads this name the same way)
+if TYPE_CHECKING:
+    from .api import arun, open, run
+    from .results import Results
 
 __all__ = ["Results", "__version__", "arun", "open", "run"]
+
+
+def __getattr__(name: str) -> object:
+    """`agentsim.run`, `.arun`, `.open` and `.Results`, imported on first use."""
+    if name in ("arun", "open", "run"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "Results":
+        from .results import Results
+
+        return Results
+    raise AttributeError(f"module 'agentsim' has no attribute '{name}'")

@@ -57,12 +57,21 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
 
     Raises `UserError` for a mistake in the input, before any run, and `RunStopped` when a
     backend fails or the budget is spent (everything recorded is in the output directory:
-    `agentsim.open(DIR)` reads it, `resume=True` continues)."""
+    `agentsim.open(DIR)` reads it, `resume=True` continues). An interrupt (Ctrl-C, Jupyter's
+    Interrupt) stops the runs as it stops the command line's, and raises
+    `agentsim.errors.ExperimentInterrupted` (a KeyboardInterrupt) naming the output directory."""
     from .blocking import run_blocking
+    from .errors import ExperimentInterrupted
 
-    return run_blocking(arun(scenario, backend=backend, population=population, runs=runs, seed=seed,
-                             overrides=overrides, options=options, out=out, resume=resume, executor=executor,
-                             progress=progress))
+    opened: list[Experiment] = []
+    try:
+        return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, seed=seed,
+                                  overrides=overrides, options=options, out=out, resume=resume, executor=executor,
+                                  progress=progress, opened=opened))
+    except KeyboardInterrupt:
+        if not opened:  # before the output directory was opened: nothing recorded
+            raise
+        raise ExperimentInterrupted(str(opened[0].config.out)) from None
 
 
 async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
@@ -71,11 +80,18 @@ async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[An
                out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
                ) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
+    return await _arun(scenario, backend=backend, population=population, runs=runs, seed=seed, overrides=overrides,
+                       options=options, out=out, resume=resume, executor=executor, progress=progress, opened=[])
+
+
+async def _arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *,
+                opened: list[Experiment], **arguments: Any) -> Results:
+    """`arun`, keeping the experiment in `opened` once it is open (`run` names its directory
+    when interrupted)."""
     from .results import Results
 
-    experiment = prepare(scenario, backend=backend, population=population, runs=runs, seed=seed,
-                         overrides=overrides, options=options, out=out, resume=resume, executor=executor,
-                         progress=progress)
+    experiment = prepare(scenario, **arguments)
+    opened.append(experiment)
     await experiment.run()
     return Results(experiment.config.out)
 

@@ -26,14 +26,13 @@ import errno
 import json
 import math
 import os
-import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, event_loop
+from . import __version__, event_loop, interrupts
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
 from .llm.cache import DEFAULT_MAX_BYTES
@@ -51,9 +50,8 @@ from .variants import pinned_variants
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
     from .runner import Experiment
 
-EXIT_INTERRUPTED = 130
 LOG_FORMATS = ("text", "json")  # --log-format
-EXIT_TERMINATED = 143
+NOTHING_STARTED = "it stopped before any run started; no run was recorded or changed"
 
 
 def _subcommands_help() -> str:
@@ -176,14 +174,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    started: dict[str, Path] = {}
     try:
         try:
-            return _main(arguments)
+            return _main(arguments, started)
         finally:
             sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
     except BrokenPipeError:  # `... | head -1`: the reader has seen enough; nothing recorded is lost
         silence_stdout()
         return 0
+    except KeyboardInterrupt:  # a signal at any other moment (imports, loading, the probe, the last line)
+        return _interrupted(started.get("out"))
+
+
+def _interrupted(out: Path | None) -> int:
+    """The one line of a command a signal stopped outside the runs (agentsim/interrupts.py)."""
+    where = (f"everything recorded so far is in {out}; continue with --resume --out {out}" if out is not None else
+             NOTHING_STARTED)
+    with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
+        print(f"agentsim: interrupted by {interrupts.by()}; {where}", file=sys.stderr)
+    return interrupts.exit_code()
 
 
 def silence_stdout() -> None:
@@ -194,7 +204,7 @@ def silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
-def _main(arguments: list[str]) -> int:
+def _main(arguments: list[str], started: dict[str, Path]) -> int:
     if arguments and arguments[0] in SUBCOMMANDS:
         return SUBCOMMANDS[arguments[0]](arguments[1:])
     if arguments and _misspelt_subcommand(arguments[0]):
@@ -208,11 +218,10 @@ def _main(arguments: list[str]) -> int:
         return _user_error(error)
     except (OSError, sqlite3.Error) as error:  # the output directory: read-only, full, not a directory
         return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); {_fix(error)}"))
-    received: list[int] = []
-    out = experiment.config.out
+    out = started["out"] = experiment.config.out
     code, outcome, message = 0, "done", ""
     try:
-        event_loop.run(_run(experiment, received))
+        event_loop.run(_run(experiment))
     except UserError as error:
         code, outcome, message = EXIT_USER_ERROR, "user_error", f"agentsim: error: {error}"
     except RunStopped as error:
@@ -224,10 +233,9 @@ def _main(arguments: list[str]) -> int:
         message = (f"agentsim: error: cannot write {out} ({_reason(error)}); what was committed before is kept: "
                    f"{_fix(error)}, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
-        by = "SIGTERM" if received and received[-1] == signal.SIGTERM else "Ctrl-C"
-        code, outcome = (EXIT_TERMINATED if by == "SIGTERM" else EXIT_INTERRUPTED), "interrupted"
+        code, outcome = interrupts.exit_code(), "interrupted"
         runs = experiment.config.runs  # what --resume continues, no more (--add-runs K adds)
-        message = (f"agentsim: interrupted by {by}; everything recorded so far is in {out}; "
+        message = (f"agentsim: interrupted by {interrupts.by()}; everything recorded so far is in {out}; "
                    f"continue its {runs} run{'s' if runs != 1 else ''} with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
     try:
@@ -332,26 +340,13 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     return experiment
 
 
-async def _run(experiment: Experiment, received: list[int]) -> None:
-    """Run the experiment; SIGINT (Ctrl-C) and SIGTERM both stop it cleanly, once."""
+async def _run(experiment: Experiment) -> None:
+    """Run the experiment; the first SIGINT (Ctrl-C) or SIGTERM stops it cleanly
+    (agentsim/interrupts.py: the runs record it, summary.json is written)."""
     task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM)
-
-    def interrupt(number: int) -> None:
-        received.append(number)
-        for each in signals:  # a second signal is not gentle
-            loop.remove_signal_handler(each)
-        if task is not None:
-            task.cancel()
-
-    for number in signals:
-        loop.add_signal_handler(number, interrupt, number)
-    try:
+    assert task is not None
+    with interrupts.cancelling(task):
         await experiment.run()
-    finally:
-        for number in signals:
-            loop.remove_signal_handler(number)
 
 
 def backend_options(options: argparse.Namespace) -> BackendOptions:

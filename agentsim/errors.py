@@ -17,6 +17,10 @@
     │   └── BudgetExhausted       --max-calls / --max-cost would be passed by the next request: exit 4
     └── BackendError              a language-model call failed (raised by backends, handled by retries)
 
+    KeyboardInterrupt
+    └── ExperimentInterrupted     `agentsim.run` stopped by an interrupt (Ctrl-C, Jupyter's Interrupt):
+                                  the runs recorded it; the message says where (agentsim.open(DIR))
+
 Messages never contain API keys or auth headers: backends build them from status codes and
 error kinds, not from request objects.
 """
@@ -127,3 +131,15 @@ class BackendError(AgentsimError):
     @property
     def retryable(self) -> bool:
         return self.kind in self.RETRYABLE
+
+
+class ExperimentInterrupted(KeyboardInterrupt):
+    """`agentsim.run(...)` interrupted (Ctrl-C in a script, Interrupt in Jupyter): the runs
+    stopped as the command line's do on Ctrl-C (no request after, the budget spends no more)
+    and recorded what they played. A KeyboardInterrupt still, so that whatever stops on an
+    interrupt stops; `out` is the output directory, which its message names."""
+
+    def __init__(self, out: str) -> None:
+        super().__init__(f"interrupted; everything recorded so far is in {out}: agentsim.open({out!r}) reads it, "
+                         f"agentsim.run(..., out={out!r}, resume=True) continues it")
+        self.out = out

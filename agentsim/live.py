@@ -7,6 +7,7 @@ with auto-refresh off, fed a renderable built by the pure function `render`.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections import Counter
@@ -323,7 +324,7 @@ class LogView:
                     self.ended.add(view.run)
                     ended = self.log.info if view.status == "done" else self.log.warning
                     ended("run_ended", status=view.status, stop_reason=view.stop_reason,
-                                  **fields, **dict(view.metrics.lines))
+                          **fields, **game_fields(view.metrics.lines, {*fields, "status", "stop_reason"}))
             elif now - self.last.get(view.run, 0.0) >= self.every:
                 self.last[view.run] = now
                 self.log.info("run_progress", **fields, elapsed_s=round(now - self.started, 1),
@@ -347,6 +348,27 @@ class LogView:
             fallbacks=sum(int(run.get("fallbacks") or 0) for run in runs),
             **({"message": message} if message else {}),
             next=next((line.partition(": ")[2] for line in lines[1:]), ""))
+
+
+# Names a log line's renderer or structlog itself gives: never a game's field.
+_LOG_OWN = frozenset({"event", "timestamp", "level", "logger", "method_name"})
+
+
+def game_fields(lines: tuple[tuple[str, str], ...], taken: set[str]) -> dict[str, str]:
+    """A game's labelled lines (`LiveFigures.lines`) as log fields: each label a `key=value` key
+    (lower case, its words joined by `_`: "agreed limit" is `agreed_limit`), and one a line
+    already has (`round`, `calls`, `fallbacks`...) prefixed with `game_`, so that a game's label
+    never replaces a field of the line nor breaks it."""
+    fields: dict[str, str] = {}
+    for label, text in lines:
+        key = re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_") or "line"
+        if key in taken or key in _LOG_OWN or key in fields:
+            key = f"game_{key}"
+        number, base = 2, key
+        while key in taken or key in fields:
+            key, number = f"{base}_{number}", number + 1
+        fields[key] = text
+    return fields
 
 
 def configure_logging(log_format: str = "text") -> None:

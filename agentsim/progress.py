@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -81,6 +82,7 @@ class Progress:
         # Where each run of a Ray sweep ran: (host, worker pid) per worker it was sent to.
         self.workers: dict[int, list[tuple[str, int]]] = {}
         self.last_draw = 0.0
+        self.view_failed = False  # the view raised once: said, and not said again
 
     def start(self, experiment: dict[str, Any]) -> None:
         self.view.start(experiment)
@@ -106,7 +108,7 @@ class Progress:
         now = time.monotonic()
         if view.status != "running" or now - self.last_draw >= REDRAW_S:
             self.last_draw = now
-            self.view.update([self.views[run] for run in sorted(self.views)])
+            self._draw([self.views[run] for run in sorted(self.views)])
 
     def placed(self, run: int, host: str, pid: int) -> None:
         """Run `run` went to the Ray worker `pid` on `host`."""
@@ -114,5 +116,17 @@ class Progress:
 
     def close(self) -> None:
         """The final picture, and the view stopped."""
-        self.view.update(list(self.views.values()), final=True)
+        self._draw(list(self.views.values()), final=True)
         self.view.stop()
+
+    def _draw(self, runs: list[RunView], *, final: bool = False) -> None:
+        """The view's picture of `runs`; a view that cannot draw them (a game's figures it
+        cannot show) is not the runs' failure: they go on, recorded as they end, with one
+        warning on stderr."""
+        try:
+            self.view.update(runs, final=final)
+        except Exception as error:
+            if not self.view_failed:
+                self.view_failed = True
+                print(f"agentsim: warning: the view could not show the runs ({type(error).__name__}: "
+                      f"{redact(str(error))}); they go on", file=sys.stderr)

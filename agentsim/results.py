@@ -103,7 +103,9 @@ class Results:
         choice as the game reads it: a name), `payoff`, `fallback` (no reply gave it: keep it
         out of any share). With `situations`, where the game decodes its contexts (the naming
         games), `options` (in the order the prompt listed them) and `memory` ((own, partner,
-        payoff) of each remembered encounter) that the choice was made from."""
+        payoff) of each remembered encounter) that the choice was made from, None where the
+        family's situation keeps none, and `situation`: the decoded situation itself, whatever
+        its family (the Prisoner's Dilemma's `DilemmaView`: round, history, partner record)."""
         import pandas as pd
 
         frame = pd.read_sql_query(
@@ -131,8 +133,10 @@ class Results:
 
             found = [situation((int(run), int(t), int(agent)))
                      for run, t, agent in zip(frame["run"], frame["t"], frame["agent"], strict=True)]
-            frame["options"] = [None if each is None else tuple(each.options) for each in found]
-            frame["memory"] = [None if each is None else tuple(each.memory) for each in found]
+            frame["situation"] = found
+            # (the naming games' situations keep options and a memory; another family's may keep neither)
+            frame["options"] = [_field_tuple(each, "options") for each in found]
+            frame["memory"] = [_field_tuple(each, "memory") for each in found]
         return frame
 
     def decisions(self, *, prompts: bool = False) -> pd.DataFrame:
@@ -219,3 +223,9 @@ class Results:
         if scenario is None:
             raise UserError(self._recorded.unresolved or f"the scenario of {self.directory} cannot be rebuilt")
         return scenario
+
+
+def _field_tuple(situation: Any, name: str) -> tuple[Any, ...] | None:
+    """A decoded situation's `name` as a tuple, None where there is no situation or no such field."""
+    value = getattr(situation, name, None)
+    return None if value is None else tuple(value)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioFileError, UserError
+from .interrupts import Interrupt
 from .scenario import Scenario
 
 
@@ -43,6 +44,8 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
         raise ScenarioFileError(f"scenario file '{path}' has a syntax error at line {error.lineno}: {error.msg}; fix the file") from None
     except UserError as error:
         raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    except Interrupt:  # a signal the command took while the file loaded: not the file's fault
+        raise
     except (SystemExit, KeyboardInterrupt) as error:  # sys.exit() or a raised interrupt in the file: it ran nothing
         said = f": {error}" if str(error) and str(error) != "0" else ""
         raise ScenarioFileError(f"scenario file '{path}' stopped while loading ({type(error).__name__}{said}); a "

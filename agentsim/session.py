@@ -205,7 +205,7 @@ class Session:
                                      f"--set agents={MAX_AGENTS} or fewer")
         for scenario in [self.scenario, *self.variant_scenarios]:  # a template naming a field nobody fills: now, not at a call
             if scenario.codec is not None:
-                scenario.codec.readable_probes(1, config.seed)
+                _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         if config.llm.batch:
             from .batch_run import refuse_unbatchable
@@ -557,6 +557,13 @@ def refuse_linked_store(out: Path) -> None:
                  "a hard link (the same file has another name)")
         raise OutputDirError(f"{database} is {other}; agentsim writes only a database of its own directory: copy "
                              f"the file instead of linking it, or give its own directory as --out")
+
+
+def _render_every_prompt(codec: Any, seed: int) -> None:
+    """A probe's messages and the reminder a re-ask would send (re-asks are rare: a field of
+    the reminder that nothing fills would otherwise fail mid-run)."""
+    for _request, situation in codec.readable_probes(1, seed):
+        codec.reminder(situation, codec.parse("", situation))
 
 
 def is_stand_in(spec: str) -> bool:

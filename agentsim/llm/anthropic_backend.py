@@ -28,6 +28,7 @@ from collections import OrderedDict
 from typing import Any, ClassVar
 
 from ..errors import BackendError
+from . import wire
 from .base import Completion, Request, estimate_tokens, usage_count
 from .faults import rate_limit_signals, sdk_errors, whole_answer_within
 
@@ -159,7 +160,8 @@ class AnthropicModel:
                     content = await content
         try:
             body = json.loads(content)
-            text = "".join(block.get("text", "") for block in body["content"] if block.get("type") == "text")
+            text = "".join(wire.reply_text(block.get("text"), "anthropic") for block in body["content"]
+                           if block.get("type") == "text")
             usage = body.get("usage") or {}
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BackendError("anthropic answered a body that is not a message", kind="malformed") from None

@@ -128,7 +128,7 @@ def read_completion(answer: bytes, headers: Mapping[str, str], model: str) -> Co
     try:
         body = wire.decode(answer)
         choice = body["choices"][0]
-        text = choice["message"]["content"] or ""
+        text = wire.reply_text(choice["message"]["content"], "openai")
         usage = body.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError):
         raise BackendError("openai answered a body that is not a chat completion", kind="malformed") from None

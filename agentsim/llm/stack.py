@@ -25,6 +25,7 @@ from .cache import CachedModel, ResponseStore, default_cache_path
 from .choices import ChoiceDistributionModel
 from .health import BackendGuard, BackendHealth, StartupProbe
 from .limiter import LimitedModel, Limits
+from .model_files import cache_identity
 from .retries import RetryingModel
 
 if TYPE_CHECKING:
@@ -58,10 +59,11 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
     model = RetryingModel(model, options.retry, deadline=spec.provider in REMOTE)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
+        identity = cache_identity(spec.provider, spec.target)  # a local model: its content, not its path
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
-                            model=spec.target, replay=options.replay)
+                            model=identity, replay=options.replay)
         model = ChoiceDistributionModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
-                                        model=spec.target, sample_locally=options.sample_locally)
+                                        model=identity, sample_locally=options.sample_locally)
     return AccountedModel(model, budget, model=spec.target, health=health)
 
 

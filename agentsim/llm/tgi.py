@@ -85,7 +85,7 @@ class TGIModel:
         style = await self._chat_style()
         body, headers = await self._post_or_get("POST", "/generate", self.payload(request, style), with_headers=True)
         try:
-            text = body["generated_text"]
+            text = wire.reply_text(body["generated_text"], "tgi")
             details = body.get("details") or {}
             prompt_tokens = int(headers.get("x-prompt-tokens") or 0)
             completion_tokens = int(headers.get("x-generated-tokens") or details.get("generated_tokens") or 0)

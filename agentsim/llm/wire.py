@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from ..errors import BackendError
+
 
 def encode(value: Any) -> bytes:
     """`value` as a request body."""
@@ -35,3 +37,14 @@ def decode_or_none(raw: bytes | str) -> Any:
         return decode(raw)
     except ValueError:
         return None
+
+
+def reply_text(value: Any, provider: str) -> str:
+    """A reply's text as a server gave it: none at all (`null`) is an empty reply, which the game
+    reads as unusable (re-asked, then a recorded fallback) like any reply naming no option; a
+    value that is not text is a body that does not keep its format (retried as malformed)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BackendError(f"{provider} answered a reply whose text is not text", kind="malformed")
+    return value

@@ -38,7 +38,11 @@ class PromptTemplate:
                 current = sections.setdefault(header.group(1), [])
             elif current is not None:
                 current.append(line)
-        return cls(name=name, text=text, sections={key: "\n".join(lines).rstrip("\n") for key, lines in sections.items()})
+        template = cls(name=name, text=text,
+                       sections={key: "\n".join(lines).rstrip("\n") for key, lines in sections.items()})
+        for section in template.sections:
+            template.fields(section)  # refuses a section that is not format text, or a field that reaches further
+        return template
 
     @classmethod
     def load(cls, game: str, variant: str) -> PromptTemplate:
@@ -46,7 +50,15 @@ class PromptTemplate:
         or a path to a template file."""
         path = Path(variant)
         if path.suffix == ".txt" and path.is_file():
-            return cls.parse(path.stem, path.read_text(encoding="utf-8"))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as error:
+                raise ParameterError(f"prompt template '{variant}' is not UTF-8 text (byte {error.start}); save it "
+                                     f"as UTF-8") from None
+            except OSError as error:
+                raise ParameterError(f"cannot read the prompt template '{variant}' ({error.strerror}); give a "
+                                     f"readable .txt file") from None
+            return cls.parse(path.stem, text)
         folder = resources.files(f"agentsim.games.{game}").joinpath("prompts")
         resource = folder.joinpath(f"{variant}.txt")
         if not resource.is_file():
@@ -63,9 +75,24 @@ class PromptTemplate:
         return self
 
     def fields(self, section: str) -> set[str]:
-        """The fields a section uses (`{entries}`, `{options}`...)."""
-        return {name for _text, name, _spec, _conversion in string.Formatter().parse(self.sections.get(section, ""))
-                if name}
+        """The fields a section uses (`{entries}`, `{options}`...). A field is a plain name: one
+        that reaches into a value (`{0.__class__.__mro__}`, `{options[0]}`) or a number is
+        refused, as is text `str.format` cannot read (`{unclosed`)."""
+        text = self.sections.get(section, "")
+        try:
+            parts = list(string.Formatter().parse(text))
+            for _literal, _name, spec, _conversion in parts:  # a format spec may hold fields of its own
+                parts += list(string.Formatter().parse(spec or ""))
+        except ValueError as error:
+            raise ParameterError(f"prompt template '{self.name}': its [{section}] section is not format text "
+                                 f"({error}); write a literal brace as {{{{ or }}}}") from None
+        names = {name for _literal, name, _spec, _conversion in parts if name is not None}
+        for name in sorted(names):
+            if not name.isidentifier():
+                raise ParameterError(f"prompt template '{self.name}' uses the field {{{name}}} in its [{section}] "
+                                     f"section; a field is a plain name such as {{options}} (one a scenario supplies: "
+                                     f"docs/writing-a-scenario.md), and a literal brace is written {{{{ or }}}}")
+        return names
 
     def require_fields(self, **wanted: tuple[str, ...]) -> PromptTemplate:
         """Check that each section uses the fields the game fills in and needs the model to see:

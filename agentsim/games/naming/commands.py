@@ -232,17 +232,28 @@ def check_model(argv: list[str]) -> int:
     parser.add_argument("--backend", required=True, help="the model, as for a run: local:smollm2, openai:MODEL@URL, ...")
     parser.add_argument("--names", default="Q,M", help="the name pool, comma-separated (default Q,M)")
     parser.add_argument("--seeds", type=int, default=60, help="seeds per state for calibration (default 60)")
+    parser.add_argument("--preference-seeds", type=int, default=24,
+                        help="seeds per option order for the position and letter preference (default 24); a model "
+                             "that reports no distributions is judged on these samples alone")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=finite_float, default=60.0,
+                        help="seconds per request, and at least the start-up probe's deadline (default 60)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="ask the model every time instead of the shared response cache: measure it afresh")
     parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
     options = parser.parse_args(argv)
+    if not 1 <= options.preference_seeds <= 100_000:
+        raise UserError(f"--preference-seeds must be from 1 to 100000 (got {options.preference_seeds})")
     names = tuple(name.strip() for name in options.names.split(",") if name.strip())
     if len(names) < 2 or len(set(names)) != len(names):
         raise UserError(f"--names needs two or more distinct names (got '{options.names}')")
     if options.seeds < 10:
         raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
-    from .model_check import ModelCheck, check_model, report_lines
+    from .model_check import ModelCheck, backend_options, check_model, report_lines
 
-    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed)
+    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
+                       preference_seeds=options.preference_seeds, timeout_s=options.timeout, cache=not options.no_cache)
+    backend_options(check)  # a bad --timeout: one line, before the model loads
     report = check_model(check)
     for line in report_lines(report, check):
         print(line)

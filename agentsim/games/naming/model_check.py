@@ -24,6 +24,7 @@ The verdict is plain: fit, or not, with the reasons. The thresholds are stated i
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ from ... import event_loop
 from ...analysis.stats import proportion_interval
 from ...errors import BackendError, UserError
 from ...llm.base import Completion, LanguageModel, Request, Sampling
+from ...llm.health import HealthPolicy
+from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend, parse_spec
 from ...llm.standin import NAME as STAND_IN
 from ...seeding import derive_seed
@@ -53,6 +56,8 @@ class ModelCheck:
     alpha: float = 0.01  # the calibration test's family-wise false-alarm rate
     seed: int = 0
     concurrency: int = 8
+    timeout_s: float = 60.0  # per attempt, and the start-up probe's deadline at least (--timeout)
+    cache: bool = True  # the shared response cache: False measures the model afresh (--no-cache)
     # the verdict's thresholds
     readable_share: float = 0.9  # of first replies readable, in the mode a run would use
     comprehension_share: float = 0.7  # of Table S7's questions answered right (the paper's models: most)
@@ -87,7 +92,7 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
     """Measure the model and give the verdict (`backend`: one already built, else `check.backend`)."""
     plain = NamingGame(names=check.names).for_experiment(check.seed)
     constrained = plain.with_params(constrained_decoding=True)
-    model = backend or build_backend(check.backend, BackendOptions(model_check=False), rules=plain.standin_part().rules)
+    model = backend or build_backend(check.backend, backend_options(check), rules=plain.standin_part().rules)
     limit = asyncio.Semaphore(check.concurrency)
     try:
         report = CheckReport(check.backend, check.names)
@@ -109,6 +114,15 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
             await model.aclose()
     report.fit, report.reasons = verdict(report, check)
     return report
+
+
+def backend_options(check: ModelCheck) -> BackendOptions:
+    """How the check reaches the model: as a run would, with its --timeout (the start-up probe
+    waits at least as long, since a loaded host answers its first request slowly) and without
+    the response cache where --no-cache asks to measure afresh."""
+    return BackendOptions(model_check=False, timeout_s=check.timeout_s, cache=check.cache,
+                          retry=RetryPolicy(deadline_s=max(RetryPolicy.deadline_s, 4 * check.timeout_s)),
+                          health=HealthPolicy(probe_deadline_s=max(HealthPolicy.probe_deadline_s, check.timeout_s)))
 
 
 async def _ask(model: LanguageModel, requests: list[Request], limit: asyncio.Semaphore) -> list[Completion | None]:
@@ -209,11 +223,20 @@ def verdict(report: CheckReport, check: ModelCheck) -> tuple[bool, list[str]]:
         if abs(report.position_exact - no_preference) >= check.preference_margin:
             reasons.append(f"it chooses by position: the first-listed name with probability {report.position_exact:.0%} "
                            f"from an empty memory, so its biases and conventions follow the prompt's order")
-    elif total:
+    elif total:  # sampled figures only (a server reports no distributions): judged with their interval
         low, high = proportion_interval(chosen, total)
-        if abs(chosen / total - no_preference) >= check.preference_margin and not low <= no_preference <= high:
-            reasons.append(f"it chooses by position: the first-listed name {chosen / total:.0%} of the time "
+        share, margin = chosen / total, check.preference_margin
+        if abs(share - no_preference) >= margin and not low <= no_preference <= high:
+            reasons.append(f"it chooses by position: the first-listed name {share:.0%} of the time "
                            f"(95% interval {low:.0%}-{high:.0%}), so its biases and conventions follow the prompt's order")
+        elif not (no_preference - margin < low and high < no_preference + margin):
+            needed = samples_to_settle(share, no_preference, margin)
+            per_order = math.ceil(needed / len(report.names))
+            reasons.append(f"{UNSETTLED}: the first-listed name {share:.0%} of {total} "
+                           f"sampled choices (95% interval {low:.0%}-{high:.0%}) neither excludes "
+                           f"{no_preference:.0%} (no preference) nor lies within {no_preference - margin:.0%}-"
+                           f"{no_preference + margin:.0%}; about {needed} readable choices would settle it "
+                           f"(check-model --preference-seeds {per_order})")
     if report.calibration is not None and not all(entry["within"] for entry in report.calibration):
         reasons.append("its stored option distributions do not match its answers (please report this: "
                        "--sample-locally and exact tables would be wrong on it)")
@@ -223,7 +246,22 @@ def verdict(report: CheckReport, check: ModelCheck) -> tuple[bool, list[str]]:
         reasons.append(f"it answers {right / asked:.0%} of the paper's comprehension questions right (Table S7; "
                        f"fit: {check.comprehension_share:.0%}), so its choices do not follow from the game's rules")
     needs_grammar_only = len(reasons) == 1 and reasons[0].startswith("it needs the answer grammar")
+    # (an unsettled preference is no finding against the model, and no clearance either: not fit until settled)
     return (not reasons or needs_grammar_only), reasons
+
+
+def samples_to_settle(share: float, no_preference: float, margin: float) -> int:
+    """Readable choices whose 95% interval around `share` would settle the question: exclude
+    `no_preference` where the share is at least `margin` from it, else lie within `margin` of
+    it (the normal approximation; a share near the margin's edge needs many)."""
+    distance = abs(share - no_preference)
+    room = distance if distance >= margin else margin - distance
+    spread = max(share * (1 - share), 0.01)
+    return max(1, min(MAX_SAMPLES, math.ceil(1.96**2 * spread / max(room, 1e-6) ** 2)))
+
+
+MAX_SAMPLES = 100_000
+UNSETTLED = "its position preference is not settled"
 
 
 def _share(counts: tuple[int, int]) -> float:
@@ -242,7 +280,8 @@ def report_lines(report: CheckReport, check: ModelCheck) -> list[str]:
             lines.append(f"preference: {label} chosen {chosen / total:.0%} [{low:.0%}, {high:.0%}] of {total} readable "
                          f"first choices ({report.preference_mode})"
                          + ("" if exact is None else f", exact probability {exact:.0%}")
-                         + f"; no preference: {1 / len(report.names):.0%}")
+                         + f"; no preference: {1 / len(report.names):.0%}"
+                         + ("" if exact is None else _sampled_beside_exact(chosen, total, exact, low, high)))
     if report.calibration is None:
         lines.append("calibration: not available: this backend reports no exact option distributions "
                      "(--sample-locally and exact strategy tables refuse on it; docs/backends.md)")
@@ -260,10 +299,23 @@ def report_lines(report: CheckReport, check: ModelCheck) -> list[str]:
         lines.append(f"comprehension (Table S7): {right} of {asked} right ({right / asked:.0%}; {groups})")
     if report.fit:
         lines.append("verdict: FIT for the naming-game experiments" + (f", {report.reasons[0][3:]}" if report.reasons else ""))
+    elif all(reason.startswith(UNSETTLED) for reason in report.reasons):
+        lines.append("verdict: NOT SETTLED for the naming-game experiments: " + "; ".join(report.reasons)
+                     + ". Nothing else speaks against it.")
     else:
         lines.append("verdict: NOT FIT for the naming-game experiments: " + "; ".join(report.reasons)
                      + ". Runs on it test the pipeline, not the paper's hypotheses.")
     return lines
+
+
+def _sampled_beside_exact(chosen: int, total: int, exact: float, low: float, high: float) -> str:
+    """Why a sampled share may lie off the exact figure printed beside it: said, not left to puzzle."""
+    if low <= exact <= high:
+        return ""
+    p_value = float(stats.binomtest(chosen, total, min(max(exact, 0.0), 1.0)).pvalue)
+    return (f" (the sampled interval misses the exact {exact:.0%}: a sample this far off comes with p={p_value:.2g}, and "
+            f"a 95% interval misses the true value one time in twenty; the verdict uses the exact figure, and the "
+            f"calibration line tests the stored distributions against the answers)")
 
 
 def check_model(check: ModelCheck) -> CheckReport:

@@ -323,7 +323,8 @@ def critical_mass(context: ReportContext) -> None:
                 matrix = _stack([alternative_share_matrix(experiment) for experiment in experiments])
                 if not matrix.size:
                     continue
-                mean, sem, _counts = mean_and_sem(matrix)
+                mean, sem, counts = mean_and_sem(matrix)
+                played = np.nansum(_stack([_played(experiment, "alternative_share") for experiment in experiments]), axis=0)
                 rounds = np.arange(1, mean.size + 1)
                 flipped = [bool(summary.get("flip")) for experiment in experiments for summary in experiment.summaries()]
                 bold = critical is not None and size == critical
@@ -333,7 +334,8 @@ def critical_mass(context: ReportContext) -> None:
                           label=f"CM={size}: {sum(flipped)}/{len(flipped)} flipped" + (" (critical)" if bold else ""))
                 for position, round_ in enumerate(rounds):
                     rows.append([panel.who, panel.condition, panel.majority, panel.alternative, size, int(round_),
-                                 mean[position], sem[position], matrix.shape[0], sum(flipped), int(bold),
+                                 mean[position], sem[position], int(counts[position]), int(played[position]),
+                                 int(counts[position] - played[position]), sum(flipped), int(bold),
                                  " ".join(experiment.label for experiment in experiments)])
             threshold = float(members[0].params.get("consensus_threshold") or FLIP_SHARE)
             axis.axhline(threshold, color="black", linestyle="--", linewidth=1, label=f"flip: {threshold:.0%}")
@@ -343,11 +345,15 @@ def critical_mass(context: ReportContext) -> None:
             whole_rounds(axis)
         context.add_figure("fig3a_alternative_production", "Production of the alternative by committed size", figure,
                            ["group", "condition", "majority", "alternative", "committed", "round", "mean_alternative_share",
-                            "sem", "runs", "runs_flipped", "is_critical_mass", "experiments"], rows,
+                            "sem", "runs", "runs_played", "runs_carried_forward", "runs_flipped", "is_critical_mass",
+                            "experiments"], rows,
                            "Mean share of the committed minority's name among the other agents' productions (band: ± one "
                            "standard error over runs); dashed: the flip criterion (95% over the last 3N interactions unless the "
                            "scenario sets consensus_threshold); bold: "
-                           "the critical mass; dots: every run flipped. One panel per backend, convention and condition.")
+                           "the critical mass; dots: every run flipped. One panel per backend, convention and condition. "
+                           "A run that stopped before a round (it flipped, or was stopped) enters that round's mean with its "
+                           "last share, carried forward: of a round's `runs`, `runs_played` played it and "
+                           "`runs_carried_forward` are carried (in the CSV).")
     if masses:
         results = masses
         figure, axes = context.figure(width=5.2, height=3.4)
@@ -370,6 +376,18 @@ def critical_mass(context: ReportContext) -> None:
 
 
 FLIP_SHARE = 0.95
+
+
+def _played(experiment: RecordedExperiment, key: str) -> np.ndarray:
+    """Runs x rounds, as `round_matrix(key)`: 1 where the run played the round and recorded
+    `key`, 0 where its value is missing or only carried forward from an earlier round."""
+    rows = [[entry.get(key) is not None for entry in entries] for entries in experiment.round_stats.values()]
+    if not rows:
+        return np.zeros((0, 0))
+    matrix = np.zeros((len(rows), max(len(row) for row in rows)))
+    for index, row in enumerate(rows):
+        matrix[index, : len(row)] = row
+    return matrix
 
 
 def _stack(matrices: list[np.ndarray]) -> np.ndarray:
