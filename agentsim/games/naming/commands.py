@@ -206,6 +206,7 @@ def comprehension(argv: list[str]) -> int:
     parser.add_argument("--max-states", type=int, default=200)
     parser.add_argument("--backend", default="", help="default: the backend the run used")
     parser.add_argument("--seed", type=int, default=0)
+    batch_options(parser, "ask every question through the provider's batch API first")
     scenario_option(parser)
     options = parser.parse_args(argv)
     from .comprehension_check import ComprehensionCheck, check
@@ -213,11 +214,29 @@ def comprehension(argv: list[str]) -> int:
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     document = check(results_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
                                                                        max_states=options.max_states,
-                                                                       backend=options.backend, seed=options.seed))
+                                                                       backend=options.backend, seed=options.seed,
+                                                                       batch=options.batch,
+                                                                       batch_poll_s=options.batch_poll))
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    print(spent_line(document["spent"], options.batch))
     return 0
+
+
+def batch_options(parser: CommandParser, what: str) -> None:
+    """`--batch` and `--batch-poll` of a command whose calls are independent (as a run's)."""
+    parser.add_argument("--batch", action="store_true",
+                        help=f"{what} (one batch, at half price, answered within hours; openai: and anthropic: "
+                             f"backends, with the response cache), then answer from the cache; a batch submitted "
+                             f"before and still pending is polled, not submitted again")
+    parser.add_argument("--batch-poll", type=finite_float, default=30.0, metavar="S",
+                        help="seconds between looks at a submitted batch (default 30)")
+
+
+def spent_line(spent: dict[str, float], batch: bool) -> str:
+    return (f"spent: {int(spent['calls'])} requests, ${spent['cost_usd']:.6f}"
+            + (" (through the batch API, at half price)" if batch else "") + "; answers from the response cache cost nothing")
 
 
 @command("check-model")
@@ -232,6 +251,7 @@ def check_model(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, default=60, help="seeds per state for calibration (default 60)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
+    batch_options(parser, "ask every request of the check through the provider's batch API first")
     options = parser.parse_args(argv)
     names = tuple(name.strip() for name in options.names.split(",") if name.strip())
     if len(names) < 2 or len(set(names)) != len(names):
@@ -240,10 +260,13 @@ def check_model(argv: list[str]) -> int:
         raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
     from .model_check import ModelCheck, check_model, report_lines
 
-    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed)
+    check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
+                       batch=options.batch, batch_poll_s=options.batch_poll)
     report = check_model(check)
     for line in report_lines(report, check):
         print(line)
+    if report.spent:
+        print(spent_line(report.spent, options.batch))
     if options.out is not None:
         import json
 
