@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def test_batched_check_model_gives_the_interactive_report_at_half_price(
         result = cli_in_process("check-model", "--backend", backend, "--seeds", "10", "--out", str(tmp_path / f"{mode}.json"),
                                 *flags)
         assert result.returncode == 0, result.stderr
-        assert result.stdout.splitlines()[-1].startswith("spent: ")
+        assert result.stdout.splitlines()[-2].startswith("spent: ")
         reports[mode] = json.loads((tmp_path / f"{mode}.json").read_text())
         asked_alone = server.stats.requests - before
     assert asked_alone == 0 and server.stats.batches_created == 1  # the batched run: every request in one batch
@@ -109,8 +110,6 @@ def test_a_comprehension_killed_while_waiting_polls_its_recorded_batch(tmp_path:
     environment = {"AGENTSIM_CACHE": str(tmp_path / "cache.db")}
     command = [sys.executable, "-m", "agentsim", "comprehension", str(run), "--agents", "3", "--max-states", "8",
                "--backend", _backend("anthropic", server.url), "--batch", "--batch-poll", "0.05"]
-    import os
-
     process = subprocess.Popen(command, env={**os.environ, **environment}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

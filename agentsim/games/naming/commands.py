@@ -251,7 +251,8 @@ def check_model(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, default=60, help="seeds per state for calibration (default 60)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
-    batch_options(parser, "ask every request of the check through the provider's batch API first")
+    batch_options(parser, "ask every request of the check (the preference in both grammar modes) through the "
+                          "provider's batch API first")
     options = parser.parse_args(argv)
     names = tuple(name.strip() for name in options.names.split(",") if name.strip())
     if len(names) < 2 or len(set(names)) != len(names):
@@ -263,10 +264,11 @@ def check_model(argv: list[str]) -> int:
     check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
                        batch=options.batch, batch_poll_s=options.batch_poll)
     report = check_model(check)
-    for line in report_lines(report, check):
+    lines = report_lines(report, check)
+    if report.spent:  # before the verdict, which stays the last line
+        lines.insert(len(lines) - 1, spent_line(report.spent, options.batch))
+    for line in lines:
         print(line)
-    if report.spent:
-        print(spent_line(report.spent, options.batch))
     if options.out is not None:
         import json
 
