@@ -64,12 +64,13 @@ class ModelCheck:
     alpha: float = 0.01  # the calibration test's family-wise false-alarm rate
     seed: int = 0
     concurrency: int = 8
-    batch: bool = False  # through the provider's batch API first, at half price (--batch)
-    batch_poll_s: float = 30.0
     # the verdict's thresholds
     readable_share: float = 0.9  # of first replies readable, in the mode a run would use
     comprehension_share: float = 0.7  # of Table S7's questions answered right (the paper's models: most)
     preference_margin: float = 0.1  # a first-listed share this far from 1/2, its 95% interval excluding 1/2
+    # every request through the provider's batch API first, at half price (--batch, --batch-poll)
+    batch: bool = False
+    batch_poll_s: float = 30.0
 
 
 def _progress(line: str) -> None:
