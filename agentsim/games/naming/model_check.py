@@ -29,11 +29,10 @@ both modes, since the mode is chosen from the readable replies that come back wi
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scipy import stats
@@ -312,7 +311,7 @@ async def _prefetch(model: LanguageModel, check: ModelCheck, progress: Callable[
 
     plain = NamingGame(names=check.names).for_experiment(check.seed)
     rehearsal = Recorder(StandInModel(plain.standin_part().rules))
-    rehearsed = dataclasses.replace(check, batch=False)
+    rehearsed = replace(check, batch=False)
     await run_check(rehearsed, rehearsal)
     limit = asyncio.Semaphore(check.concurrency)
     for game in (plain, plain.with_params(constrained_decoding=True)):
