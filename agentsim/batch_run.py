@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,14 +29,19 @@ def refuse_unbatchable(session: Session) -> None:
         raise BackendSpecError(f"--batch asks every call at once, and {', '.join(dependent)}'s calls depend on earlier "
                                f"answers (its agents remember); drop --batch (it is for the bias and strategy probes, and "
                                f"scenarios that set independent_calls = True)")
-    specs = [spec for spec, _ in session.shares]
+    require_batch_backend([spec for spec, _ in session.shares])
+
+
+def require_batch_backend(specs: Sequence[str]) -> None:
+    """--batch (of a run, `comprehension` or `check-model`) needs one backend with a batch API."""
     if len(specs) != 1 or parse_spec(specs[0]).provider not in BATCH_PROVIDERS:
         raise BackendSpecError(f"--batch needs one openai: or anthropic: backend (got {', '.join(specs)}); drop --batch "
                                f"or choose --backend openai:MODEL / anthropic:MODEL")
 
 
-class _Recorder:
-    """The stand-in, keeping every request it is asked."""
+class Recorder:
+    """The stand-in, keeping every request it is asked (the rehearsal that finds a command's
+    requests before they are batched)."""
 
     def __init__(self, inner: LanguageModel) -> None:
         self.inner = inner
@@ -65,7 +70,7 @@ async def requests_of(session: Session) -> list[Request]:
                                                 out=Path(scratch) / "standin", llm=dataclasses.replace(config.llm, batch=False,
                                                 max_calls=None, max_cost_usd=None)), NoView())
         played.open()
-        recorder = _Recorder(played.backends["stand-in"])
+        recorder = Recorder(played.backends["stand-in"])
         played.backends = {"stand-in": recorder}
         await played.run()
         return recorder.requests
@@ -80,22 +85,36 @@ def innermost(model: Any) -> Any:
 async def prefetch_batches(session: Session, progress: Callable[[str], None]) -> int:
     """Answer the experiment's first requests through its backend's batch API, into the response
     cache; returns how many were submitted now."""
-    from .llm.batches import estimated_cost, first_requests, prefetch
-    from .llm.cache import CachedModel
-    from .llm.stack import layer, response_store
+    from .llm.batches import first_requests
 
-    ((spec, stack),) = session.backends.items()
-    cached = layer(stack, CachedModel)
-    assert isinstance(cached, CachedModel)  # --batch requires the cache (BackendOptions)
-    model = parse_spec(spec).target
+    ((_, stack),) = session.backends.items()
+    requests = first_requests(await requests_of(session))
+    progress(f"--batch: {len(requests)} requests found by playing the experiment on the stand-in")
+    return await prefetch_into(stack, requests, poll_s=session.config.llm.batch_poll_s,
+                               attempts=session.config.llm.retry.max_attempts, progress=progress)
+
+
+async def prefetch_into(stack: LanguageModel, requests: Iterable[Request], *, poll_s: float, attempts: int,
+                        progress: Callable[[str], None]) -> int:
+    """Answer `requests` through the batch API of the provider inside `stack` (one backend's
+    stack, llm/stack.py) into its response cache, reserved and settled in its budget, so that
+    asking them through `stack` afterwards serves each as an ordinary call at half price;
+    returns how many were submitted now. The run's `--batch` and the `comprehension` and
+    `check-model` commands' share this."""
+    from .llm.accounting import AccountedModel
+    from .llm.batches import estimated_cost, prefetch
+    from .llm.cache import CachedModel
+    from .llm.stack import layer
+
+    cached, accounted = layer(stack, CachedModel), layer(stack, AccountedModel)
+    if not isinstance(cached, CachedModel) or not isinstance(accounted, AccountedModel):
+        raise BackendSpecError("--batch keeps the batches' answers in the response cache; drop --no-cache")
+    model = accounted.model
 
     def price(completion: Completion) -> float:
         return answer_cost(model, completion)
 
-    requests = first_requests(await requests_of(session))
-    progress(f"--batch: {len(requests)} requests found by playing the experiment on the stand-in")
-    return await prefetch(requests, backend=innermost(stack), identity=cached.identity,
-                          store=response_store(session.config.llm), reserve=session.budget.reserve,
-                          settle=session.budget.settle, price=price,
+    return await prefetch(requests, backend=innermost(stack), identity=cached.identity, store=cached.store,
+                          reserve=accounted.budget.reserve, settle=accounted.budget.settle, price=price,
                           estimate=lambda request: estimated_cost(price, request), progress=progress,
-                          poll_s=session.config.llm.batch_poll_s, attempts=session.config.llm.retry.max_attempts)
+                          poll_s=poll_s, attempts=attempts)

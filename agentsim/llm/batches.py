@@ -60,6 +60,10 @@ class BatchClient(Protocol):
         """Each request's completion by its key, or why it failed (errored, expired, cancelled)."""
         ...
 
+    async def aclose(self) -> None:
+        """Close what the client opened for itself (not the backend's own connection)."""
+        ...
+
 
 class OpenAIBatches:
     """OpenAI's Batch API through the SDK: a JSONL file uploaded, a batch made of it, polled,
@@ -69,6 +73,7 @@ class OpenAIBatches:
         self.backend = backend  # an OpenAIModel or OpenAIHTTPModel: its model, endpoint and key
         self.compatible = getattr(backend, "compatible", True)
         client = getattr(backend, "client", None)
+        self.owned = client is None
         if client is None:  # the lean path (a server of your own) keeps no SDK client: one for the batch
             import openai
 
@@ -119,6 +124,10 @@ class OpenAIBatches:
                     found[item["custom_id"]] = str(error.get("code") or response.get("status_code") or "errored")
         return found
 
+    async def aclose(self) -> None:
+        if self.owned:
+            await self.client.close()
+
 
 class AnthropicBatches:
     """Anthropic's Message Batches through the SDK: created with every request's parameters,
@@ -166,6 +175,9 @@ class AnthropicBatches:
             else:
                 found[item["custom_id"]] = str(result.get("type") or "errored")
         return found
+
+    async def aclose(self) -> None:
+        return None  # the backend's client: the backend closes it
 
 
 def batch_client(backend: Any) -> BatchClient:
@@ -216,7 +228,18 @@ async def prefetch(requests: Iterable[Request], *, backend: Any, identity: tuple
     """Answer `requests` through the provider's batch API into the response cache (see the
     module's docstring); returns how many requests were submitted in this call."""
     client = batch_client(backend)
-    name = backend.name
+    try:
+        return await _prefetch(client, requests, backend.name, identity=identity, store=store, reserve=reserve,
+                               settle=settle, price=price, estimate=estimate, progress=progress, poll_s=poll_s,
+                               attempts=attempts)
+    finally:
+        await client.aclose()
+
+
+async def _prefetch(client: BatchClient, requests: Iterable[Request], name: str, *, identity: tuple[str, str, str],
+                    store: ResponseStore, reserve: Callable[[float], None], settle: Callable[[float, float], None],
+                    price: Callable[[Completion], float], estimate: Callable[[Request], float],
+                    progress: Callable[[str], None], poll_s: float, attempts: int) -> int:
     wanted: dict[str, Request] = {}
     for request in requests:
         key = cache_key(*identity, request)

@@ -208,6 +208,7 @@ def comprehension(argv: list[str]) -> int:
     parser.add_argument("--max-states", type=int, default=200)
     parser.add_argument("--backend", default="", help="default: the backend the run used")
     parser.add_argument("--seed", type=int, default=0)
+    batch_options(parser, "ask every question through the provider's batch API first")
     scenario_option(parser)
     options = parser.parse_args(argv)
     from .comprehension_check import ComprehensionCheck, check
@@ -215,11 +216,29 @@ def comprehension(argv: list[str]) -> int:
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     document = check(results_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
                                                                        max_states=options.max_states,
-                                                                       backend=options.backend, seed=options.seed))
+                                                                       backend=options.backend, seed=options.seed,
+                                                                       batch=options.batch,
+                                                                       batch_poll_s=options.batch_poll))
     for entry in document["accuracy"]:
         print(f"{entry['question']:<14} {entry['accuracy']:.3f} [{entry['ci_low']:.3f}, {entry['ci_high']:.3f}] "
               f"({entry['correct']}/{entry['asked']})")
+    print(spent_line(document["spent"], options.batch))
     return 0
+
+
+def batch_options(parser: CommandParser, what: str) -> None:
+    """`--batch` and `--batch-poll` of a command whose calls are independent (as a run's)."""
+    parser.add_argument("--batch", action="store_true",
+                        help=f"{what} (one batch, at half price, answered within hours; openai: and anthropic: "
+                             f"backends, with the response cache), then answer from the cache; a batch submitted "
+                             f"before and still pending is polled, not submitted again")
+    parser.add_argument("--batch-poll", type=finite_float, default=30.0, metavar="S",
+                        help="seconds between looks at a submitted batch (default 30)")
+
+
+def spent_line(spent: dict[str, float], batch: bool) -> str:
+    return (f"spent: {int(spent['calls'])} requests, ${spent['cost_usd']:.6f}"
+            + (" (through the batch API, at half price)" if batch else "") + "; answers from the response cache cost nothing")
 
 
 @command("check-model")
@@ -241,6 +260,8 @@ def check_model(argv: list[str]) -> int:
     parser.add_argument("--no-cache", action="store_true",
                         help="ask the model every time instead of the shared response cache: measure it afresh")
     parser.add_argument("--out", type=Path, default=None, help="also write the report as JSON here")
+    batch_options(parser, "ask every request of the check (the preference in both grammar modes) through the "
+                          "provider's batch API first")
     options = parser.parse_args(argv)
     if not 1 <= options.preference_seeds <= 100_000:
         raise UserError(f"--preference-seeds must be from 1 to 100000 (got {options.preference_seeds})")
@@ -252,10 +273,14 @@ def check_model(argv: list[str]) -> int:
     from .model_check import ModelCheck, backend_options, check_model, report_lines
 
     check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
-                       preference_seeds=options.preference_seeds, timeout_s=options.timeout, cache=not options.no_cache)
-    backend_options(check)  # a bad --timeout: one line, before the model loads
+                       preference_seeds=options.preference_seeds, timeout_s=options.timeout, cache=not options.no_cache,
+                       batch=options.batch, batch_poll_s=options.batch_poll)
+    backend_options(check)  # a bad --timeout, --batch with --no-cache: one line, before the model loads
     report = check_model(check)
-    for line in report_lines(report, check):
+    lines = report_lines(report, check)
+    if report.spent:  # before the verdict, which stays the last line
+        lines.insert(len(lines) - 1, spent_line(report.spent, options.batch))
+    for line in lines:
         print(line)
     if options.out is not None:
         import json

@@ -19,6 +19,11 @@ the game's own prompts, sampling and grammar (games/naming/fitness.py):
   against the true game state (games/naming/comprehension.py).
 
 The verdict is plain: fit, or not, with the reasons. The thresholds are stated in `ModelCheck`.
+
+With `batch` (`--batch`, openai: and anthropic:), every request is found first by a rehearsal on
+the stand-in and asked through the provider's batch API at half price (agentsim/batch_run.py);
+the check then plays as usual, served from the response cache. The preference questions go in
+both modes, since the mode is chosen from the readable replies that come back with the batch.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scipy import stats
@@ -34,11 +41,14 @@ from scipy import stats
 from ... import event_loop
 from ...analysis.stats import proportion_interval
 from ...errors import BackendError, UserError
+from ...llm.accounting import AccountedModel
 from ...llm.base import Completion, LanguageModel, Request, Sampling
 from ...llm.health import HealthPolicy
 from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend, parse_spec
+from ...llm.stack import layer
 from ...llm.standin import NAME as STAND_IN
+from ...llm.standin import StandInModel
 from ...seeding import derive_seed
 from . import NamingGame, NamingSituation, question_messages, questions_for, score
 from .fitness import naming_request, probe_requests, probe_situations
@@ -62,6 +72,13 @@ class ModelCheck:
     readable_share: float = 0.9  # of first replies readable, in the mode a run would use
     comprehension_share: float = 0.7  # of Table S7's questions answered right (the paper's models: most)
     preference_margin: float = 0.1  # a first-listed share this far from 1/2, its 95% interval excluding 1/2
+    # every request through the provider's batch API first, at half price (--batch, --batch-poll)
+    batch: bool = False
+    batch_poll_s: float = 30.0
+
+
+def _progress(line: str) -> None:
+    print(f"check-model: {line}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -79,22 +96,27 @@ class CheckReport:
     comprehension: dict[str, tuple[int, int]] = field(default_factory=dict)  # group -> (right, asked)
     fit: bool = False
     reasons: list[str] = field(default_factory=list)
+    spent: dict[str, float] = field(default_factory=dict)  # requests sent and their cost (the budget's)
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "names": list(self.names), "readable": self.readable,
                 "position": self.position, "letter": self.letter, "position_exact": self.position_exact,
                 "letter_exact": self.letter_exact, "preference_mode": self.preference_mode,
                 "calibration": self.calibration, "comprehension": self.comprehension, "fit": self.fit,
-                "reasons": self.reasons}
+                "reasons": self.reasons, "spent": self.spent}
 
 
-async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> CheckReport:
-    """Measure the model and give the verdict (`backend`: one already built, else `check.backend`)."""
+async def run_check(check: ModelCheck, backend: LanguageModel | None = None,
+                    progress: Callable[[str], None] = _progress) -> CheckReport:
+    """Measure the model and give the verdict (`backend`: one already built, else `check.backend`;
+    `progress`: where a batch's progress goes while it is waited for)."""
     plain = NamingGame(names=check.names).for_experiment(check.seed)
     constrained = plain.with_params(constrained_decoding=True)
     model = backend or build_backend(check.backend, backend_options(check), rules=plain.standin_part().rules)
     limit = asyncio.Semaphore(check.concurrency)
     try:
+        if check.batch:
+            await _prefetch(model, check, progress)
         report = CheckReport(check.backend, check.names)
         for mode, game in (("without the grammar", plain), ("with the grammar", constrained)):
             probes = probe_requests(game, check.readable_prompts, check.seed, situations=4)
@@ -109,6 +131,8 @@ async def run_check(check: ModelCheck, backend: LanguageModel | None = None) -> 
             report.position_exact, report.letter_exact = exact
         report.calibration = await calibrate(model, constrained, check, limit)
         report.comprehension = await _comprehension(model, plain, check, limit)
+        accounted = layer(model, AccountedModel)
+        report.spent = accounted.budget.spent() if isinstance(accounted, AccountedModel) else {}
     finally:
         if backend is None:
             await model.aclose()
@@ -120,8 +144,8 @@ def backend_options(check: ModelCheck) -> BackendOptions:
     """How the check reaches the model: as a run would, with its --timeout (the start-up probe
     waits at least as long, since a loaded host answers its first request slowly) and without
     the response cache where --no-cache asks to measure afresh."""
-    return BackendOptions(model_check=False, timeout_s=check.timeout_s, cache=check.cache,
-                          retry=RetryPolicy(deadline_s=max(RetryPolicy.deadline_s, 4 * check.timeout_s)),
+    return BackendOptions(model_check=False, timeout_s=check.timeout_s, cache=check.cache, batch=check.batch,
+                          batch_poll_s=check.batch_poll_s, retry=RetryPolicy(deadline_s=max(RetryPolicy.deadline_s, 4 * check.timeout_s)),
                           health=HealthPolicy(probe_deadline_s=max(HealthPolicy.probe_deadline_s, check.timeout_s)))
 
 
@@ -322,4 +346,27 @@ def check_model(check: ModelCheck) -> CheckReport:
     if parse_spec(check.backend).provider == STAND_IN:
         raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
                         "settings say): give a model with --backend, e.g. --backend local:smollm2")
+    if check.batch:
+        from ...batch_run import require_batch_backend
+
+        require_batch_backend([check.backend])
     return event_loop.run(run_check(check))
+
+
+async def _prefetch(model: LanguageModel, check: ModelCheck, progress: Callable[[str], None]) -> None:
+    """Every request the check asks, found by a rehearsal on the stand-in (the preference in
+    both modes), answered through the provider's batch API into `model`'s response cache."""
+    from ...batch_run import Recorder, prefetch_into
+    from ...llm.batches import first_requests
+
+    plain = NamingGame(names=check.names).for_experiment(check.seed)
+    rehearsal = Recorder(StandInModel(plain.standin_part().rules))
+    rehearsed = replace(check, batch=False)
+    await run_check(rehearsed, rehearsal)
+    limit = asyncio.Semaphore(check.concurrency)
+    for game in (plain, plain.with_params(constrained_decoding=True)):
+        await _preference(rehearsal, game, rehearsed, limit)
+    requests = first_requests(rehearsal.requests)
+    progress(f"--batch: {len(requests)} requests found by a rehearsal on the stand-in")
+    await prefetch_into(model, requests, poll_s=check.batch_poll_s, attempts=BackendOptions().retry.max_attempts,
+                        progress=progress)
