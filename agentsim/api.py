@@ -195,7 +195,7 @@ def _check_arguments(**arguments: Any) -> None:
         "out": ((str, Path, type(None)), "a directory path"),
         "resume": ((bool,), "True or False"),
         "executor": ((str,), '"local" or "ray"'),
-        "progress": ((bool,), "True or False"),
+        "progress": ((bool, type(None)), "True, False or None (a bar in a notebook)"),
     }
     for name, value in arguments.items():
         kinds, what = takes[name]

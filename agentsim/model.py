@@ -299,7 +299,7 @@ _COUNTERS = ("time", "completed", "rounds_done")
 _MAX_COUNT = 2**53  # encounters and rounds of any run fit, far below it
 
 
-def checked_state(model: PopulationModel, state: Any) -> dict[str, Any]:
+def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
     """`state`, a checkpoint read back, if it fits `model` (a run built afresh from the same
     scenario and seed): every key a checkpoint holds, of its type and in its range, the
     counters consistent with each other and with the open encounters, the agents as many and

@@ -108,9 +108,9 @@ def test_arguments_of_the_wrong_type_name_the_argument(tmp_path: Path) -> None:
             agentsim.run(NamingGame, out=tmp_path / "a", **arguments)
         assert isinstance(raised.value, UserError)
     assert not (tmp_path / "a").exists()
-    with pytest.raises(TypeError, match="PopulationModel's scenario takes a Scenario object"):
+    with pytest.raises(TypeError, match="PopulationModel's scenario takes a Scenario class or object"):
         PopulationModel("x", seed=0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="scenario takes a Scenario object"):
+    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
         mesa.batch_run(PopulationModel, parameters={"scenario": "bogus", "seed": 0}, iterations=1, max_steps=2,
                        display_progress=False)
 

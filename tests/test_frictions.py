@@ -40,7 +40,7 @@ def test_resume_reads_the_scenario_and_settings_from_the_store(tmp_path: Path, c
     started = [NAMING, "--out", str(out), "--set", "agents=6", "--set", "max_rounds=2", "--seed", "5", "--no-live"]
     assert main(started) == 0
     capsys.readouterr()
-    assert main(["--resume", "--out", str(out), "--runs", "2", "--no-live"]) == 0  # nothing retyped
+    assert main(["--resume", "--out", str(out), "--add-runs", "1", "--no-live"]) == 0  # nothing retyped
     summary = json.loads((out / "summary.json").read_text())
     assert [run["seed"] for run in summary["runs"]] == [5, 6] and summary["params"]["agents"] == 6
     capsys.readouterr()

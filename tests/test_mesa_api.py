@@ -92,14 +92,14 @@ def test_scenarios_read_as_their_class_and_what_they_change() -> None:
 
 
 def test_arguments_a_model_cannot_take_are_refused_naming_them() -> None:
-    with pytest.raises(TypeError, match="scenario must be a Scenario class or object"):
+    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
         PopulationModel("x")  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="unknown parameter 'agnets'; did you mean 'agents'"):
         PopulationModel(NamingGame, agnets=6)
     with pytest.raises(TypeError, match="seed must be a whole number"):
         PopulationModel(NamingGame, seed=1.5)  # type: ignore[arg-type]
     assert PopulationModel(NamingGame(agents=6), agents=10, seed=1).scenario.params.agents == 10
-    with pytest.raises(TypeError, match="scenario must be a Scenario class or object"):
+    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
         mesa.batch_run(PopulationModel, parameters={"scenario": "bogus"}, iterations=1, max_steps=1,
                        display_progress=False)
     with pytest.raises(ValueError, match="seed= or rng=, not both"):

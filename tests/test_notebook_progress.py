@@ -89,7 +89,7 @@ def test_nothing_is_printed_outside_a_notebook(monkeypatch: pytest.MonkeyPatch, 
     agentsim.run(NamingGame(agents=6, max_rounds=2), out=tmp_path / "out")
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == ""
-    with pytest.raises(agentsim.errors.UserError, match="progress must be True, False or None"):
+    with pytest.raises(agentsim.errors.UserError, match="progress= takes True, False or None"):
         agentsim.run(NamingGame(agents=6, max_rounds=2), out=tmp_path / "other", progress="yes")  # type: ignore[arg-type]
 
 
