@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import checkpoints
 from ..figures import LiveFigures
 from ..parts import Readout
+from .guard import game_code
 
 if TYPE_CHECKING:
     from ..model import PopulationModel
@@ -173,8 +174,13 @@ def run_summary(game: Game[Any], model: PopulationModel[KitState]) -> dict[str, 
         "fallback_moves": total["fallbacks"],
         "eliminated": len(model.state.out) if model.state is not None else 0,
         "ended": model.state.ended if model.state is not None else None,
-        "score": game.score(lines),
+        "score": _score(game, lines),
     }
+
+
+def _score(game: Game[Any], lines: list[dict[str, Any]]) -> float | None:
+    with game_code(game, "in its score hook"):
+        return game.score(lines)
 
 
 def live_figures(model: PopulationModel[KitState]) -> LiveFigures:

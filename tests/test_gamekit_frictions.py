@@ -1,0 +1,137 @@
+"""What a new user of the game layer ran into (docs/games-layer.md), each fixed and held here:
+a bug in a game's own code, too few players, a failed start's directory, one mean payoff,
+round data and move names in the DataFrames, round numbering, the re-ask text, the log line,
+the number reader, figures that say what they show, and the payoff line of an unpaid player."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+import agentsim
+from agentsim.errors import ParameterError
+from agentsim.scenario_files import load_scenario
+
+# A one-file game as a user writes it: the minimum-effort game in groups of 5.
+MIN_EFFORT = '''
+"""Minimum effort (Van Huyck et al. 1990), groups of 5."""
+from dataclasses import dataclass
+
+from agentsim.gamekit import Game, GameParams, Number
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinEffortParams(GameParams):
+    agents: int = 10
+    group_size: int = 5
+    max_rounds: int = 3
+    max_effort: int = 7
+
+
+class MinEffort(Game[MinEffortParams]):
+    name = "min_effort_test"
+    Params = MinEffortParams
+    rules = "You are {player}. Pick an effort from 1 to {max_effort}; you earn 60 + 20 x the group's lowest - 10 x yours."
+    question = "Round {round} of {rounds}: which effort do you pick?"
+
+    def choice(self, player):
+        return Number(1, self.params.max_effort)
+
+    def outcome(self, round):
+        low = min(round.choices.values())
+        for player, effort in round.choices.items():
+            round.pay(player, 60 + 20 * low - 10 * effort)
+        round.tell(None, f"The lowest effort in your group was {low}.")
+        round.record(minimum=low)
+
+
+scenario = MinEffort()
+'''
+
+
+def _game_file(tmp_path: Path, source: str = MIN_EFFORT, name: str = "min_effort.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _runs(out: Path) -> list[tuple[int, str, str]]:
+    connection = sqlite3.connect(out / "agentsim.db")
+    try:
+        return connection.execute("SELECT run, status, stop_reason FROM runs ORDER BY run").fetchall()
+    finally:
+        connection.close()
+
+
+# --- 8: a bug in the game's own code -------------------------------------------------------------
+@pytest.mark.parametrize(("broken", "hook"), [
+    ("low = min(round.choices.values())", "low = min(round.choices.values()) + undefined_name"),
+    ("        round.record(minimum=low)\n",
+     "        round.record(minimum=low)\n\n    def score(self, rounds):\n        return rounds[99]\n"),
+])
+def test_a_bug_in_the_game_code_fails_the_run_in_one_line_naming_the_file_line(tmp_path: Path, broken: str,
+                                                                                 hook: str) -> None:
+    path = _game_file(tmp_path, MIN_EFFORT.replace(broken, hook))
+    out = tmp_path / "out"
+    done = cli(str(path), "--out", str(out), "--runs", "2", "--no-live", "--log-format", "json", timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    line = next(text for text in (done.stdout + done.stderr).splitlines() if "\"experiment_ended\"" in text)
+    ended = json.loads(line)
+    assert ended["exit_code"] == 2 and ended["outcome"] == "user_error"
+    wrong = "NameError" if "undefined_name" in hook else "IndexError"
+    assert wrong in ended["message"] and f"{path}, line " in ended["message"]
+    assert "fix the game file" in ended["message"]
+    runs = _runs(out)
+    assert runs and all(status == "failed" and reason == "user_error" for _run, status, reason in runs)
+    recorded = [row for row in (out / "runs.csv").read_text().splitlines()[1:] if row]
+    assert len(recorded) == len(runs)  # the failed runs are in runs.csv, with their one line
+    assert wrong in (out / "runs.csv").read_text()
+
+
+def test_an_error_inside_agentsim_is_still_agentsims() -> None:
+    """An exception whose traceback never passes through a game file is agentsim's (exit 1)."""
+    from agentsim.gamekit.guard import game_code
+    from agentsim.games.gamekit.recorded import RecordedGame
+
+    with pytest.raises(ZeroDivisionError), game_code(RecordedGame(), "in round 1"):
+        json.loads("[1, 0]")[0] / json.loads("[1, 0]")[1]
+
+
+# --- 9: too few players --------------------------------------------------------------------------
+def test_too_few_players_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    path = _game_file(tmp_path)
+    out = tmp_path / "one"
+    done = cli(str(path), "--set", "agents=1", "--set", "group_size=0", "--out", str(out), "--no-live")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("agentsim: error: agents must be >= min_players")
+    assert not (out / "agentsim.db").exists()
+    scenario, _module = load_scenario(path)
+    with pytest.raises(ParameterError, match="group_size must be 0"):  # groups too small to play a round
+        scenario.with_params(group_size=1)
+
+
+# --- 10: a failed start leaves a directory a fresh start may use ---------------------------------
+def test_a_directory_whose_runs_recorded_nothing_is_started_afresh(tmp_path: Path) -> None:
+    typo = _game_file(tmp_path, MIN_EFFORT.replace("which effort do you pick?", "which effort (1 to {max_efort})?"),
+                      "typo.py")
+    out = tmp_path / "out"
+    failed = cli(str(typo), "--out", str(out), "--no-live")
+    assert failed.returncode == 2 and "{max_efort}" in failed.stderr
+    assert _runs(out) == [(1, "failed", "user_error")]
+    fixed = _game_file(tmp_path)
+    again = cli(str(fixed), "--out", str(out), "--no-live")
+    assert again.returncode == 0, again.stderr
+    assert _runs(out) == [(1, "done", "max_rounds")]
+    refused = cli(str(fixed), "--out", str(out), "--no-live")  # now it holds results: never overwritten
+    assert refused.returncode == 2 and "already holds results" in refused.stderr
+
+
+def test_the_api_runs_a_game_to_results(tmp_path: Path) -> None:
+    results = agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "api", runs=1)
+    assert len(results.rounds()) == 3
