@@ -103,6 +103,7 @@ class Results:
             self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
         frame = typed(frame, MOVE_DTYPES)
+        self._name_moves(frame)
         if situations:
             codec = self._scenario().codec
             if codec is None:
@@ -198,6 +199,33 @@ class Results:
         if not target.is_dir():
             self.report(target)
         return sorted(target.glob("*.png"))
+
+    def _name_moves(self, frame: pd.DataFrame) -> None:
+        """A `move` column where the game's situations name the ask a move answered (a layer
+        game's: "choose", or "give" and "punish" in a game of several moves)."""
+        import pandas as pd
+
+        scenario = self._recorded.scenario
+        codec = scenario.codec if scenario is not None else None
+        if codec is None or frame.empty:
+            return
+        contexts = {(run, t, agent): context for run, t, agent, context in self.store.rows(
+            "SELECT run, t, agent, context FROM decisions WHERE attempt = 0 AND context IS NOT NULL")}
+        first = next(iter(contexts.values()), None)
+        if first is None or not isinstance(getattr(codec.decode(first), "move", None), str):
+            return
+        named: dict[str, str] = {}
+
+        def move(key: tuple[int, int, int]) -> str | None:
+            context = contexts.get(key)
+            if context is None:
+                return None
+            if context not in named:
+                named[context] = codec.decode(context).move
+            return named[context]
+
+        frame["move"] = pd.array([move((int(run), int(t), int(agent))) for run, t, agent in
+                                  zip(frame["run"], frame["t"], frame["agent"], strict=True)], dtype="string")
 
     def _family_dtypes(self, which: str) -> Mapping[str, str]:
         """The dtypes the recorded scenario's family declares for its columns (none where the

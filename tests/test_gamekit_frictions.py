@@ -135,3 +135,146 @@ def test_a_directory_whose_runs_recorded_nothing_is_started_afresh(tmp_path: Pat
 def test_the_api_runs_a_game_to_results(tmp_path: Path) -> None:
     results = agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "api", runs=1)
     assert len(results.rounds()) == 3
+
+
+# --- 1, 2: one mean payoff -----------------------------------------------------------------------
+BEAUTY = '''
+"""A beauty contest where the guess farthest from 2/3 of the mean leaves each round."""
+from dataclasses import dataclass
+
+from agentsim.gamekit import Game, GameParams, Number
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeautyParams(GameParams):
+    agents: int = 6
+    max_rounds: int = 10
+
+
+class Beauty(Game[BeautyParams]):
+    name = "beauty_test"
+    Params = BeautyParams
+    rules = "You are {player}. Guess from 0 to 100; the closest to 2/3 of the mean wins 10, the farthest leaves."
+
+    def choice(self, player):
+        return Number(0, 100)
+
+    def outcome(self, table):
+        guesses = table.choices
+        target = 2 / 3 * sum(guesses.values()) / len(guesses)
+        ranked = sorted(guesses, key=lambda p: (abs(guesses[p] - target), p.index))
+        table.pay(ranked[0], 10)
+        table.win(ranked[0])
+        table.eliminate(ranked[-1], "farthest")
+        table.record(target=target, winner=ranked[0].index)
+
+
+scenario = Beauty()
+'''
+
+
+def _report_csv(results: agentsim.Results, name: str) -> list[dict[str, str]]:
+    import csv
+
+    with (results.report().parent / name).open(encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def test_one_mean_payoff_per_player_round_chosen_everywhere(tmp_path: Path) -> None:
+    """An elimination game with fallbacks: the runs' mean payoff, the store's by-model table and
+    the game's by-model table agree, per player-round in which the player chose."""
+    out = tmp_path / "beauty"
+    results = agentsim.run(str(_game_file(tmp_path, BEAUTY, "beauty.py")), out=out, runs=2,
+                           overrides={"max_reasks": "0", "standin.invalid_rate": "0.3"})
+    runs = results.runs()
+    moves = results.moves()
+    assert moves["fallback"].any() and len(moves) < 2 * 6 * 5  # fallbacks, and eliminated players ask nothing
+    for run, played in moves.groupby("run"):
+        chosen = played[~played["fallback"]]
+        expected = chosen["payoff"].sum() / len(chosen)
+        assert float(runs.loc[runs["run"] == run, "mean_payoff"].iloc[0]) == pytest.approx(expected)
+    chosen = moves[~moves["fallback"]]
+    overall = chosen["payoff"].sum() / len(chosen)
+    assert float(results.by_model()["mean_payoff"].iloc[0]) == pytest.approx(overall, abs=1e-5)
+    table = _report_csv(results, "gamekit_beauty_test_by_model.csv")
+    assert float(table[0]["mean_payoff"]) == pytest.approx(overall, abs=1e-4)
+
+
+# --- 3: what a round recorded, as columns ---------------------------------------------------------
+def test_round_data_are_columns_of_rounds(tmp_path: Path) -> None:
+    one = agentsim.run(str(_game_file(tmp_path, BEAUTY, "beauty.py")), out=tmp_path / "b", runs=1)
+    rounds = one.rounds()
+    assert {"data.target", "data.winner"} <= set(rounds.columns)
+    lines = [json.loads(text) for (text,) in one.store.rows("SELECT stats FROM rounds ORDER BY round")]
+    assert rounds["data.target"].tolist() == pytest.approx([line["groups"][0]["data"]["target"] for line in lines])
+    groups = agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "m", runs=1).rounds()
+    assert {"data.1.minimum", "data.2.minimum"} <= set(groups.columns)  # two groups of 5: by table
+
+
+# --- 4: move names -------------------------------------------------------------------------------
+GIVE_PUNISH = '''
+from dataclasses import dataclass
+
+from agentsim.gamekit import Game, GameParams, Number
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params(GameParams):
+    agents: int = 4
+    group_size: int = 2
+    max_rounds: int = 3
+
+
+class GivePunish(Game[Params]):
+    name = "give_punish_test"
+    Params = Params
+    rules = "You are {player}, in pairs."
+
+    async def play_round(self, round):
+        dictator, recipient = round.players
+        gift = await round.ask(dictator, Number(0, 10), "How many of 10 do you give?", move="give")
+        spent = await round.ask(recipient, Number(0, 5), "You got {gift}. Punish with how many?", move="punish",
+                                gift=gift)
+        round.pay(dictator, 10 - gift - 3 * spent)
+        round.pay(recipient, gift - spent)
+        round.record(gift=gift, punished=spent)
+
+    def standin_choice(self, ask, rng):
+        return rng.randint(6, 10) if ask.move == "give" else rng.randint(0, 2)
+
+
+scenario = GivePunish()
+'''
+
+
+def test_moves_name_their_move_and_choices_are_counted_per_move(tmp_path: Path) -> None:
+    results = agentsim.run(str(_game_file(tmp_path, GIVE_PUNISH, "give_punish.py")), out=tmp_path / "gp", runs=1,
+                           overrides={"standin.invalid_rate": "0"})
+    moves = results.moves()
+    assert moves["move"].value_counts().to_dict() == {"give": 6, "punish": 6}
+    assert moves.loc[moves["move"] == "give", "action"].astype(int).between(6, 10).all()
+    assert moves.loc[moves["move"] == "punish", "action"].astype(int).between(0, 2).all()
+    rows = _report_csv(results, "gamekit_give_punish_test_choices.csv")
+    for move, low, high in (("give", 6, 10), ("punish", 0, 2)):
+        counted = [row for row in rows if row["move"] == move and row["model"] == "all"]
+        assert sum(int(row["count"]) for row in counted) == 6
+        assert all(low <= int(row["choice"]) <= high for row in counted)
+    summaries = results.runs()
+    assert list(json.loads(results.store.connection.execute("SELECT summary FROM runs").fetchone()[0])
+                ["mean_choice"]) == ["give", "punish"]
+    assert {"mean_choice.give", "mean_choice.punish"} <= set(summaries.columns)
+
+
+# --- 16: figures that say what they show ---------------------------------------------------------
+def test_figures_name_their_game_and_count_what_each_point_rests_on(tmp_path: Path) -> None:
+    results = agentsim.run(str(_game_file(tmp_path, BEAUTY, "beauty.py")), out=tmp_path / "b", runs=1)
+    folder = results.report().parent
+    assert (folder / "gamekit_beauty_test_rounds.png").is_file()
+    rows = _report_csv(results, "gamekit_beauty_test_rounds.csv")
+    counts = [int(row["n"]) for row in rows if row["move"] == "choose" and row["measure"] == "mean"]
+    assert counts[0] > counts[-1] >= 1  # fewer guesses as players leave
+    players = _report_csv(results, "gamekit_beauty_test_players.csv")
+    assert len(players) == 6 and sum(not row["left_in_round"] for row in players) == 1  # one survivor
+    assert sum(int(row["wins"]) for row in players) == len(counts)
+    html = (folder / "report.html").read_text()
+    assert "beauty_test: each player" in html
