@@ -103,6 +103,8 @@ class Results:
             self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
         frame = typed(frame, MOVE_DTYPES)
+        scenario = self._recorded.scenario
+        frame["round"] += int(getattr(scenario, "round_base", 0))  # as the game numbers its rounds (the layer: from 1)
         self._name_moves(frame)
         if situations:
             codec = self._scenario().codec

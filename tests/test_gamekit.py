@@ -470,7 +470,7 @@ def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None
     figures = model.readout.live_figures(model)
     latest = model.metrics.line(1)
     assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
-    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"
+    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f} in round 2"
     view = RunView(run=1, seed=3, status="done", rounds_done=2, max_rounds=2, interactions=6, stop_reason=None,
                    metrics=figures, usage={}, calls_per_second=0.0)
     console = Console(width=110, record=True, color_system=None, file=io.StringIO())

@@ -9,12 +9,14 @@ import json
 import sqlite3
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import cli
 
 import agentsim
 from agentsim.errors import ParameterError
+from agentsim.gamekit import Number, Options
 from agentsim.scenario_files import load_scenario
 
 # A one-file game as a user writes it: the minimum-effort game in groups of 5.
@@ -278,3 +280,101 @@ def test_figures_name_their_game_and_count_what_each_point_rests_on(tmp_path: Pa
     assert sum(int(row["wins"]) for row in players) == len(counts)
     html = (folder / "report.html").read_text()
     assert "beauty_test: each player" in html
+
+
+# --- 5: one round numbering ----------------------------------------------------------------------
+def test_a_layer_game_counts_its_rounds_from_1_everywhere(tmp_path: Path) -> None:
+    import io
+
+    from agentsim.analysis.transcript import write_transcript
+
+    out = tmp_path / "m"
+    results = agentsim.run(str(_game_file(tmp_path)), out=out, runs=1)
+    assert sorted(results.moves()["round"].unique()) == [1, 2, 3]
+    assert results.rounds()["round"].tolist() == [1, 2, 3]
+    for number in (1, 3):
+        text = io.StringIO()
+        write_transcript(out, text, run=1, agent=0, round_=number)
+        assert f"Round {number} of 3" in text.getvalue() and f"· round {number} ·" in text.getvalue()
+        assert f"Round {number + 1} of 3" not in text.getvalue()
+
+
+# --- 6, 12: the number reader and the re-ask text ------------------------------------------------
+def test_the_reader_takes_the_number_the_reply_commits_to() -> None:
+    effort = Number(1, 7)
+    assert effort.read("My effort: 3 out of 7") == ("3", None)
+    assert effort.read("I pick 3, not 5") == ("3", None)
+    assert effort.read("Effort 4/7") == ("4", None)
+    assert effort.read("Effort: 5/7. Final.") == ("5", None)
+    assert effort.read("I choose 4 of the 7") == ("4", None)
+    assert effort.read("Rather than 6, I pick 2.") == ("2", None)
+    assert effort.read("2 out of 7, or maybe 3") == ("3", None)  # still the number it ends with
+    assert effort.read("Between 3 and 5, say.")[0] is None  # still unusable: no commitment
+    volunteer = Options("volunteer", "abstain")
+    assert volunteer.read("I will not volunteer")[0] is None
+    assert "only after a negation" in str(volunteer.read("I will not volunteer")[1])
+    assert volunteer.read("I won't volunteer; I abstain.") == ("abstain", None)
+    assert volunteer.read("I do not want to volunteer")[0] is None
+    assert volunteer.read("No, I volunteer.") == ("volunteer", None)
+    assert volunteer.read("Not sure, but I volunteer.") == ("volunteer", None)
+
+
+@pytest.mark.parametrize(("choice", "reply", "said"), [
+    (Number(1, 7), "99", "Your reply could not be used: 99 is not from 1 to 7."),
+    (Number(1, 7), "none", "Your reply could not be used: it names no number."),
+    (Options("go", "stay"), "go or stay", "Your reply could not be used: it names several options: go, stay."),
+])
+def test_the_reask_text_is_a_sentence(choice: Any, reply: str, said: str) -> None:
+    from agentsim.codec import Parsed
+    from agentsim.gamekit import Ask, KitCodec
+
+    ask = Ask("g", "choose", 1, "Player 1", choice, "", "Round 1.")
+    action, problem = choice.read(reply)
+    assert action is None
+    assert KitCodec().reminder(ask, Parsed(None, problem)).startswith(said)
+
+
+# --- 7: the log line says which round its figures are ----------------------------------------------
+def test_the_run_ended_line_says_its_figures_are_the_last_rounds(tmp_path: Path) -> None:
+    done = cli(str(_game_file(tmp_path)), "--out", str(tmp_path / "m"), "--no-live", "--set", "max_reasks=0",
+               "--set", "standin.invalid_rate=0.5", "--log-format", "json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    ended = json.loads(next(text for text in (done.stdout + done.stderr).splitlines() if '"run_ended"' in text))
+    assert ended["fallbacks"] > 0
+    assert ended["choices"].endswith(" in round 3")  # the last round's fallbacks, not the run's
+    assert ended["mean choice"].endswith(" in round 3") and ended["mean payoff"].endswith(" in round 3")
+
+
+# --- 11: the stand-in's settings say why ---------------------------------------------------------
+def test_an_impossible_invalid_rate_says_why(tmp_path: Path) -> None:
+    done = cli(str(_game_file(tmp_path)), "--out", str(tmp_path / "m"), "--no-live", "--set", "standin.invalid_rate=1")
+    assert done.returncode == 2
+    assert "first attempt would ever be read" in done.stderr
+
+
+# --- 13: invalid replies are not errors ----------------------------------------------------------
+def test_the_usage_table_counts_invalid_replies_apart_from_errors(tmp_path: Path) -> None:
+    results = agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "m", runs=1,
+                           overrides={"standin.invalid_rate": "0.5"})
+    (summary,) = results.summary()["runs"]
+    assert summary["invalid_replies"] > 0 and summary["errors"] == {}
+    (row,) = _report_csv(results, "table_usage.csv")
+    assert int(row["invalid_replies"]) == summary["invalid_replies"] and int(row["errors"]) == 0
+
+
+# --- 17, 18: the payoff line of an unpaid player; a fallback in the transcript ------------------------
+def test_an_unpaid_player_reads_that_it_earned_nothing(tmp_path: Path) -> None:
+    import io
+
+    from agentsim.analysis.transcript import write_transcript
+
+    out = tmp_path / "b"
+    results = agentsim.run(str(_game_file(tmp_path, BEAUTY, "beauty.py")), out=out, runs=1,
+                           overrides={"standin.invalid_rate": "0.5", "max_reasks": "0"})
+    prompts = results.decisions(prompts=True)["prompt"].dropna()
+    later = [prompt for prompt in prompts if "Your earlier rounds" in prompt]
+    assert later and all("Round 1: " in prompt for prompt in later[:5])
+    assert any("Your payoff: 0." in prompt for prompt in later)  # only the round's winner is paid
+    text = io.StringIO()
+    write_transcript(out, text, run=1)
+    assert "(a fallback: no reply gave it" in text.getvalue()

@@ -68,7 +68,9 @@ class KitStandInSettings(StandInSettings):
     invalid_rate: float = 0.05  # a first attempt the game cannot read (so re-asks and fallbacks run)
 
     def validate(self) -> None:
-        require(0 <= self.invalid_rate < 1, f"standin.invalid_rate must be in [0, 1) (got {self.invalid_rate})")
+        require(0 <= self.invalid_rate < 1, f"standin.invalid_rate must be from 0 to below 1 (got {self.invalid_rate}): "
+                                            f"it is the chance that a first attempt is unreadable, and at 1 no first "
+                                            f"attempt would ever be read; use a value such as 0.5")
 
 
 @dataclass(slots=True)
@@ -114,6 +116,10 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     # The choice's answer format follows each question (or stands where it says {instruction});
     # False: the game's own text asks for the format (a template read from a file).
     append_instruction: ClassVar[bool] = True
+    # A layer game counts its rounds from 1 everywhere: prompts, `Round.number`, the round lines
+    # and `Results.rounds()`, `Results.moves().round`, `transcript --round`, the figures (the
+    # store's own tables keep population rounds from 0: round 1 is the store's round 0).
+    round_base: ClassVar[int] = 1
 
     def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
         super().__init__(params, standin=standin, **changes)

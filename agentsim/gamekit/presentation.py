@@ -155,16 +155,16 @@ def metrics_of(model: PopulationModel) -> KitMetrics:
 
 
 def feedback(player: Player, round_: Round) -> str:
-    """The default: `Round R:` the lines told, the player's own choice, its payoff."""
+    """The default: `Round R:` the lines told, the player's own choice, its payoff (0 where the
+    round paid it nothing: a player can tell it earned nothing), whether it left the game."""
     parts = list(round_.told.get(player.index, []))
     asked = round_.asked.get(player.index)
     if asked is not None:
         parts.append(f"You chose {asked.ask.choice.reply(round_.choices[player]).rstrip('.')}.")
-    if player.index in round_.payoffs:
-        parts.append(f"Your payoff: {_number(round_.payoffs[player.index])}.")
+    parts.append(f"Your payoff: {_number(round_.payoffs.get(player.index, 0))}.")  # 0 where the round paid it nothing
     if player.index in round_.eliminated:
         parts.append(f"You are out of the game ({round_.eliminated[player.index]}).")
-    return f"Round {round_.number}: " + " ".join(parts) if parts else ""
+    return f"Round {round_.number}: " + " ".join(parts)
 
 
 def _number(value: float) -> str:
@@ -205,6 +205,8 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
     if not metrics.rounds:
         return LiveFigures()
     line = metrics.line(len(metrics.rounds) - 1)
+    # Every figure here is the latest round's (the run's own totals are in its summary), and says so.
+    latest = f"in round {line['round']}"
     rows: list[tuple[str, str]] = []  # (labels other than the log's own fields: run, round, fallbacks, ...)
     shares: dict[str, float] = {}
     for move, entry in line["moves"].items():
@@ -212,17 +214,18 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
             shares = dict(entry["shares"])
             label = move
         if "mean" in entry:
-            rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f}"))
+            rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f} {latest}"))
     if line["mean_payoff"] is not None:
-        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per choice this round"))
+        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per choice {latest}"))
     if len(line["by_model"]) > 1:
         for model_label, entry in line["by_model"].items():
             means = ", ".join(f"{shown(move)} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)
-            rows.append((model_label, means or f"{entry['choices']} choices"))
+            rows.append((model_label, f"{means or str(entry['choices']) + ' choices'} {latest}"))
     out = len(model.state.out) if model.state is not None else 0
     if out:
         rows.append(("eliminated", str(out)))
-    note = f"{line['fallbacks']} fallbacks left out" if line["fallbacks"] else "every move a choice"
+    note = (f"{line['fallbacks']} fallback(s) left out {latest}" if line["fallbacks"] else
+            f"every move a choice {latest}")
     if shares:
         return LiveFigures(shares=shares, shares_label=label, shares_note=note, lines=tuple(rows))
     return LiveFigures(lines=(*rows, ("choices", note)))
