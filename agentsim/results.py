@@ -46,6 +46,12 @@ class Results:
 
         self.directory = Path(directory)
         if not Store.exists(self.directory):
+            inside = sorted(path.parent for path in self.directory.rglob(DATABASE)) if self.directory.is_dir() else []
+            if inside:  # a folder of results folders (report reads them all; a Results is one experiment)
+                shown = ", ".join(f"'{path}'" for path in inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
+                raise UserError(f"'{self.directory}' holds no {DATABASE} of its own but {len(inside)} results "
+                                f"folder(s): {shown}; open one (agentsim.open(FOLDER)), or each: "
+                                f"[agentsim.open(path.parent) for path in Path('{self.directory}').rglob('{DATABASE}')]")
             raise UserError(f"'{self.directory}' holds no {DATABASE}; give the output directory of a run "
                             f"(e.g. results/naming_game/TIMESTAMP)")
         self._recorded: RecordedExperiment = RecordedExperiment(self.directory)
@@ -133,7 +139,8 @@ class Results:
         """Every row of the `decisions` table (a row per call; a bare row for a decision taken
         without a call) with the agent's `model` and `kind`. With `prompts`, each call's
         `prompt`, rebuilt exactly from its stored context (`Store.messages`) as the text of
-        its messages ("[role] content" each), beside its `reply`: one query per call, so ask
+        its messages ("[role] content" each), and `messages`, the same as the list of
+        {"role", "content"} a chat API was sent, beside its `reply`: one query per call, so ask
         for it on small experiments or filter first."""
         import pandas as pd
 
@@ -144,12 +151,14 @@ class Results:
             frame[flag] = frame[flag].eq(1)
         if prompts:
             scenario = self._scenario()
-            frame["prompt"] = [
-                None if pd.isna(reply) else "\n\n".join(
-                    f"[{message.role}] {message.content}"
-                    for message in self.store.messages(scenario, int(run), int(t), int(agent), int(attempt)))
+            messages = [
+                None if pd.isna(reply) else [{"role": message.role, "content": message.content} for message in
+                                             self.store.messages(scenario, int(run), int(t), int(agent), int(attempt))]
                 for run, t, agent, attempt, reply in zip(frame["run"], frame["t"], frame["agent"], frame["attempt"],
                                                          frame["reply"], strict=True)]
+            frame["prompt"] = [None if sent is None else "\n\n".join(f"[{each['role']}] {each['content']}" for each in sent)
+                               for sent in messages]
+            frame["messages"] = messages  # as sent: a list of {"role", "content"} (a chat API's messages)
         return typed(frame, DECISION_DTYPES)
 
     def rounds(self) -> pd.DataFrame:

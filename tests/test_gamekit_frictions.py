@@ -378,3 +378,27 @@ def test_an_unpaid_player_reads_that_it_earned_nothing(tmp_path: Path) -> None:
     text = io.StringIO()
     write_transcript(out, text, run=1)
     assert "(a fallback: no reply gave it" in text.getvalue()
+
+
+# --- 18: smaller ones ----------------------------------------------------------------------------
+def test_opening_a_folder_of_results_folders_names_them(tmp_path: Path) -> None:
+    from agentsim.errors import UserError
+
+    agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "all" / "one", runs=1)
+    with pytest.raises(UserError, match=r"holds no agentsim.db of its own but 1 results folder\(s\): .*one"):
+        agentsim.open(tmp_path / "all")
+
+
+def test_decisions_give_each_calls_messages_as_a_list(tmp_path: Path) -> None:
+    results = agentsim.run(str(_game_file(tmp_path)), out=tmp_path / "m", runs=1)
+    calls = results.decisions(prompts=True).dropna(subset=["reply"])
+    for messages, prompt in zip(calls["messages"], calls["prompt"], strict=True):
+        assert [each["role"] for each in messages][:2] == ["system", "user"]
+        assert prompt == "\n\n".join(f"[{each['role']}] {each['content']}" for each in messages)
+
+
+def test_the_help_says_how_to_mix_stand_ins() -> None:
+    from helpers import cli_in_process
+
+    done = cli_in_process("--help")
+    assert "stand-in:a=5,stand-in:b=5" in "".join(done.stdout.split())  # (argparse wraps at hyphens)
