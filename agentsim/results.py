@@ -213,30 +213,27 @@ class Results:
 
     def _name_moves(self, frame: pd.DataFrame) -> None:
         """A `move` column where the game's situations name the ask a move answered (a layer
-        game's: "choose", or "give" and "punish" in a game of several moves)."""
+        game's: "choose", or "give" and "punish" in a game of several moves). Contexts are read
+        one at a time, in the frame's order, and only their move names kept."""
         import pandas as pd
 
         scenario = self._recorded.scenario
         codec = scenario.codec if scenario is not None else None
         if codec is None or frame.empty:
             return
-        contexts = {(run, t, agent): context for run, t, agent, context in self.store.rows(
-            "SELECT run, t, agent, context FROM decisions WHERE attempt = 0 AND context IS NOT NULL")}
-        first = next(iter(contexts.values()), None)
-        if first is None or not isinstance(getattr(codec.decode(first), "move", None), str):
-            return
-        named: dict[str, str] = {}
-
-        def move(key: tuple[int, int, int]) -> str | None:
-            context = contexts.get(key)
-            if context is None:
-                return None
-            if context not in named:
-                named[context] = codec.decode(context).move
-            return named[context]
-
-        frame["move"] = pd.array([move((int(run), int(t), int(agent))) for run, t, agent in
-                                  zip(frame["run"], frame["t"], frame["agent"], strict=True)], dtype="string")
+        names: list[str | None] = []
+        for (context,) in self.store.rows(
+                "SELECT d.context FROM moves m LEFT JOIN decisions d ON d.run = m.run AND d.t = m.t AND d.agent = m.agent "
+                "AND d.attempt = 0 ORDER BY m.run, m.t, m.agent"):
+            try:
+                move = getattr(codec.decode(context), "move", None) if context else None
+            except (ValueError, KeyError, TypeError):  # a context this codec does not read: no column, not a failure
+                return
+            if context and not isinstance(move, str):
+                return  # this game's situations name no move
+            names.append(move)
+        if len(names) == len(frame) and any(names):
+            frame["move"] = pd.array(names, dtype="string")
 
     def _family_dtypes(self, which: str) -> Mapping[str, str]:
         """The dtypes the recorded scenario's family declares for its columns (none where the
