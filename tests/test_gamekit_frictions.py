@@ -402,3 +402,17 @@ def test_the_help_says_how_to_mix_stand_ins() -> None:
 
     done = cli_in_process("--help")
     assert "stand-in:a=5,stand-in:b=5" in "".join(done.stdout.split())  # (argparse wraps at hyphens)
+
+
+def test_an_error_from_the_engine_under_a_games_ask_is_agentsims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sequential game awaits its asks in its own file; an exception from the engine below
+    them (not the layer's verbs) is agentsim's, not the game's."""
+    from agentsim.agents import PopulationAgent
+
+    async def broken(*_arguments: Any, **_options: Any) -> Any:
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(PopulationAgent, "astep", broken)  # below agentsim/agents.py's ask_together
+    scenario, _module = load_scenario(_game_file(tmp_path, GIVE_PUNISH, "give_punish.py"))
+    with pytest.raises(RuntimeError, match="the engine broke"):
+        agentsim.run(scenario, out=tmp_path / "gp", runs=1)

@@ -3,7 +3,8 @@ wrote (`outcome`, `choice`, `play_round`, `feedback`, `private`, `standin_choice
 `rules` property) raises, the run stops as a user error (the run recorded as failed, exit code
 2), with one line that names the exception and the game file's line it came from, instead of a
 traceback through agentsim. An exception whose traceback never passes through the game's file
-is agentsim's own (a bug: it is raised as it is, exit code 1).
+is agentsim's own (a bug: it is raised as it is, exit code 1), and so is one raised deeper in
+agentsim than the layer's verbs the game calls (an ask on its way through the engine).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import inspect
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -36,11 +38,23 @@ def game_files(game: Any) -> set[str]:
     return files
 
 
+PACKAGE = Path(__file__).resolve().parent.parent  # agentsim/
+LAYER = Path(__file__).resolve().parent  # agentsim/gamekit/: the verbs a game calls (Round.pay, Number(...))
+
+
 def game_line(game: Any, tb: TracebackType | None) -> traceback.FrameSummary | None:
-    """The innermost frame of `tb` in the game's files, or None where it passes through none."""
+    """The innermost frame of `tb` in the game's files, or None where it passes through none,
+    or where the error came from deeper in agentsim than the layer's own verbs (an ask that
+    went on into the engine, the backends: agentsim's, not the game's)."""
     files = game_files(game)
-    frames = [frame for frame in traceback.extract_tb(tb) if frame.filename in files]
-    return frames[-1] if frames else None
+    frames = traceback.extract_tb(tb)
+    mine = [index for index, frame in enumerate(frames) if frame.filename in files]
+    if not mine:
+        return None
+    deeper = [Path(frame.filename).resolve() for frame in frames[mine[-1] + 1:]]
+    if any(path.is_relative_to(PACKAGE) and not path.is_relative_to(LAYER) for path in deeper):
+        return None
+    return frames[mine[-1]]
 
 
 @contextmanager
