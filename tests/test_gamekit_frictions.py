@@ -75,6 +75,8 @@ def _runs(out: Path) -> list[tuple[int, str, str]]:
     ("low = min(round.choices.values())", "low = min(round.choices.values()) + undefined_name"),
     ("        round.record(minimum=low)\n",
      "        round.record(minimum=low)\n\n    def score(self, rounds):\n        return rounds[99]\n"),
+    ("        round.record(minimum=low)\n",
+     "        round.record(minimum=low)\n\n    def standin_choice(self, ask, rng):\n        return ask.choice.nope\n"),
 ])
 def test_a_bug_in_the_game_code_fails_the_run_in_one_line_naming_the_file_line(tmp_path: Path, broken: str,
                                                                                  hook: str) -> None:
@@ -86,7 +88,7 @@ def test_a_bug_in_the_game_code_fails_the_run_in_one_line_naming_the_file_line(t
     line = next(text for text in (done.stdout + done.stderr).splitlines() if "\"experiment_ended\"" in text)
     ended = json.loads(line)
     assert ended["exit_code"] == 2 and ended["outcome"] == "user_error"
-    wrong = "NameError" if "undefined_name" in hook else "IndexError"
+    wrong = "NameError" if "undefined_name" in hook else "AttributeError" if "nope" in hook else "IndexError"
     assert wrong in ended["message"] and f"{path}, line " in ended["message"]
     assert "fix the game file" in ended["message"]
     runs = _runs(out)
