@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "process, no download), local:PATH.gguf (llama.cpp), local:HF_ID_OR_PATH (transformers)")
     parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
                         help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
-                             "(default: the file's POPULATION, else every agent on --backend)")
+                             "(default: the file's POPULATION, else every agent on --backend); labelled stand-ins mix without a key or "
+                             "network, to try a mixed population: 'stand-in:a=5,stand-in:b=5'")
     parser.add_argument("--runs", type=int, default=None,
                         help="seeded replicates, run concurrently (default: the file's RUNS, else 1; with --resume: "
                              "the recorded count, which only --add-runs changes)")

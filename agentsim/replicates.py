@@ -152,7 +152,10 @@ class Replicates:
             else:
                 sink.commit(recorder, blob, model.encounters_begun)
             status, reason = run_outcome(cause)
-            summary = self._summary(model, status=status, stop_reason=reason)
+            try:
+                summary = self._summary(model, status=status, stop_reason=reason)
+            except Exception:  # a readout that fails on a run stopped part-way: the run is recorded all the same
+                summary = self._summary(model, status=status, stop_reason=reason, readout=False)
             if status != "interrupted":
                 summary["error"] = redact(str(cause)) or type(cause).__name__
             progress.summaries[run] = summary
@@ -184,7 +187,8 @@ class Replicates:
         for round_, stats in metrics.pop_rounds(before):
             recorder.add_round(round_, stats.as_dict())
 
-    def _summary(self, model: PopulationModel, *, status: str = "done", stop_reason: str | None = None) -> dict[str, Any]:
+    def _summary(self, model: PopulationModel, *, status: str = "done", stop_reason: str | None = None,
+                 readout: bool = True) -> dict[str, Any]:
         usage = model.usage.total()
         return {
             "run": model.run_id,
@@ -207,7 +211,7 @@ class Replicates:
             "errors": dict(usage.errors),
             "usage_by_backend": {label: backend.as_dict() for label, backend in model.usage.by_backend.items()},
             **self._variant(model),
-            **model.readout.run_summary(model),
+            **(model.readout.run_summary(model) if readout else {}),
         }
 
     def _variant(self, model: PopulationModel) -> dict[str, Any]:

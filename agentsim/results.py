@@ -46,6 +46,12 @@ class Results:
 
         self.directory = Path(directory)
         if not Store.exists(self.directory):
+            inside = sorted(path.parent for path in self.directory.rglob(DATABASE)) if self.directory.is_dir() else []
+            if inside:  # a folder of results folders (report reads them all; a Results is one experiment)
+                shown = ", ".join(f"'{path}'" for path in inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
+                raise UserError(f"'{self.directory}' holds no {DATABASE} of its own but {len(inside)} results "
+                                f"folder(s): {shown}; open one (agentsim.open(FOLDER)), or each: "
+                                f"[agentsim.open(path.parent) for path in Path('{self.directory}').rglob('{DATABASE}')]")
             raise UserError(f"'{self.directory}' holds no {DATABASE}; give the output directory of a run "
                             f"(e.g. results/naming_game/TIMESTAMP)")
         database = self.directory / DATABASE
@@ -114,6 +120,9 @@ class Results:
             self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
         frame = typed(frame, MOVE_DTYPES)
+        scenario = self._recorded.scenario
+        frame["round"] += int(getattr(scenario, "round_base", 0))  # as the game numbers its rounds (the layer: from 1)
+        self._name_moves(frame)
         if situations:
             codec = self._scenario().codec
             if codec is None:
@@ -143,7 +152,8 @@ class Results:
         """Every row of the `decisions` table (a row per call; a bare row for a decision taken
         without a call) with the agent's `model` and `kind`. With `prompts`, each call's
         `prompt`, rebuilt exactly from its stored context (`Store.messages`) as the text of
-        its messages ("[role] content" each), beside its `reply`: one query per call, so ask
+        its messages ("[role] content" each), and `messages`, the same as the list of
+        {"role", "content"} a chat API was sent, beside its `reply`: one query per call, so ask
         for it on small experiments or filter first."""
         import pandas as pd
 
@@ -154,12 +164,14 @@ class Results:
             frame[flag] = frame[flag].eq(1)
         if prompts:
             scenario = self._scenario()
-            frame["prompt"] = [
-                None if pd.isna(reply) else "\n\n".join(
-                    f"[{message.role}] {message.content}"
-                    for message in self.store.messages(scenario, int(run), int(t), int(agent), int(attempt)))
+            messages = [
+                None if pd.isna(reply) else [{"role": message.role, "content": message.content} for message in
+                                             self.store.messages(scenario, int(run), int(t), int(agent), int(attempt))]
                 for run, t, agent, attempt, reply in zip(frame["run"], frame["t"], frame["agent"], frame["attempt"],
                                                          frame["reply"], strict=True)]
+            frame["prompt"] = [None if sent is None else "\n\n".join(f"[{each['role']}] {each['content']}" for each in sent)
+                               for sent in messages]
+            frame["messages"] = messages  # as sent: a list of {"role", "content"} (a chat API's messages)
         return typed(frame, DECISION_DTYPES)
 
     def rounds(self) -> pd.DataFrame:
@@ -211,6 +223,30 @@ class Results:
         if not target.is_dir():
             self.report(target)
         return sorted(target.glob("*.png"))
+
+    def _name_moves(self, frame: pd.DataFrame) -> None:
+        """A `move` column where the game's situations name the ask a move answered (a layer
+        game's: "choose", or "give" and "punish" in a game of several moves). Contexts are read
+        one at a time, in the frame's order, and only their move names kept."""
+        import pandas as pd
+
+        scenario = self._recorded.scenario
+        codec = scenario.codec if scenario is not None else None
+        if codec is None or frame.empty:
+            return
+        names: list[str | None] = []
+        for (context,) in self.store.rows(
+                "SELECT d.context FROM moves m LEFT JOIN decisions d ON d.run = m.run AND d.t = m.t AND d.agent = m.agent "
+                "AND d.attempt = 0 ORDER BY m.run, m.t, m.agent"):
+            try:
+                move = getattr(codec.decode(context), "move", None) if context else None
+            except (ValueError, KeyError, TypeError):  # a context this codec does not read: no column, not a failure
+                return
+            if context and not isinstance(move, str):
+                return  # this game's situations name no move
+            names.append(move)
+        if len(names) == len(frame) and any(names):
+            frame["move"] = pd.array(names, dtype="string")
 
     def _family_dtypes(self, which: str) -> Mapping[str, str]:
         """The dtypes the recorded scenario's family declares for its columns (none where the

@@ -128,6 +128,16 @@ class ExperimentConfig:
 _FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
 
 
+def _holds_results(store: Store) -> bool:
+    """Whether any run in `store` recorded something: a finished run, an encounter, a move or a
+    round. Runs that failed before that (a template naming an unknown field, a bug in the game's
+    first round) leave a directory that a fresh start may take over."""
+    if any(row["status"] == "done" for row in store.runs()):
+        return True
+    return any(next(iter(store.rows(f"SELECT 1 FROM {table} LIMIT 1")), None) is not None
+               for table in ("encounters", "decisions", "rounds"))
+
+
 def _difference(key: str, recorded: Any, given: Any) -> str:
     """Which setting of a resumed experiment differs, in the words of the command line."""
     if isinstance(recorded, dict) and isinstance(given, dict):
@@ -259,8 +269,11 @@ class Session:
             store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
             recorded = store.experiment()
             if recorded and not config.resume and store.runs():
-                store.close()
-                raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
+                if _holds_results(store):
+                    store.close()
+                    raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
+                for row in store.runs():  # runs that failed before recording anything (a typo in a template)
+                    store.discard_run(row["run"])
             if config.resume and "scenario" not in recorded:  # (a store always records its own version)
                 store.close()
                 raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")

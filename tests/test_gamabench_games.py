@@ -260,7 +260,7 @@ def test_the_transcript_shows_a_kept_conversations_earlier_replies(tmp_path: Pat
     assert main([str(GAMES / "guessing_game.py"), "--no-live", "--runs", "1", "--set", "max_rounds=3",
                  "--out", str(out)]) == 0
     capsys.readouterr()
-    assert main(["transcript", str(out), "--agent", "0", "--round", "2"]) == 0
+    assert main(["transcript", str(out), "--agent", "0", "--round", "3"]) == 0
     printed = capsys.readouterr().out
     replies = agentsim.open(out).moves().query("agent == 0").sort_values("t")["action"].tolist()
     assert printed.count("[assistant]") == 2  # rounds 1 and 2, before round 3's question

@@ -112,7 +112,7 @@ def test_a_game_written_from_the_documented_api_runs_to_a_report(tmp_path: Path)
     html = results.report()
     index = json.loads((html.parent / "report.json").read_text())
     assert "gamekit" in index["sections"]
-    assert {"gamekit_1_rounds", "gamekit_1_by_model", "gamekit_1_runs"} <= {
+    assert {"gamekit_sealed_bid_test_rounds", "gamekit_sealed_bid_test_by_model", "gamekit_sealed_bid_test_runs"} <= {
         item["name"] for item in index["figures"] + index["tables"]}
     out = io.StringIO()
     assert write_transcript(tmp_path / "auction", out, run=1, agent=0) >= 4
@@ -311,7 +311,7 @@ def test_a_mixed_population_is_measured_per_model(tmp_path: Path) -> None:
     assert all(line["by_model"]["stand-in:a"]["players"] == 8 for line in lines)
     (summary,) = json.loads((out / "summary.json").read_text())["runs"]
     assert set(summary["mean_choice_by_model"]) == {"stand-in:a", "stand-in:b"}
-    table = (agentsim.open(out).report().parent / "gamekit_1_by_model.csv").read_text()
+    table = (agentsim.open(out).report().parent / "gamekit_public_goods_by_model.csv").read_text()
     assert "stand-in:a" in table and "stand-in:b" in table
 
 
@@ -470,7 +470,7 @@ def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None
     figures = model.readout.live_figures(model)
     latest = model.metrics.line(1)
     assert figures.shares == latest["moves"]["respond"]["shares"] and figures.shares_label == "respond"
-    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f}"
+    assert dict(figures.lines)["mean offer"] == f"{latest['moves']['offer']['mean']:.2f} in round 2"
     view = RunView(run=1, seed=3, status="done", rounds_done=2, max_rounds=2, interactions=6, stop_reason=None,
                    metrics=figures, usage={}, calls_per_second=0.0)
     console = Console(width=110, record=True, color_system=None, file=io.StringIO())

@@ -73,7 +73,9 @@ def transcript(argv: list[str]) -> int:
     parser.add_argument("--run", type=int, default=None, help="only this run (default: every run)")
     parser.add_argument("--agent", type=int, default=None, help="only this agent's calls")
     parser.add_argument("--round", dest="round_", type=int, default=None,
-                        help="only this population round (a month, a generation: the game's round)")
+                        help="only this round, numbered as the game numbers it: a game on the layer (agentsim.gamekit) "
+                             "from 1, as its prompts say (Round 1 of 6); other games' population rounds (a month, a "
+                             "generation) from 0, as moves().round")
     scenario_option(parser)
     options = parser.parse_args(argv)
     from .transcript import write_transcript

@@ -225,23 +225,26 @@ class RecordedExperiment:
 
     # --- usage -------------------------------------------------------------------------------
     def usage_by_model(self) -> list[dict[str, Any]]:
-        """Calls, tokens, invalid replies and latency percentiles per model (from every
+        """Calls, tokens, invalid replies (a reply the game could not use), errors (a call
+        that failed: no reply) and latency percentiles per model (from every
         recorded call), its agents' decisions and how many of them fell back (no reply gave
         the action), with cost where the run summaries carry one."""
         rows = self.store.rows(
-            "SELECT d.run, a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error FROM decisions d "
+            "SELECT d.run, a.model, d.prompt_tokens, d.completion_tokens, d.latency_us, d.error, d.reply IS NOT NULL "
+            "FROM decisions d "
             "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.reply IS NOT NULL OR d.error IS NOT NULL")
         done = {row["run"] for row in self.runs}
         by_model: dict[str, dict[str, Any]] = {}
-        for run, model, prompt_tokens, completion_tokens, latency_us, error in rows:
+        for run, model, prompt_tokens, completion_tokens, latency_us, error, replied in rows:
             if run not in done:
                 continue
             entry = by_model.setdefault(model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
-                                                "decisions": 0, "fallbacks": 0, "latencies": []})
+                                                "invalid_replies": 0, "decisions": 0, "fallbacks": 0, "latencies": []})
             entry["calls"] += 1
             entry["prompt_tokens"] += prompt_tokens or 0
             entry["completion_tokens"] += completion_tokens or 0
-            entry["errors"] += error is not None
+            entry["errors"] += error is not None and not replied  # the call failed
+            entry["invalid_replies"] += error is not None and bool(replied)  # a reply the game could not use
             entry["latencies"].append((latency_us or 0) / 1e6)
         for run, model, decisions, fallbacks in self.store.rows(
                 "SELECT d.run, a.model, COUNT(*), SUM(d.fallback IS 1) FROM decisions d JOIN agents a "

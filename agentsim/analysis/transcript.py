@@ -41,6 +41,7 @@ class Call:
     action: str | None
     payoff: float | None
     new_messages: tuple[Message, ...]  # what this attempt added to the conversation
+    fallback: bool = False  # the move no reply gave: drawn by the codec's fallback rule
 
 
 def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any, Any, Any]:
@@ -83,11 +84,15 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
     if agent is not None:
         filters.append("d.agent = ?")
         parameters.append(agent)
+    # The round as the game numbers it (a game on the layer counts from 1, as its prompts do;
+    # the store's population rounds count from 0): `Scenario.round_base`, 0 where none is set.
+    base = int(getattr(scenario, "round_base", 0))
     if round_ is not None:
         filters.append("e.round = ?")
-        parameters.append(round_)
+        parameters.append(round_ - base)
     rows = experiment.store.rows(
-        "SELECT d.run, e.round, d.t, d.agent, a.model, d.attempt, d.context, d.reply, d.parsed, d.error, d.action, d.payoff "
+        "SELECT d.run, e.round, d.t, d.agent, a.model, d.attempt, d.context, d.reply, d.parsed, d.error, d.action, d.payoff, "
+        "d.fallback IS 1 "
         "FROM decisions d LEFT JOIN encounters e ON e.run = d.run AND e.t = d.t "
         "LEFT JOIN agents a ON a.run = d.run AND a.agent = d.agent "
         f"WHERE (d.reply IS NOT NULL OR d.context IS NOT NULL) AND {' AND '.join(filters)} "
@@ -95,7 +100,7 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
     context: str | None = None
     replies: list[str] = []
     shown = 0
-    for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff in rows:
+    for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in rows:
         if attempt == 0:
             context, replies, shown = row_context, [], 0
         if context is None:
@@ -108,7 +113,8 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
         if reply is not None:
             replies.append(reply)
             shown += 1  # the reply is printed as the reply, not again as an assistant message
-        yield Call(run_id, round_number, t, agent_id, model or "", attempt, reply, parsed, error, action, payoff, new)
+        yield Call(run_id, None if round_number is None else round_number + base, t, agent_id, model or "", attempt, reply,
+                   parsed, error, action, payoff, new, bool(fell))
 
 
 def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = None, agent: int | None = None,
@@ -151,5 +157,6 @@ def _write_call(out: TextIO, call: Call, seed: int | None) -> None:
     if call.error:
         verdict += f" ({call.error})"
     if call.payoff is not None:
-        verdict += f"; played {call.action}, payoff {call.payoff:g}"
+        played = f"{call.action} (a fallback: no reply gave it; drawn by the fallback rule)" if call.fallback else call.action
+        verdict += f"; played {played}, payoff {call.payoff:g}"
     out.write(f"→ {verdict}\n")

@@ -19,7 +19,7 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
         for entry in experiment.usage_by_model():
             rows.append([experiment.label, experiment.scenario_name, entry["model"], entry["calls"], entry["prompt_tokens"],
                          entry["completion_tokens"], entry["cached_prompt_tokens"], entry["cache_write_tokens"],
-                         entry["errors"], entry["decisions"], entry["fallbacks"],
+                         entry["invalid_replies"], entry["errors"], entry["decisions"], entry["fallbacks"],
                          round(entry["fallbacks"] / entry["decisions"], 4) if entry["decisions"] else None,
                          entry["latency_p50_s"], entry["latency_p95_s"], entry["cost_usd"]])
     return rows
@@ -29,12 +29,13 @@ def _usage_rows(context: ReportContext) -> list[list[Any]]:
 def usage(context: ReportContext) -> None:
     rows = _usage_rows(context)
     columns = ["experiment", "scenario", "model", "calls", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-               "cache_write_tokens", "errors",
+               "cache_write_tokens", "invalid_replies", "errors",
                "decisions", "fallbacks", "fallback_rate", "latency_p50_s", "latency_p95_s", "cost_usd"]
     context.add_table("table_usage", "Calls, tokens, fallbacks, latency and cost by model", columns, rows,
                       "From every recorded call; cost where the backend reported one, as billed (prompt tokens read "
                       "from or written to the provider's prompt cache, counted in prompt_tokens, at their own "
-                      "prices). A fallback is a decision no "
+                      "prices). invalid_replies: replies the game could not use (each re-asked, or a fallback); "
+                      "errors: calls that failed with no reply (after retries). A fallback is a decision no "
                       "reply gave (every attempt invalid or failed): it is left out of every choice, share and "
                       "strategy in this report.")
     _estimates(context)
@@ -46,7 +47,7 @@ def usage(context: ReportContext) -> None:
     for row in rows:
         total = totals.setdefault(row[2], [0, 0, 0, 0, 0])
         for column in range(5):  # calls, prompt and completion tokens, decisions, fallbacks
-            total[column] += row[(3, 4, 5, 9, 10)[column]]
+            total[column] += row[(3, 4, 5, 10, 11)[column]]
     models = list(totals)
     figure, axes = context.figure(width=max(13, 4.2 * len(models)), height=3.6, ncols=4)
     calls, tokens, fell, latency = axes[0]

@@ -51,6 +51,12 @@ class Ask:
         return dict(self.facts).get(key, default)
 
 
+def clause(problem: str) -> str:
+    """A reader's problem as a sentence's clause: "names no number" reads "it names no number";
+    "99 is not from 1 to 7" reads as it is."""
+    return f"it {problem}" if problem.split(" ", 1)[0] in ("names", "has", "adds", "is") else problem
+
+
 class KitCodec(Codec[Ask]):
     """The prompt codec of every layer game: messages from the rendered ask, replies read by
     the choice, a reminder naming the problem and the answer format, and a fallback drawn
@@ -68,7 +74,7 @@ class KitCodec(Codec[Ask]):
         return Parsed(action, problem)
 
     def reminder(self, situation: Ask, parsed: Parsed) -> str:
-        return f"Your reply could not be used: it {parsed.problem}. {situation.choice.instruction()}"
+        return f"Your reply could not be used: {clause(parsed.problem or 'it is not an answer')}. {situation.choice.instruction()}"
 
     def fallback(self, situation: Ask, unit: float) -> str:
         import random

@@ -14,9 +14,13 @@ from it, so a game names its choice and writes none of this:
     spec()           the choice as plain data, for the store (`choice_from_spec` reads it back)
 
 Reading a reply (documented in docs/games-layer.md): an option or a target is the one option
-the reply names as a whole word (any case); naming none or several is unusable. A number is the
-only number in the reply, or else the number the reply ends with; out of range, not whole where
-whole numbers are asked, or several numbers with none at the end: unusable. A split is exactly
+the reply names as a whole word (any case), a mention right after a negation ("not", "never",
+"won't", up to two words before it: "I will not volunteer") left out; naming none or several
+is unusable. A number is the number the reply commits to: first a scale after a number is taken
+out ("3 out of 7", "3 of 7", "4/7" read 3 and 4) and so is a number the reply turns down ("3,
+not 5", "rather than 5", "instead of 5"); then the only number left, or else the number the
+reply ends with; out of range, not whole where whole numbers are asked, or several numbers with
+none at the end: unusable. A split is exactly
 `parts` numbers (in order) that are not negative and add up to the budget.
 """
 
@@ -34,6 +38,39 @@ from ..llm.base import Grammar
 
 SMALL = 101  # the largest choice set given a choice grammar (0-100 inclusive is GAMA-Bench's widest)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+_FIGURE = r"-?\d+(?:\.\d+)?"
+# "3 out of 7", "3 of 7", "3 of the 7", "4/7": the scale after the number is not a choice
+_SCALE = re.compile(rf"(?<![\w.])({_FIGURE})\s*(?:/\s*|\s(?:out\s+)?of\s+(?:(?:the|my|your)\s+)?)\d+(?:\.\d+)?(?!\w|\.\d)",
+                    re.IGNORECASE)
+# "not 5", "never 5", "rather than 5", "instead of 5": a number the reply turns down
+_REFUSED_NUMBER = re.compile(rf"(?:\bnot|\bnever|\brather\s+than|\binstead\s+of)\s+(?:(?:a|the)\s+)?{_FIGURE}(?!\w|\.\d)",
+                             re.IGNORECASE)
+_NEGATION = r"(?:\bnot|\bnever|n't)(?:\s+[\w']+){0,2}?\s+"  # "not", "won't", "do not want to": up to 2 words on
+
+
+def committed_numbers(text: str) -> str:
+    """The reply with the numbers it does not commit to taken out: a scale ("3 out of 7" is 3,
+    "4/7" is 4) and a number it turns down ("3, not 5" is 3)."""
+    return _REFUSED_NUMBER.sub(" ", _SCALE.sub(r"\1", text))
+
+
+def named_labels(labels: Sequence[str], text: str) -> tuple[list[str], list[str]]:
+    """(the labels `text` names as whole words, any case, not only after a negation; those it
+    names only after one: "I will not volunteer")."""
+    named, refused = [], []
+    for label in labels:
+        word = rf"(?<!\w){re.escape(label)}(?!\w)"
+        mentions = len(re.findall(word, text, re.IGNORECASE))
+        negated = len(re.findall(_NEGATION + word, text, re.IGNORECASE))
+        if mentions > negated:
+            named.append(label)
+        elif mentions:
+            refused.append(label)
+    return named, refused
+
+
+def _unnamed(what: str, refused: list[str]) -> str:
+    return f"names no {what}" + (f" (it names {', '.join(refused)} only after a negation)" if refused else "")
 
 
 class Choice:
@@ -110,11 +147,10 @@ class Options(Choice):
         return _format(self, f"exactly one of: {', '.join(self.labels)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
-        text = self.focus(text)
-        found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
+        found, refused = named_labels(self.labels, self.focus(text))
         if len(found) == 1:
             return found[0], None
-        return None, ("names several options: " + ", ".join(found) if found else "names no option")
+        return None, ("names several options: " + ", ".join(found) if found else _unnamed("option", refused))
 
     def draw(self, rng: random.Random) -> str:
         return self.labels[rng.randrange(len(self.labels))]
@@ -140,11 +176,11 @@ class Target(Options):
     def read(self, text: str) -> tuple[str | None, str | None]:
         text = self.focus(text)
         if not self.labels:
-            return None, "no player to choose"
-        found = [label for label in self.labels if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text, re.IGNORECASE)]
+            return None, "has no player to choose from"
+        found, refused = named_labels(self.labels, text)
         if len(found) == 1:
             return found[0], None
-        return None, ("names several players: " + ", ".join(found) if found else "names no player among the choices")
+        return None, ("names several players: " + ", ".join(found) if found else _unnamed("player among the choices", refused))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,7 +211,7 @@ class Number(Choice):
         return _format(self, f"{kind} from {self.text(self.low)} to {self.text(self.high)}")
 
     def read(self, text: str) -> tuple[str | None, str | None]:
-        text = self.focus(text)
+        text = committed_numbers(self.focus(text))
         found = _NUMBER.findall(text)
         if not found:
             return None, "names no number"

@@ -29,6 +29,7 @@ from ..seeding import derive_seed
 from . import presentation
 from .asking import Ask, KitCodec
 from .choices import Choice
+from .guard import game_code
 from .round import Player, Round
 
 
@@ -67,7 +68,9 @@ class KitStandInSettings(StandInSettings):
     invalid_rate: float = 0.05  # a first attempt the game cannot read (so re-asks and fallbacks run)
 
     def validate(self) -> None:
-        require(0 <= self.invalid_rate < 1, f"standin.invalid_rate must be in [0, 1) (got {self.invalid_rate})")
+        require(0 <= self.invalid_rate < 1, f"standin.invalid_rate must be from 0 to below 1 (got {self.invalid_rate}): "
+                                            f"it is the chance that a first attempt is unreadable, and at 1 no first "
+                                            f"attempt would ever be read; use a value such as 0.5")
 
 
 @dataclass(slots=True)
@@ -113,6 +116,20 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     # The choice's answer format follows each question (or stands where it says {instruction});
     # False: the game's own text asks for the format (a template read from a file).
     append_instruction: ClassVar[bool] = True
+    # A layer game counts its rounds from 1 everywhere: prompts, `Round.number`, the round lines
+    # and `Results.rounds()`, `Results.moves().round`, `transcript --round`, the figures (the
+    # store's own tables keep population rounds from 0: round 1 is the store's round 0).
+    round_base: ClassVar[int] = 1
+
+    def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
+        super().__init__(params, standin=standin, **changes)
+        game = cast(GameParams, self.params)
+        require(game.agents >= self.min_players,
+                f"agents must be >= min_players: {type(self).__name__} needs at least {self.min_players} players "
+                f"(got agents={game.agents}); raise agents")
+        require(game.group_size == 0 or game.group_size >= self.min_players,
+                f"group_size must be 0 (everyone together) or >= min_players={self.min_players}: a smaller group "
+                f"plays no round (got group_size={game.group_size})")
 
     # --- what a game writes ----------------------------------------------------------------
     def choice(self, player: Player) -> Choice:
@@ -194,13 +211,14 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         state: KitState = model.state
         seed = cast(int, encounter.drawn)
         players = []
-        for agent in encounter.agents:
-            if agent.index in state.out:
-                continue
-            player = Player(agent.index, self.player_name(agent.index), agent.policy.label,
-                            state.score.get(agent.index, 0.0), state.private.get(agent.index, {}))
-            private = dict(self.private(player, random.Random(derive_seed(seed, agent.index + 1))))
-            players.append(Player(player.index, player.name, player.model, player.score, private))
+        with game_code(self, f"in round {encounter.round + 1}"):
+            for agent in encounter.agents:
+                if agent.index in state.out:
+                    continue
+                player = Player(agent.index, self.player_name(agent.index), agent.policy.label,
+                                state.score.get(agent.index, 0.0), state.private.get(agent.index, {}))
+                private = dict(self.private(player, random.Random(derive_seed(seed, agent.index + 1))))
+                players.append(Player(player.index, player.name, player.model, player.score, private))
         return tuple(players), seed
 
     async def play(self, model: PopulationModel[KitState], encounter: Encounter) -> Round:
@@ -208,7 +226,8 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         round_ = Round(self, model.state, {agent.index: agent for agent in encounter.agents}, encounter.round + 1,
                        players, seed)
         if len(players) >= self.min_players:
-            await self.play_round(round_)
+            with game_code(self, f"in round {round_.number}"):
+                await self.play_round(round_)
         return round_
 
     def resolve(self, model: PopulationModel[KitState], encounter: Encounter, answers: Round) -> EncounterRecord:
@@ -217,7 +236,8 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
             index = player.index
             state.private[index] = {**player.private, **round_.kept.get(index, {})}
             state.score[index] = state.score.get(index, 0.0) + round_.payoffs.get(index, 0)
-            told = self.feedback(player, round_)
+            with game_code(self, f"in round {round_.number}"):
+                told = self.feedback(player, round_)
             if told:
                 history = state.history.setdefault(index, [])
                 history.append((round_.number, told))

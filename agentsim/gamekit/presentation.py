@@ -9,7 +9,11 @@ A round's line (the store's `rounds` table; `Results.rounds()`; what the report 
     kit, game, round (from 1)
     groups      one per table: players, moves [[player, move, kind, action, fallback]],
                 payoffs [[player, amount]], eliminated [[player, why]], winners, data, ended
-    asked, choices, fallbacks, mean_payoff (per player of the round)
+    data        what the tables recorded: one table's data, or by table number ("1", "2", ...)
+    asked, choices, fallbacks; players (player-rounds at the tables), payoff (all paid),
+                chosen_payoff and mean_payoff: the payoff per player-round in which the player
+                chose (its move a choice, not a fallback), the one mean payoff of the layer
+                (the run summary's, the report's and the store's by-model table's)
     moves       per move name: choices, and the mean (a number), the shares (an option, a
                 target) or the mean of each part (a split) over choices only
     by_model    the same per model (a mixed population): asked, choices, fallbacks, payoff,
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import checkpoints
 from ..figures import LiveFigures
 from ..parts import Readout
+from .guard import game_code
 
 if TYPE_CHECKING:
     from ..model import PopulationModel
@@ -68,7 +73,8 @@ class KitMetrics:
 
     def line(self, index: int) -> dict[str, Any]:
         groups = self.rounds[index]
-        line: dict[str, Any] = {"kit": 1, "game": self.game, "round": index + 1, "groups": groups}
+        line: dict[str, Any] = {"kit": 1, "game": self.game, "round": index + 1, "groups": groups,
+                                "data": round_data(groups)}
         line.update(_tally(groups, None))
         models = sorted({self.models.get(player, "?") for group in groups for player in group["players"]})
         line["by_model"] = {model: _tally(groups, lambda player, model=model: self.models.get(player, "?") == model)
@@ -77,6 +83,14 @@ class KitMetrics:
 
     def lines(self) -> list[dict[str, Any]]:
         return [self.line(index) for index in range(len(self.rounds))]
+
+
+def round_data(groups: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the round's tables `record`ed, where `Results.rounds()` spreads it into columns:
+    one table's data as it is (`data.KEY`), several tables' by table, from 1 (`data.2.KEY`)."""
+    if len(groups) == 1:
+        return dict(groups[0]["data"])
+    return {str(number): dict(group["data"]) for number, group in enumerate(groups, start=1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +112,17 @@ def _tally(groups: Sequence[dict[str, Any]], keep: Any) -> dict[str, Any]:
     moves = [move for group in groups for move in group["moves"] if kept(move[0])]
     payoff = sum(amount for group in groups for player, amount in group["payoffs"] if kept(player))
     fallbacks = sum(1 for move in moves if move[4])
+    # The mean payoff is over the player-rounds in which the player chose (a move no reply gave
+    # is in no mean, as in the store's by-model table): its payoff that round, per such move.
+    chosen_payoff = sum(dict(group["payoffs"]).get(move[0], 0)
+                        for group in groups for move in group["moves"] if kept(move[0]) and not move[4])
     by_move: dict[str, Any] = {}
-    for name in dict.fromkeys(move[1] for move in moves):
+    for name in sorted({move[1] for move in moves}):  # one order in every line and summary
         chosen = [move for move in moves if move[1] == name and not move[4]]
         by_move[name] = summarize(chosen[0][2] if chosen else "", [move[3] for move in chosen])
     return {"asked": len(moves), "choices": len(moves) - fallbacks, "fallbacks": fallbacks, "players": len(players),
-            "payoff": payoff, "mean_payoff": payoff / len(players) if players else None, "moves": by_move}
+            "payoff": payoff, "chosen_payoff": chosen_payoff,
+            "mean_payoff": chosen_payoff / (len(moves) - fallbacks) if len(moves) > fallbacks else None, "moves": by_move}
 
 
 def summarize(kind: str, actions: Sequence[str]) -> dict[str, Any]:
@@ -136,16 +155,16 @@ def metrics_of(model: PopulationModel) -> KitMetrics:
 
 
 def feedback(player: Player, round_: Round) -> str:
-    """The default: `Round R:` the lines told, the player's own choice, its payoff."""
+    """The default: `Round R:` the lines told, the player's own choice, its payoff (0 where the
+    round paid it nothing: a player can tell it earned nothing), whether it left the game."""
     parts = list(round_.told.get(player.index, []))
     asked = round_.asked.get(player.index)
     if asked is not None:
         parts.append(f"You chose {asked.ask.choice.reply(round_.choices[player]).rstrip('.')}.")
-    if player.index in round_.payoffs:
-        parts.append(f"Your payoff: {_number(round_.payoffs[player.index])}.")
+    parts.append(f"Your payoff: {_number(round_.payoffs.get(player.index, 0))}.")  # 0 where the round paid it nothing
     if player.index in round_.eliminated:
         parts.append(f"You are out of the game ({round_.eliminated[player.index]}).")
-    return f"Round {round_.number}: " + " ".join(parts) if parts else ""
+    return f"Round {round_.number}: " + " ".join(parts)
 
 
 def _number(value: float) -> str:
@@ -161,11 +180,10 @@ def run_summary(game: Game[Any], model: PopulationModel[KitState]) -> dict[str, 
     by_model = {label: _tally([group for line in lines for group in line["groups"]],
                               lambda player, label=label: metrics_of(model).models.get(player) == label)
                 for label in models}
-    rounds_played = max(len(lines), 1)
     return {
         "game": game.name,
         "rounds": len(lines),
-        "mean_payoff": None if total["mean_payoff"] is None else total["payoff"] / max(len(model.agents), 1) / rounds_played,
+        "mean_payoff": total["mean_payoff"],
         "mean_payoff_by_model": {label: entry["mean_payoff"] for label, entry in by_model.items()},
         "mean_choice": {move: entry.get("mean") for move, entry in total["moves"].items()},
         "mean_choice_by_model": {label: {move: each.get("mean") for move, each in entry["moves"].items()}
@@ -173,8 +191,13 @@ def run_summary(game: Game[Any], model: PopulationModel[KitState]) -> dict[str, 
         "fallback_moves": total["fallbacks"],
         "eliminated": len(model.state.out) if model.state is not None else 0,
         "ended": model.state.ended if model.state is not None else None,
-        "score": game.score(lines),
+        "score": _score(game, lines),
     }
+
+
+def _score(game: Game[Any], lines: list[dict[str, Any]]) -> float | None:
+    with game_code(game, "in its score hook"):
+        return game.score(lines)
 
 
 def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
@@ -182,6 +205,8 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
     if not metrics.rounds:
         return LiveFigures()
     line = metrics.line(len(metrics.rounds) - 1)
+    # Every figure here is the latest round's (the run's own totals are in its summary), and says so.
+    latest = f"in round {line['round']}"
     rows: list[tuple[str, str]] = []  # (labels other than the log's own fields: run, round, fallbacks, ...)
     shares: dict[str, float] = {}
     for move, entry in line["moves"].items():
@@ -189,17 +214,18 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
             shares = dict(entry["shares"])
             label = move
         if "mean" in entry:
-            rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f}"))
+            rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f} {latest}"))
     if line["mean_payoff"] is not None:
-        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per player this round"))
+        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per choice {latest}"))
     if len(line["by_model"]) > 1:
         for model_label, entry in line["by_model"].items():
             means = ", ".join(f"{shown(move)} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)
-            rows.append((model_label, means or f"{entry['choices']} choices"))
+            rows.append((model_label, f"{means or str(entry['choices']) + ' choices'} {latest}"))
     out = len(model.state.out) if model.state is not None else 0
     if out:
         rows.append(("eliminated", str(out)))
-    note = f"{line['fallbacks']} fallbacks left out" if line["fallbacks"] else "every move a choice"
+    note = (f"{line['fallbacks']} fallback(s) left out {latest}" if line["fallbacks"] else
+            f"every move a choice {latest}")
     if shares:
         return LiveFigures(shares=shares, shares_label=label, shares_note=note, lines=tuple(rows))
     return LiveFigures(lines=(*rows, ("choices", note)))

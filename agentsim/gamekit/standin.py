@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..llm.base import Request
 from ..seeding import unit_uniforms
 from .asking import Ask
+from .guard import game_code
 
 if TYPE_CHECKING:
     from .game import Game
@@ -38,4 +39,5 @@ class KitStandIn:
         if attempt == 0 and invalid < self.game.standin.invalid_rate:
             return UNREADABLE
         rng = random.Random(request.seed or 0)
-        return ask.choice.reply(self.game.standin_choice(ask, rng))
+        with game_code(self.game, f"in round {ask.round} (its standin_choice)"):
+            return ask.choice.reply(self.game.standin_choice(ask, rng))
