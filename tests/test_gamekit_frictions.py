@@ -344,7 +344,7 @@ def test_the_run_ended_line_says_its_figures_are_the_last_rounds(tmp_path: Path)
     ended = json.loads(next(text for text in (done.stdout + done.stderr).splitlines() if '"run_ended"' in text))
     assert ended["fallbacks"] > 0
     assert ended["choices"].endswith(" in round 3")  # the last round's fallbacks, not the run's
-    assert ended["mean choice"].endswith(" in round 3") and ended["mean payoff"].endswith(" in round 3")
+    assert ended["mean_choice"].endswith(" in round 3") and ended["mean_payoff"].endswith(" in round 3")  # (log keys: no spaces)
 
 
 # --- 11: the stand-in's settings say why ---------------------------------------------------------
