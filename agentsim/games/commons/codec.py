@@ -55,7 +55,7 @@ class CommonsCodec(Codec[CommonsSituation]):
         if kind == "limit":
             return parser.parse_limit(text)
         if kind == "reflection":
-            return parser.parse_reflection(text, min(self.game.params.max_insights, max(1, len(situation.memories))))
+            return parser.parse_reflection(text, min(self.game.params.max_insights, len(situation.memories)))
         return parser.parse_importance(text)
 
     def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:

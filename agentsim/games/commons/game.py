@@ -137,7 +137,7 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         if state.phase == "limit":
             return [(state.framework,)]
         if state.phase == "reflection":
-            return [(index,) for index in state.present]
+            return [(index,) for index in self._reflecting(model, state)]
         return [(index,) for index in state.present if _unrated(_agent(model, index))]
 
     # --- encounters ------------------------------------------------------------------------
@@ -189,6 +189,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
             following = "reflection"
         else:
             following = "month_end"
+        if following == "reflection" and not self._reflecting(model, state):
+            following = "month_end"  # nobody has a memory to reflect on (no communication)
         if any(_unrated(_agent(model, index)) for index in state.present):  # rated as they are stored
             state.phase, state.after_importance = "importance", following
             return
@@ -307,6 +309,18 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         self._start_month(model, state)
 
     # --- what each agent is asked ------------------------------------------------------------
+    def _reflecting(self, model: PopulationModel, state: CommonsState) -> list[int]:
+        """The villagers with a memory to reflect on: GovSim's reflection prompt asks for one
+        insight per statement and makes no call without one (reflect_prompts.py), so without
+        communication, where the stock and the catch expire on the reflection day, nobody
+        reflects."""
+        return [index for index in state.present if self._reflection_memories(model, state, _agent(model, index))]
+
+    def _reflection_memories(self, model: PopulationModel, state: CommonsState,
+                             agent: PopulationAgent) -> tuple[MemoryItem, ...]:
+        return retrieve(list(agent.memory), [prompts.REFLECTION_FOCUS], self.params.reflection_top_k,
+                        state.day("reflection").isoformat())
+
     def situation(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent) -> CommonsSituation:
         params, words, phase = self.params, self.words, state.phase
         base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, silent=not params.communication)
@@ -328,9 +342,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
                            conversation=tuple(state.conversation),
                            participants=tuple(state.names[index] for index in state.present))
         if phase == "reflection":
-            today = state.day("reflection").isoformat()
-            return replace(base, date=today, memories=_pairs(retrieve(memories, [prompts.REFLECTION_FOCUS],
-                                                                      params.reflection_top_k, today)))
+            return replace(base, date=state.day("reflection").isoformat(),
+                           memories=_pairs(self._reflection_memories(model, state, agent)))
         item = next(item for item in memories if _needs_rating(item))
         return replace(base, memory=item.text, memory_kind=item.kind)
 

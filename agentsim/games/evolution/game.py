@@ -136,8 +136,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
         assert isinstance(agent, EvolutionAgent)
         kind, source = phase.kind, ""
         if kind == "inherit":
-            source = "\n".join(f"{name} (final score {score:g}): {strategy}"
-                               for name, score, strategy in model.state.advice)
+            source = advice_block(model.state.advice, with_scores=self.params.advice_with_scores)
         elif kind == "mutate_strategy":
             source = self._parent(model, agent).strategy
         elif kind == "mutate":
@@ -240,3 +239,12 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
 
     def standin_rules(self) -> list[StandInRule]:
         return [EvolutionStandIn(self.standin)]
+
+
+def advice_block(advice: list[tuple[str, float, str]], *, with_scores: bool) -> str:
+    """The survivors' advice as the inheritance prompt shows it: Vallinder and Hughes's
+    notebook formats the list of strategies into the prompt (`f"{inherited_strategies}"`, a
+    Python list's text, best first); `with_scores` lists each as "name (final score X): ..."."""
+    if with_scores:
+        return "\n".join(f"{name} (final score {score:g}): {strategy}" for name, score, strategy in advice)
+    return str([strategy for _, _, strategy in advice])
