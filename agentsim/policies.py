@@ -47,12 +47,14 @@ class LLMPolicy(Generic[S]):
     kind = "llm"
 
     def __init__(self, backend: LanguageModel, sampling: Sampling, codec: PromptCodec[S], *, max_reasks: int,
-                 grammar: Grammar | None = None) -> None:
+                 grammar: Grammar | Callable[[S], Grammar | None] | None = None) -> None:
         self.codec = codec
         self.backend = backend
         self.sampling = sampling
         self.max_reasks = max_reasks
-        self.grammar = grammar  # server-side constrained decoding, where the backend offers it
+        # Server-side constrained decoding, where the backend offers it: one grammar for every
+        # request, or one per situation (a game whose steps ask for different answers).
+        self.grammar = grammar
         self.label = backend.name
         self.immediate = backend.immediate
         # The backend's health (llm/health.py), told of every decision: fallbacks trip its breaker.
@@ -62,7 +64,8 @@ class LLMPolicy(Generic[S]):
         model, game = agent.model, self.codec
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
         request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
-                          options=situation.options, replicate=model.replicate, grammar=self.grammar,
+                          options=situation.options, replicate=model.replicate,
+                          grammar=self.grammar(situation) if callable(self.grammar) else self.grammar,
                           situation=situation)
         context = game.encode(situation)
         calls: list[CallRecord] = []

@@ -5,15 +5,19 @@ and checks that agentsim's default does the same (the kept alternative is a sett
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from helpers import run_experiment
 from test_evolution import Scripted, run
 
 from agentsim.games.commons import CommonsGame, parser
-from agentsim.games.evolution import DonorGame
+from agentsim.games.evolution import DonorGame, StagHunt
 from agentsim.games.evolution.parsers import parse_donation
 from agentsim.games.evolution.prompts import DonorView
+from agentsim.llm.base import Completion, Request
+from agentsim.llm.standin import StandInModel
 from agentsim.store import Store
 
 
@@ -113,3 +117,77 @@ def test_a_list_number_is_not_read_as_the_rating() -> None:
     assert parser.parse_importance("1. The conversation matters.\n2. It sets a limit.").problem is not None
     assert parser.parse_importance("Rating (1 to 10): 7").action == "7"
     assert parser.parse_importance("I rate it 8 out of 10.").action == "8"
+
+
+# --- 6. constrained answers: the grammar each step sends --------------------------------------------
+
+class Recording(StandInModel):
+    """The stand-in, keeping every request (its grammar and options)."""
+
+    name = "stand-in"
+
+    def __init__(self, rules: Any) -> None:
+        super().__init__(rules)
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Completion:
+        self.requests.append(request)
+        return self.answer(request)
+
+
+def _recorded(scenario: Any, out: Path) -> Recording:
+    backends: list[Recording] = []
+
+    def backend(built: Any) -> Recording:
+        backends.append(Recording(built.standin_rules()))
+        return backends[-1]
+
+    run_experiment(scenario, out, seed=3, backend=backend)
+    return backends[0]
+
+
+def test_constrained_commons_answers_carry_govsims_constraints(tmp_path: Path) -> None:
+    """GovSim constrains the harvest to a number, the conclusion to yes/no, the next speaker to
+    the others and the rating to 1-10 (act_prompts.py:41-52, converse_prompts.py:78-100,
+    store_prompts.py:32-38): with `constrained_decoding` each is the request's grammar, a harvest
+    and a rating as a choice among the prompt's range, so scoring backends store them exactly."""
+    backend = _recorded(CommonsGame(months=1, agents=3, constrained_decoding=True), tmp_path / "on")
+    by_kind: dict[str, list[Request]] = {}
+    for request in backend.requests:
+        by_kind.setdefault(request.situation.kind, []).append(request)
+    harvest = by_kind["harvest"][0]
+    assert harvest.grammar is not None and harvest.options == tuple(str(n) for n in range(101))
+    assert dict(harvest.grammar.choices)["Answer: 7 tons"] == "7"
+    rating = by_kind["importance"][0]
+    assert rating.grammar is not None and rating.options == tuple(str(n) for n in range(1, 11))
+    utterance = by_kind["utterance"][0]
+    assert utterance.grammar is not None and utterance.grammar.kind == "regex" and not utterance.grammar.choices
+    speaker = utterance.situation.name
+    others = [name for name in utterance.situation.participants if name != speaker]
+    pattern = re.compile(utterance.grammar.value)
+    assert pattern.fullmatch(f"Response: Ten each.\nConversation conclusion by me: no\nNext speaker: {others[0]}")
+    assert pattern.fullmatch("Response: Ten each.\nConversation conclusion by me: yes")
+    assert not pattern.fullmatch(f"Response: Ten each.\nConversation conclusion by me: no\nNext speaker: {speaker}")
+    assert all(request.grammar is None for kind in ("limit", "reflection") for request in by_kind.get(kind, []))
+    plain = _recorded(CommonsGame(months=1, agents=3), tmp_path / "off")
+    assert all(request.grammar is None and not request.options for request in plain.requests)
+
+
+def test_constrained_evolution_turns_carry_their_answer_formats(tmp_path: Path) -> None:
+    """A donation as the prompt asks for it ("a real number", "Donate, x" / "Punish, x",
+    "Refuse to play") and a hunt as a choice between STAG and HARE; strategies stay free."""
+    donor = _recorded(DonorGame(agents=2, rounds=2, generations=1, games=1, constrained_decoding=True),
+                      tmp_path / "donor")
+    turns = [request for request in donor.requests if isinstance(request.situation, DonorView)]
+    assert turns and all(request.grammar is not None for request in turns)
+    assert all(request.grammar is None for request in donor.requests if not isinstance(request.situation, DonorView))
+    amount = re.compile(turns[0].grammar.value)  # type: ignore[union-attr]
+    assert amount.fullmatch("Answer: 3.5") and amount.fullmatch("Answer: 12") and not amount.fullmatch("Answer: -1")
+    costly = DonorGame(punishment="costly", constrained_decoding=True).codec.grammar(turns[0].situation)
+    assert costly is not None and re.fullmatch(costly.value, "Answer: Punish, 2")
+    choice = DonorGame(punishment="partner_choice", constrained_decoding=True).codec.grammar(turns[0].situation)
+    assert choice is not None and re.fullmatch(choice.value, "Answer: Refuse to play")
+    stag = _recorded(StagHunt(agents=2, rounds=2, generations=1, constrained_decoding=True), tmp_path / "stag")
+    hunts = [request for request in stag.requests if request.options]
+    assert hunts and all(request.grammar is not None and dict(request.grammar.choices) ==
+                         {"Answer: STAG": "STAG", "Answer: HARE": "HARE"} for request in hunts)

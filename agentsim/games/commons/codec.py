@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...codec import Codec, Parsed
-from ...llm.base import Message
+from ...llm.base import Grammar, Message
 from . import parser, prompts
+from .grammars import answer_grammar
 from .situations import CommonsSituation
 
 if TYPE_CHECKING:
@@ -45,6 +46,12 @@ class CommonsCodec(Codec[CommonsSituation]):
             task = prompts.IMPORTANCE_TASKS[situation.memory_kind or "insight"]
             text += task.format(name=situation.name, memory=situation.memory) + prompts.RATING
         return (Message("user", text),)
+
+    def grammar(self, situation: CommonsSituation) -> Grammar | None:
+        """The answer's grammar with `constrained_decoding` (grammars.py), else None."""
+        if not self.game.params.constrained_decoding:
+            return None
+        return answer_grammar(situation, self.game.words)
 
     def parse(self, text: str, situation: CommonsSituation) -> Parsed:
         kind = situation.kind

@@ -56,6 +56,7 @@ from ...scenario import Scenario
 from ...scheduler import Encounter, GroupPairing, Pairing
 from . import parser, prompts
 from .codec import CommonsCodec
+from .grammars import answer_options
 from .memory import MemoryItem, retrieve
 from .metrics import MonthRecord, run_metrics
 from .params import CommonsParams
@@ -95,8 +96,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         params = self.params
         sampling = params.sampling()
         for index in range(params.agents + 1):  # the villagers, then the framework model
-            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks),
-                            memory_length=None)
+            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks,
+                                             grammar=self.codec.grammar), memory_length=None)
 
     def new_state(self, model: PopulationModel) -> CommonsState:
         params = self.params
@@ -149,7 +150,10 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
 
     def start(self, model: PopulationModel, encounter: Encounter) -> tuple[CommonsSituation, ...]:
         state: CommonsState = model.state
-        return tuple(self.situation(model, state, agent) for agent in encounter.agents)
+        situations = tuple(self.situation(model, state, agent) for agent in encounter.agents)
+        if self.params.constrained_decoding:  # the options the answer grammar's replies name
+            situations = tuple(replace(situation, options=answer_options(situation)) for situation in situations)
+        return situations
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, ...]:
         return await ask_together(encounter.agents, encounter.views)

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...codec import Parsed
+from ...llm.base import Grammar
 from ...records import Decision, EncounterRecord, Move
 from . import prompts
 from .codec import EvolutionCodec
@@ -138,6 +139,8 @@ class DonorCodec(EvolutionCodec):
     """The donor game's words: the system prompt with its information and punishment clauses,
     the strategy brief, a donor's turn, its reading and its reminder."""
 
+    params: DonorParams
+
     def __init__(self, params: DonorParams) -> None:
         self.params = params
 
@@ -170,6 +173,16 @@ class DonorCodec(EvolutionCodec):
                                          recipient_resources=view.recipient_resources, chain=self._chain(view),
                                          resources=view.resources, answer=answer, answer_again=again,
                                          probabilities=prompts.PROBABILITIES)
+
+    def turn_grammar(self, view: Situation) -> Grammar:
+        """The answer alone, in the words the prompt asks for: a number (up to four digits and
+        two decimals, as the notebook reads it; more than the donor holds stays possible, an
+        invalid action), "Donate, x" or "Punish, x", or "Refuse to play". Free numbers have no
+        exact distribution. Plain groups and classes: llama.cpp's GBNF takes no other syntax."""
+        amount = "[0-9]{1,4}([.][0-9]{1,2})?"
+        answer = {"none": amount, "costly": f"(Donate|Punish), {amount}",
+                  "partner_choice": f"(Refuse to play|{amount})"}[self.params.punishment]
+        return Grammar(kind="regex", value=f"Answer: {answer}")
 
     def _chain(self, view: DonorView) -> str:
         if self.params.chain_prefix:

@@ -101,7 +101,8 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
 
     def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
         """Agent `index`'s policy: override it for a mixed population."""
-        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.params.max_reasks)
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.params.max_reasks,
+                         grammar=self.codec.grammar)
 
     def pairing(self, model: PopulationModel) -> GenerationPairing:
         return GenerationPairing(self)

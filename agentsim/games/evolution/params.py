@@ -46,6 +46,9 @@ class EvolutionParams(Params):
     strategy_inheritance: Literal["advice", "mutate"] = "advice"
     advice_with_scores: bool = False
     max_reasks: int = 9  # Vallinder and Hughes: up to 10 attempts
+    # send a turn's answer format as a grammar (a donation, a hunt), where the backend constrains
+    # decoding (llama.cpp, TGI, vLLM); the texts (strategies, norms) stay free
+    constrained_decoding: bool = False
     temperature: float = 1.0
     top_p: float | None = None
     max_tokens: int = 800
