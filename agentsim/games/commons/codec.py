@@ -14,8 +14,8 @@ from ...llm.base import Grammar, Message, Request
 from ...seeding import derive_seed
 from . import parser, prompts
 from .grammars import answer_grammar, answer_options
-from .state import month_day
 from .situations import CommonsSituation
+from .state import month_day
 
 if TYPE_CHECKING:
     from .game import CommonsGame
