@@ -95,7 +95,7 @@ def test_donations_are_read_as_the_notebook_reads_them() -> None:
 
 
 def test_a_donation_above_what_the_donor_holds_is_an_invalid_action_that_moves_nothing(tmp_path: Path) -> None:
-    """ipynb:471 (`elif 0 <= response <= donor.resources`) and :539-555: anything else is
+    """ipynb:472 (`elif 0 <= response <= donor.resources`) and :539-555: anything else is
     recorded as "attempted an invalid action", nothing moves and the reply is not re-asked."""
     backend = Scripted({"1_2": 0.5}, answers={"1_1": "Justification: all in.\nAnswer: 50"})
     (summary,), store = run(DonorGame(agents=2, rounds=2, generations=1, games=1), tmp_path / "out", backend=backend)
@@ -148,8 +148,8 @@ def _recorded(scenario: Any, out: Path) -> Recording:
 
 def test_constrained_commons_answers_carry_govsims_constraints(tmp_path: Path) -> None:
     """GovSim constrains the harvest to a number, the conclusion to yes/no, the next speaker to
-    the others and the rating to 1-10 (act_prompts.py:41-52, converse_prompts.py:78-100,
-    store_prompts.py:32-38): with `constrained_decoding` each is the request's grammar, a harvest
+    the others, the rating to 1-10 and the limit to digits after "Answer: " (act_prompts.py:41-52,
+    converse_prompts.py:78-100, store_prompts.py:32-38, reflect_prompts.py:144-155): with `constrained_decoding` each is the request's grammar, a harvest
     and a rating as a choice among the prompt's range, so scoring backends store them exactly."""
     backend = _recorded(CommonsGame(months=1, agents=3, constrained_decoding=True), tmp_path / "on")
     by_kind: dict[str, list[Request]] = {}
@@ -168,7 +168,9 @@ def test_constrained_commons_answers_carry_govsims_constraints(tmp_path: Path) -
     assert pattern.fullmatch(f"Response: Ten each.\nConversation conclusion by me: no\nNext speaker: {others[0]}")
     assert pattern.fullmatch("Response: Ten each.\nConversation conclusion by me: yes")
     assert not pattern.fullmatch(f"Response: Ten each.\nConversation conclusion by me: no\nNext speaker: {speaker}")
-    assert all(request.grammar is None for kind in ("limit", "reflection") for request in by_kind.get(kind, []))
+    limit = by_kind["limit"][0].grammar
+    assert limit is not None and re.fullmatch(limit.value, "Answer: 10") and re.fullmatch(limit.value, "Answer: N/A")
+    assert all(request.grammar is None for request in by_kind.get("reflection", []))
     plain = _recorded(CommonsGame(months=1, agents=3), tmp_path / "off")
     assert all(request.grammar is None and not request.options for request in plain.requests)
 

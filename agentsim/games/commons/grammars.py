@@ -2,16 +2,16 @@
 them with its constraints (PathFinder; fishing/agents/persona_v3/cognition/act_prompts.py,
 converse_prompts.py, store_prompts.py): a harvest is a whole number within the range the
 prompt gives (0 to the stock), the utterance's conclusion is yes or no and the next speaker one
-of the other villagers, a rating is 1 to 10.
+of the other villagers, a rating is 1 to 10, the framework model's agreed limit a number or N/A.
 
 A harvest and a rating are choice grammars (a finite set of replies, one per option, none a
 prefix of another), so a backend that scores options (llama.cpp in process) reports and stores
-each option's exact probability (llm/scoring.py). An utterance is a regular expression: its
-words are free, only its format is fixed, and free text has no exact distribution. The limit
-extraction and the reflection stay free text, as GovSim generates them.
+each option's exact probability (llm/scoring.py). An utterance and the limit are regular
+expressions (an utterance's words are free, only its format is fixed; free text has no exact
+distribution). The reflection stays free text, as GovSim generates it.
 
-GovSim lets the model reason before it writes "Answer:" and constrains what follows; a choice
-grammar holds the whole reply, so a constrained harvest is the answer alone, in the words the
+GovSim lets the model reason before it writes "Answer:" and constrains what follows; a grammar
+holds the whole reply, so a constrained harvest or limit is the answer alone, in the words the
 prompt asks for ("Answer: N tons").
 """
 
@@ -24,6 +24,8 @@ from .prompts import Words
 from .situations import CommonsSituation
 
 RATINGS = tuple(str(rating) for rating in range(1, 11))
+# The agreed limit: GovSim reads digits after "Answer: " (reflect_prompts.py:144-155), or N/A.
+LIMIT_PATTERN = "Answer: ([0-9]{1,4}|N/A)"
 
 
 def harvest_replies(unit: str, stock: int) -> dict[str, str]:
@@ -55,6 +57,8 @@ def answer_grammar(situation: CommonsSituation, words: Words) -> Grammar | None:
     if situation.kind == "utterance":
         others = tuple(name for name in situation.participants if name != situation.name)
         return Grammar(kind="regex", value=utterance_pattern(others))
+    if situation.kind == "limit":
+        return Grammar(kind="regex", value=LIMIT_PATTERN)
     return None
 
 

@@ -110,7 +110,7 @@ class DonorGame(CulturalEvolution[DonorParams]):
         if kind != "refuse" and amount > held + 1e-9:
             # Vallinder and Hughes: more than the donor holds is "an invalid action": nothing
             # moves and no entry is written; the donor's chain is the recipient's, copied before
-            # the pairing from the second round on (Donor_Game_with_Cultural_Evolution.ipynb:540, 627)
+            # the pairing from the second round on (Donor_Game_with_Cultural_Evolution.ipynb:539-555, 627)
             if phase.round > 0:
                 donor.trace = list(recipient.trace)
             model.metrics.donation("invalid", None, decision.fallback)
