@@ -149,8 +149,9 @@ def _recorded(scenario: Any, out: Path) -> Recording:
 def test_constrained_commons_answers_carry_govsims_constraints(tmp_path: Path) -> None:
     """GovSim constrains the harvest to a number, the conclusion to yes/no, the next speaker to
     the others, the rating to 1-10 and the limit to digits after "Answer: " (act_prompts.py:41-52,
-    converse_prompts.py:78-100, store_prompts.py:32-38, reflect_prompts.py:144-155): with `constrained_decoding` each is the request's grammar, a harvest
-    and a rating as a choice among the prompt's range, so scoring backends store them exactly."""
+    converse_prompts.py:78-100, store_prompts.py:32-38, reflect_prompts.py:144-155): with
+    `constrained_decoding` each is the request's grammar, a harvest and a rating as a choice
+    among the prompt's range, so scoring backends store them exactly."""
     backend = _recorded(CommonsGame(months=1, agents=3, constrained_decoding=True), tmp_path / "on")
     by_kind: dict[str, list[Request]] = {}
     for request in backend.requests:
