@@ -76,6 +76,8 @@ def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: L
         assert all(amount in situation.options for amount in answered), "every constrained harvest is readable"
         hits = sum(amount == focus for amount in answered)
         test = stats.binomtest(hits, SEEDS, min(max(distribution[focus], 0.0), 1.0))
+        print(f"stock {stock}: P({focus} tons) stored {distribution[focus]:.3f}, answered {hits}/{SEEDS}, "
+              f"exact binomial p = {test.pvalue:.3f}, unscored {replies[0].unscored:.1e}")
         assert test.pvalue >= ALPHA / 2, (stock, focus, distribution[focus], hits)
         spread.append(distribution[focus])
     assert any(share < 0.95 for share in spread), "a state where more than one amount occurs"
