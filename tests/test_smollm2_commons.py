@@ -50,6 +50,7 @@ def _harvest(stock: int) -> CommonsSituation:
     return dataclasses.replace(situation, options=answer_options(situation))
 
 
+@pytest.mark.timeout(2400)  # minutes on two free cores; a shared, loaded host can take several times that
 def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: LlamaCppModel) -> None:
     """At two stocks, the answered count of the most likely amount over 60 seeds against its
     stored probability, by an exact binomial test at level 1%/2 per state. The seeds are fixed,
@@ -83,6 +84,7 @@ def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: L
     assert any(share < 0.95 for share in spread), "a state where more than one amount occurs"
 
 
+@pytest.mark.timeout(3600)  # the month's 20 to 60 calls: about half an hour on a loaded two-core host
 def test_a_month_of_three_villagers_reads_every_harvest_decision_and_rating(tmp_path: Path) -> None:
     """The acceptance run of issue 38: one month, three villagers, GovSim's greedy decoding."""
     out = tmp_path / "out"
