@@ -171,7 +171,11 @@ def test_constrained_commons_answers_carry_govsims_constraints(tmp_path: Path) -
     assert not pattern.fullmatch(f"Response: Ten each.\nConversation conclusion by me: no\nNext speaker: {speaker}")
     limit = by_kind["limit"][0].grammar
     assert limit is not None and re.fullmatch(limit.value, "Answer: 10") and re.fullmatch(limit.value, "Answer: N/A")
-    assert all(request.grammar is None for request in by_kind.get("reflection", []))
+    reflection = by_kind["reflection"][0]
+    assert reflection.grammar is not None and len(reflection.situation.memories) >= 2
+    insights = re.compile(reflection.grammar.value)
+    assert insights.fullmatch("1. Keep to ten tons (because of 1,2)\n2. The lake is full")
+    assert not insights.fullmatch("Keep to ten tons")  # GovSim opens the list with "1."
     plain = _recorded(CommonsGame(months=1, agents=3), tmp_path / "off")
     assert all(request.grammar is None and not request.options for request in plain.requests)
 

@@ -54,7 +54,7 @@ class CommonsCodec(Codec[CommonsSituation]):
         """The answer's grammar with `constrained_decoding` (grammars.py), else None."""
         if not self.game.params.constrained_decoding:
             return None
-        return answer_grammar(situation, self.game.words)
+        return answer_grammar(situation, self.game.words, self.game.params.max_insights)
 
     def readable_probes(self, count: int, seed: int) -> list[tuple[Request, CommonsSituation]]:
         """With `constrained_decoding`, the first month's harvest as each villager is asked it,

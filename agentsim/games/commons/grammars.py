@@ -2,13 +2,15 @@
 them with its constraints (PathFinder; fishing/agents/persona_v3/cognition/act_prompts.py,
 converse_prompts.py, store_prompts.py): a harvest is a whole number within the range the
 prompt gives (0 to the stock), the utterance's conclusion is yes or no and the next speaker one
-of the other villagers, a rating is 1 to 10, the framework model's agreed limit a number or N/A.
+of the other villagers, a rating is 1 to 10, the framework model's agreed limit a number or N/A,
+a reflection numbered insights.
 
 A harvest and a rating are choice grammars (a finite set of replies, one per option, none a
 prefix of another), so a backend that scores options (llama.cpp in process) reports and stores
-each option's exact probability (llm/scoring.py). An utterance and the limit are regular
-expressions (an utterance's words are free, only its format is fixed; free text has no exact
-distribution). The reflection stays free text, as GovSim generates it.
+each option's exact probability (llm/scoring.py). An utterance, the limit and a reflection
+are regular expressions (an utterance's and an insight's words are free, only the format is
+fixed: GovSim's numbered insights, one per statement at most; free text has no exact
+distribution).
 
 GovSim lets the model reason before it writes "Answer:" and constrains what follows; a grammar
 holds the whole reply, so a constrained harvest or limit is the answer alone, in the words the
@@ -48,7 +50,7 @@ def utterance_pattern(others: tuple[str, ...]) -> str:
     return rf"Response: [^\n]+\nConversation conclusion by me: (yes|no\nNext speaker: ({names}))"
 
 
-def answer_grammar(situation: CommonsSituation, words: Words) -> Grammar | None:
+def answer_grammar(situation: CommonsSituation, words: Words, max_insights: int) -> Grammar | None:
     """The grammar of this step's answer; None for the free-text steps."""
     if situation.kind == "harvest":
         return Grammar.choice(harvest_replies(words.unit, situation.stock))
@@ -59,7 +61,18 @@ def answer_grammar(situation: CommonsSituation, words: Words) -> Grammar | None:
         return Grammar(kind="regex", value=utterance_pattern(others))
     if situation.kind == "limit":
         return Grammar(kind="regex", value=LIMIT_PATTERN)
+    if situation.kind == "reflection" and situation.memories:
+        return Grammar(kind="regex", value=reflection_pattern(min(max_insights, len(situation.memories))))
     return None
+
+
+def reflection_pattern(lines: int) -> str:
+    """GovSim's reflection: "1." then one insight per line, each next "N." optional, at most one
+    per statement shown (reflect_prompts.py:32-60); the words are free."""
+    pattern = ""
+    for number in range(lines, 1, -1):
+        pattern = rf"(\n{number}[.] [^\n]+{pattern})?"
+    return rf"1[.] [^\n]+{pattern}"
 
 
 def answer_options(situation: CommonsSituation) -> tuple[str, ...]:
