@@ -195,15 +195,17 @@ def test_the_round_robin_is_vallinder_and_hughess_schedule() -> None:
 # --- reading what was written -----------------------------------------------------------------------
 
 def test_the_parsers_read_what_was_written() -> None:
+    """The strategy as the notebook splits it; donations with agentsim's lenient reader (the
+    notebook's own: tests/test_reference_fidelity.py)."""
     assert parse_strategy("Thinking. My strategy will be to give half. Or: my strategy will be to give none.").action == (
         "My strategy will be to give half. Or: my strategy will be to give none.")
-    assert parse_donation("Justification: x\nAnswer: -5", 10, "none").problem is not None
-    assert parse_donation("Answer: 1,000", 2000, "none").action == "donate 1000"
-    assert parse_donation("Answer: 2,5", 10, "none").action == "donate 2.5"
-    assert parse_donation("Answer: **4.5** units", 10, "none").action == "donate 4.5"
-    assert parse_donation("Answer: Punish, -2", 10, "costly").problem is not None
-    assert parse_donation("Answer: Donate, 1,000", 1000, "costly").action == "donate 1000"
-    assert parse_donation("Answer: 11", 10, "none").problem is not None
+    assert parse_donation("Justification: x\nAnswer: -5", 10, "none", "agentsim").problem is not None
+    assert parse_donation("Answer: 1,000", 2000, "none", "agentsim").action == "donate 1000"
+    assert parse_donation("Answer: 2,5", 10, "none", "agentsim").action == "donate 2.5"
+    assert parse_donation("Answer: **4.5** units", 10, "none", "agentsim").action == "donate 4.5"
+    assert parse_donation("Answer: Punish, -2", 10, "costly", "agentsim").problem is not None
+    assert parse_donation("Answer: Donate, 1,000", 1000, "costly", "agentsim").action == "donate 1000"
+    assert parse_donation("Answer: 11", 10, "none", "agentsim").problem is not None
 
 
 def test_the_stag_hunts_norms_sentence_is_worded_as_the_paper() -> None:

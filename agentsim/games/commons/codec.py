@@ -6,12 +6,16 @@ keeps it (`CommonsSituation.encode`), so the exact messages of any recorded call
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...codec import Codec, Parsed
-from ...llm.base import Message
+from ...llm.base import Grammar, Message, Request
+from ...seeding import derive_seed
 from . import parser, prompts
+from .grammars import answer_grammar, answer_options
 from .situations import CommonsSituation
+from .state import month_day
 
 if TYPE_CHECKING:
     from .game import CommonsGame
@@ -46,6 +50,41 @@ class CommonsCodec(Codec[CommonsSituation]):
             text += task.format(name=situation.name, memory=situation.memory) + prompts.RATING
         return (Message("user", text),)
 
+    def grammar(self, situation: CommonsSituation) -> Grammar | None:
+        """The answer's grammar with `constrained_decoding` (grammars.py), else None."""
+        if not self.game.params.constrained_decoding:
+            return None
+        return answer_grammar(situation, self.game.words, self.game.params.max_insights)
+
+    def readable_probes(self, count: int, seed: int) -> list[tuple[Request, CommonsSituation]]:
+        """With `constrained_decoding`, the first month's harvest as each villager is asked it,
+        so that a model in process is checked before a run (agentsim/model_fitness.py) and
+        `--sample-locally` finds the harvest's choice grammar; without it, none (GovSim's free
+        answers are read as they come, and a weak model's show as fallbacks)."""
+        params, words = self.game.params, self.game.words
+        if not params.constrained_decoding:
+            return []
+        names = prompts.NAMES[:min(params.community, len(prompts.NAMES))]
+        today = month_day(1, "harvest").isoformat()
+        probes = []
+        for index in range(count):
+            agent = index % len(names)
+            situation = CommonsSituation(kind="harvest", month=1, agent=agent, name=names[agent],
+                                         others=tuple(name for name in names if name != names[agent]),
+                                         role="local" if params.newcomer else "", silent=not params.communication,
+                                         date=today, stock=params.initial_stock,
+                                         memories=((today, words.stock.format(stock=params.initial_stock)),))
+            situation = replace(situation, options=answer_options(situation))
+            probes.append((Request(messages=self.messages(situation), sampling=params.sampling(),
+                                   seed=derive_seed(seed, index), options=situation.options,
+                                   grammar=self.grammar(situation), situation=situation), situation))
+        return probes
+
+    def unreadable_advice(self) -> str:
+        if self.game.params.constrained_decoding:
+            return "this model cannot play the commons here even with the answer grammar"
+        return "constrain its answers with the grammar: --set constrained_decoding=true"
+
     def parse(self, text: str, situation: CommonsSituation) -> Parsed:
         kind = situation.kind
         if kind == "harvest":
@@ -55,7 +94,7 @@ class CommonsCodec(Codec[CommonsSituation]):
         if kind == "limit":
             return parser.parse_limit(text)
         if kind == "reflection":
-            return parser.parse_reflection(text, min(self.game.params.max_insights, max(1, len(situation.memories))))
+            return parser.parse_reflection(text, min(self.game.params.max_insights, len(situation.memories)))
         return parser.parse_importance(text)
 
     def reminder(self, situation: CommonsSituation, parsed: Parsed) -> str:

@@ -57,6 +57,7 @@ from ...scenario import Scenario
 from ...scheduler import Encounter, GroupPairing, Pairing
 from . import parser, prompts
 from .codec import CommonsCodec
+from .grammars import answer_options
 from .memory import MemoryItem, retrieve
 from .metrics import MonthRecord, run_metrics
 from .params import CommonsParams
@@ -103,8 +104,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         params = self.params
         sampling = params.sampling()
         for index in range(params.agents + 1):  # the villagers, then the framework model
-            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks),
-                            memory_length=None)
+            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec, max_reasks=params.max_reasks,
+                                             grammar=self.codec.grammar), memory_length=None)
 
     def new_state(self, model: PopulationModel[CommonsState]) -> CommonsState:
         params = self.params
@@ -145,7 +146,7 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         if state.phase == "limit":
             return [(state.framework,)]
         if state.phase == "reflection":
-            return [(index,) for index in state.present]
+            return [(index,) for index in self._reflecting(model, state)]
         return [(index,) for index in state.present if _unrated(_agent(model, index))]
 
     # --- encounters ------------------------------------------------------------------------
@@ -157,7 +158,10 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
 
     def start(self, model: PopulationModel[CommonsState], encounter: Encounter) -> tuple[CommonsSituation, ...]:
         state: CommonsState = model.state
-        return tuple(self.situation(model, state, agent) for agent in encounter.agents)
+        situations = tuple(self.situation(model, state, agent) for agent in encounter.agents)
+        if self.params.constrained_decoding:  # the options the answer grammar's replies name
+            situations = tuple(replace(situation, options=answer_options(situation)) for situation in situations)
+        return situations
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, ...]:
         return await ask_together(encounter.agents, encounter.views)
@@ -197,6 +201,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
             following = "reflection"
         else:
             following = "month_end"
+        if following == "reflection" and not self._reflecting(model, state):
+            following = "month_end"  # nobody has a memory to reflect on (no communication)
         if any(_unrated(_agent(model, index)) for index in state.present):  # rated as they are stored
             state.phase, state.after_importance = "importance", following
             return
@@ -315,6 +321,18 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
         self._start_month(model, state)
 
     # --- what each agent is asked ------------------------------------------------------------
+    def _reflecting(self, model: PopulationModel, state: CommonsState) -> list[int]:
+        """The villagers with a memory to reflect on: GovSim's reflection prompt asks for one
+        insight per statement and makes no call without one (reflect_prompts.py), so without
+        communication, where the stock and the catch expire on the reflection day, nobody
+        reflects."""
+        return [index for index in state.present if self._reflection_memories(model, state, _agent(model, index))]
+
+    def _reflection_memories(self, model: PopulationModel, state: CommonsState,
+                             agent: PopulationAgent) -> tuple[MemoryItem, ...]:
+        return retrieve(list(agent.memory), [prompts.REFLECTION_FOCUS], self.params.reflection_top_k,
+                        state.day("reflection").isoformat())
+
     def situation(self, model: PopulationModel, state: CommonsState, agent: PopulationAgent) -> CommonsSituation:
         params, words, phase = self.params, self.words, state.phase
         base = CommonsSituation(kind=phase, month=state.month, agent=agent.index, silent=not params.communication)
@@ -336,9 +354,8 @@ class CommonsGame(Scenario[CommonsParams, CommonsSituation, CommonsState]):
                            conversation=tuple(state.conversation),
                            participants=tuple(state.names[index] for index in state.present))
         if phase == "reflection":
-            today = state.day("reflection").isoformat()
-            return replace(base, date=today, memories=_pairs(retrieve(memories, [prompts.REFLECTION_FOCUS],
-                                                                      params.reflection_top_k, today)))
+            return replace(base, date=state.day("reflection").isoformat(),
+                           memories=_pairs(self._reflection_memories(model, state, agent)))
         item = next(item for item in memories if _needs_rating(item))
         return replace(base, memory=item.text, memory_kind=item.kind)
 

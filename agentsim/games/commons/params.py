@@ -44,6 +44,9 @@ class CommonsParams(Params):
     top_p: float | None = None
     max_tokens: int = 400
     max_reasks: int = 2  # re-asks with a reminder after an unusable reply, then a recorded fallback
+    # send each answer's format as a grammar (harvest 0 to the stock, yes/no and the next speaker,
+    # ratings 1-10), where the backend constrains decoding (llama.cpp, TGI, vLLM): grammars.py
+    constrained_decoding: bool = False
 
     def validate(self) -> None:
         require(self.agents >= 2, f"agents must be at least 2 (got {self.agents})")

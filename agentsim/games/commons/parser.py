@@ -17,6 +17,7 @@ _RATING = re.compile(r"rating(?:\s*\(1 to 10\))?\s*:", re.IGNORECASE)
 _CONCLUSION = re.compile(r"conversation conclusion by me\s*:", re.IGNORECASE)
 _NEXT = re.compile(r"next speaker\s*:", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*(.+?)\s*$")
+_LIST_NUMBER = re.compile(r"^([ \t]*)\d+[.)][ \t]+(?=\S)", re.MULTILINE)  # "1. " opening a list item
 _BECAUSE = re.compile(r"\s*\((?:because of|because)[^)]*\)?\s*$", re.IGNORECASE)
 _NOT_AVAILABLE = re.compile(r"\b(?:n/?a|none|no limit|no agreement)\b", re.IGNORECASE)
 
@@ -123,9 +124,12 @@ def parse_reflection(text: str, max_insights: int) -> Parsed:
 
 
 def parse_importance(text: str) -> Parsed:
-    """The number after "Rating (1 to 10):" or "Rating:" (else the reply's first number)."""
+    """The number after "Rating (1 to 10):" or "Rating:"; without the marker, the reply's
+    first number that is not a list item's ("1. 10: The conversation is highly impactful" is
+    10): GovSim writes the marker itself and lets the model choose only among 1-10 after it
+    (store_prompts.py), so a list's numbering is never its rating."""
     marker = _RATING.search(text)
-    number = _INTEGER.search(text[marker.end():] if marker else text)
+    number = _INTEGER.search(text[marker.end():] if marker else _LIST_NUMBER.sub(r"\1", text))
     if number is None or not 1 <= int(number.group()) <= 10:
         return Parsed(None, "no rating from 1 to 10")
     return Parsed(number.group())

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...codec import Codec, Parsed
-from ...llm.base import Message
+from ...llm.base import Grammar, Message
 from . import prompts
+from .params import EvolutionParams
 from .parsers import parse_norms, parse_strategy
 from .prompts import NORM_KINDS, NORM_MARKERS, Situation, Task
 
@@ -21,6 +22,7 @@ class EvolutionCodec(Codec[Situation]):
     tasks here, a game's own words in its subclass."""
 
     norms_in_system: ClassVar[str] = prompts.NORMS_IN_SYSTEM  # the paper's sentence on norms, per game
+    params: EvolutionParams
 
     # --- what a game's codec provides -------------------------------------------------------
     def system_prompt(self, norms: str) -> str:
@@ -40,9 +42,19 @@ class EvolutionCodec(Codec[Situation]):
     def remind_turn(self, view: Situation, parsed: Parsed) -> str:
         raise NotImplementedError
 
+    def turn_grammar(self, view: Situation) -> Grammar:
+        """The grammar of a turn's answer, for `constrained_decoding`."""
+        raise NotImplementedError
+
     # --- shared -------------------------------------------------------------------------------
     def norms_block(self, norms: str) -> str:
         return self.norms_in_system.format(norms=norms) if norms else ""
+
+    def grammar(self, situation: Situation) -> Grammar | None:
+        """A game turn's answer format with `constrained_decoding`; the texts stay free."""
+        if isinstance(situation, Task) or not self.params.constrained_decoding:
+            return None
+        return self.turn_grammar(situation)
 
     def messages(self, situation: Situation) -> tuple[Message, ...]:
         return (Message("system", self.system_prompt(situation.norms)), Message("user", self.user_prompt(situation)))

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...codec import Parsed
+from ...llm.base import Grammar
 from ...parts import StandInPart
 from ...records import Decision, EncounterRecord, Move
 from . import prompts
@@ -106,6 +107,15 @@ class DonorGame(CulturalEvolution[DonorParams]):
         held = donor.payoff
         fraction = amount / held if held > 0 else None
         before = recipient.payoff
+        if kind != "refuse" and amount > held + 1e-9:
+            # Vallinder and Hughes: more than the donor holds is "an invalid action": nothing
+            # moves and no entry is written; the donor's chain is the recipient's, copied before
+            # the pairing from the second round on (Donor_Game_with_Cultural_Evolution.ipynb:539-555, 627)
+            if phase.round > 0:
+                donor.trace = list(recipient.trace)
+            model.metrics.donation("invalid", None, decision.fallback)
+            return EncounterRecord(encounter.t, encounter.round, 0, [Move(donor.index, decision.action, 0.0),
+                                                                    Move(recipient.index, None, 0.0)], decision.calls)
         if kind == "refuse":
             entry = f"In round {round_}, {donor.name} refused to play with {recipient.name}."
         elif kind == "punish":
@@ -128,6 +138,8 @@ class DonorGame(CulturalEvolution[DonorParams]):
 class DonorCodec(EvolutionCodec):
     """The donor game's words: the system prompt with its information and punishment clauses,
     the strategy brief, a donor's turn, its reading and its reminder."""
+
+    params: DonorParams
 
     def __init__(self, params: DonorParams) -> None:
         self.params = params
@@ -158,13 +170,28 @@ class DonorCodec(EvolutionCodec):
         answer, again = self._answer(view)
         return prompts.DONOR_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                          round=view.round, recipient=view.recipient,
-                                         recipient_resources=view.recipient_resources, chain=view.chain,
+                                         recipient_resources=view.recipient_resources, chain=self._chain(view),
                                          resources=view.resources, answer=answer, answer_again=again,
                                          probabilities=prompts.PROBABILITIES)
 
+    def turn_grammar(self, view: Situation) -> Grammar:
+        """The answer alone, in the words the prompt asks for: a number (up to four digits and
+        two decimals, as the notebook reads it; more than the donor holds stays possible, an
+        invalid action), "Donate, x" or "Punish, x", or "Refuse to play". Free numbers have no
+        exact distribution. Plain groups and classes: llama.cpp's GBNF takes no other syntax."""
+        amount = "[0-9]{1,4}([.][0-9]{1,2})?"
+        answer = {"none": amount, "costly": f"(Donate|Punish), {amount}",
+                  "partner_choice": f"(Refuse to play|{amount})"}[self.params.punishment]
+        return Grammar(kind="regex", value=f"Answer: {answer}")
+
+    def _chain(self, view: DonorView) -> str:
+        if self.params.chain_prefix:
+            return prompts.CHAIN_PREFIX.format(recipient=view.recipient) + view.chain
+        return view.chain
+
     def parse_turn(self, text: str, view: Situation) -> Parsed:
         assert isinstance(view, DonorView)
-        return parse_donation(text, view.resources, self.params.punishment)
+        return parse_donation(text, view.resources, self.params.punishment, self.params.donation_reader)
 
     def remind_turn(self, view: Situation, parsed: Parsed) -> str:
         assert isinstance(view, DonorView)

@@ -101,7 +101,8 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
 
     def agent_policy(self, model: PopulationModel, index: int) -> LLMPolicy:
         """Agent `index`'s policy: override it for a mixed population."""
-        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.params.max_reasks)
+        return LLMPolicy(model.backend_for(index), self.params.sampling(), self.codec, max_reasks=self.params.max_reasks,
+                         grammar=self.codec.grammar)
 
     def pairing(self, model: PopulationModel) -> GenerationPairing:
         return GenerationPairing(self)
@@ -136,8 +137,7 @@ class CulturalEvolution(Scenario[E, Situation, RunState]):
         assert isinstance(agent, EvolutionAgent)
         kind, source = phase.kind, ""
         if kind == "inherit":
-            source = "\n".join(f"{name} (final score {score:g}): {strategy}"
-                               for name, score, strategy in model.state.advice)
+            source = advice_block(model.state.advice, with_scores=self.params.advice_with_scores)
         elif kind == "mutate_strategy":
             source = self._parent(model, agent).strategy
         elif kind == "mutate":
@@ -251,3 +251,12 @@ class EvolutionReadout(Readout[RunState]):
             last = metrics.generations[-1]
             lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
         return LiveFigures(lines=tuple(lines))
+
+
+def advice_block(advice: list[tuple[str, float, str]], *, with_scores: bool) -> str:
+    """The survivors' advice as the inheritance prompt shows it: Vallinder and Hughes's
+    notebook formats the list of strategies into the prompt (`f"{inherited_strategies}"`, a
+    Python list's text, best first); `with_scores` lists each as "name (final score X): ..."."""
+    if with_scores:
+        return "\n".join(f"{name} (final score {score:g}): {strategy}" for name, score, strategy in advice)
+    return str([strategy for _, _, strategy in advice])

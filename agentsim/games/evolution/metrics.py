@@ -21,6 +21,7 @@ class EvolutionMetrics:
     hunts: int = 0
     punishments: int = 0
     refusals: int = 0
+    invalid_actions: int = 0  # Donor game: more than the donor held (Vallinder and Hughes's "invalid action")
     fallbacks: dict[str, int] = field(default_factory=dict)  # by phase kind
     _rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
@@ -39,6 +40,8 @@ class EvolutionMetrics:
             self.punishments += 1
         elif kind == "refuse":
             self.refusals += 1
+        elif kind == "invalid":
+            self.invalid_actions += 1
         if fraction is not None:
             self.donated += fraction if kind == "donate" else 0.0
             self.donations += 1
@@ -61,6 +64,7 @@ class EvolutionMetrics:
             "donor_choices": self.donations,
             "punishments": self.punishments,
             "refusals": self.refusals,
+            "invalid_actions": self.invalid_actions,
             "cooperation_rate": self.stags / self.hunts if self.hunts else None,
             "hunt_choices": self.hunts,
             "fallbacks": dict(self.fallbacks),
@@ -68,7 +72,7 @@ class EvolutionMetrics:
         self.generations.append(record)
         self._rows.append((round_, record | {"roster": roster}))
         self.donated, self.donations, self.stags, self.hunts = 0.0, 0, 0, 0
-        self.punishments = self.refusals = 0
+        self.punishments = self.refusals = self.invalid_actions = 0
         self.fallbacks = {}
 
     def pop_rounds(self, before: int) -> list[tuple[int, Any]]:

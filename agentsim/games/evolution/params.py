@@ -31,6 +31,9 @@ class EvolutionParams(Params):
     every survivor's strategy and score and modifies that advice); "mutate" gives newcomer k
     survivor k's strategy alone, with a mutation prompt worded like the paper's culture
     mutation prompt. Newcomer k's norms always mutate survivor k's revised norms.
+    `advice_with_scores`: the advice lists each survivor as "name (final score X): strategy",
+    as the prompt's words promise; off (the default), it is the list of the survivors'
+    strategies alone, as Vallinder and Hughes's notebook passes it (`str(list)`).
     `max_rounds` (0: all) stops after that many scheduler rounds, for quick looks."""
 
     condition: Condition = "strategies"
@@ -41,7 +44,11 @@ class EvolutionParams(Params):
     survival_share: float = 0.5
     selection: Literal["top", "random"] = "top"
     strategy_inheritance: Literal["advice", "mutate"] = "advice"
+    advice_with_scores: bool = False
     max_reasks: int = 9  # Vallinder and Hughes: up to 10 attempts
+    # send a turn's answer format as a grammar (a donation, a hunt), where the backend constrains
+    # decoding (llama.cpp, TGI, vLLM); the texts (strategies, norms) stay free
+    constrained_decoding: bool = False
     temperature: float = 1.0
     top_p: float | None = None
     max_tokens: int = 800
@@ -79,13 +86,20 @@ class DonorParams(EvolutionParams):
     actions (the recipient's, its partner's before that, ...). `punishment`: "costly" lets a
     donor spend x to take `punishment_loss` x from the recipient; "partner_choice" lets it
     refuse to play. Vallinder and Hughes play two games per generation, the second with the
-    roles reversed."""
+    roles reversed. `chain_prefix` opens the chain with "Here is what R and their earlier
+    partners did in previous rounds:"; off (the default), the chain stands alone, as in the
+    branch of the notebook's donor prompt that runs (traces kept as lists). `donation_reader`:
+    "notebook" reads answers as the notebook does (an amount above what the donor holds is an
+    invalid action that moves nothing); "agentsim" also reads "**3**", "$4" and "1,000",
+    refuses negative amounts and re-asks an amount above what the donor holds."""
 
     endowment: float = 10.0
     cooperation_gain: float = 2.0
     punishment: Literal["none", "costly", "partner_choice"] = "none"
     punishment_loss: float = 2.0
     trace_length: int = 3
+    chain_prefix: bool = False
+    donation_reader: Literal["notebook", "agentsim"] = "notebook"
     games: int = 2
 
     def validate(self) -> None:

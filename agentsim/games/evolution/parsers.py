@@ -43,11 +43,23 @@ def answer_part(text: str) -> str | None:
     return None if at < 0 else text[at + len("Answer:"):].strip()
 
 
-def parse_donation(text: str, resources: float, punishment: str) -> Parsed:
-    """'donate X', 'punish X' or 'refuse', with 0 <= X <= resources."""
+# Vallinder and Hughes's readers (Donor_Game_with_Cultural_Evolution.ipynb:416, 423): a number
+# opening the answer; "Donate" or "Punish" and the first number after it, a comma read as a point.
+_NOTEBOOK_DONATION = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+_NOTEBOOK_COSTLY = re.compile(r"(donate|punish).*?(\d+(?:[.,]\d+)?)", re.IGNORECASE)
+
+
+def parse_donation(text: str, resources: float, punishment: str, reader: str = "notebook") -> Parsed:
+    """'donate X', 'punish X' or 'refuse'. `reader` "notebook" reads as Vallinder and Hughes's
+    notebook does: "**3**" and "$4" are no number (re-asked), "Punish, x = 2" is punish 2, and
+    an amount above `resources` is accepted (the game records it as an invalid action that
+    moves nothing). "agentsim" reads markdown, currency signs and grouped thousands, refuses a
+    negative amount and re-asks one above `resources`."""
     answer = answer_part(text)
     if answer is None:
         return Parsed(None, "no 'Answer:'")
+    if reader == "notebook":
+        return _notebook_donation(answer, punishment)
     if punishment == "partner_choice" and "refuse" in answer.lower():
         return Parsed("refuse")
     if punishment == "costly":
@@ -66,6 +78,20 @@ def parse_donation(text: str, resources: float, punishment: str) -> Parsed:
     if amount > resources + 1e-9:
         return Parsed(None, f"{amount:g} is more than the {resources:g} units the donor has")
     return Parsed(f"{kind} {amount:g}")
+
+
+def _notebook_donation(answer: str, punishment: str) -> Parsed:
+    if punishment == "partner_choice" and "refuse" in answer.lower():
+        return Parsed("refuse")
+    if punishment == "costly":
+        match = _NOTEBOOK_COSTLY.search(answer)
+        if match is None:
+            return Parsed(None, "the answer is not 'Donate, x' or 'Punish, x'")
+        return Parsed(f"{match.group(1).lower()} {float(match.group(2).replace(',', '.')):g}")
+    match = _NOTEBOOK_DONATION.search(answer)
+    if match is None:
+        return Parsed(None, "the answer does not start with a number")
+    return Parsed(f"donate {float(match.group(1)):g}")
 
 
 def read_number(written: str) -> float:

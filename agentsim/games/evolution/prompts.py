@@ -169,11 +169,12 @@ STRATEGY_MARKER = "My strategy will be"
 
 # --- playing (Vallinder and Hughes's donor prompt, with Liu's sentence on probabilities) --------
 
+CHAIN_PREFIX = "Here is what {recipient} and their earlier partners did in previous rounds: "
 PROBABILITIES = "If there are probabilities specified in your strategy for this round of the game, sample your action based on the probability.\n"
 
 DONOR_TURN = """Your name is {name}. As you will recall, here is the strategy you decided to follow: {strategy}
 This is generation {generation}. It is now round {round}. In this round, you have been paired with {recipient}. They currently have {recipient_resources:g} units of the valuable resource.
-Here is what {recipient} and their earlier partners did in previous rounds: {chain}
+{chain}
 You will take the role of donor. You currently have {resources:g} units of the valuable resource. How many units do you give up?
 {answer}
 {probabilities}Very briefly think step by step about how you apply your strategy in this situation and then provide your answer.

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...codec import Parsed
+from ...llm.base import Grammar
 from ...records import Decision, EncounterRecord, Move
 from . import prompts
 from .codec import EvolutionCodec
@@ -97,6 +98,7 @@ class StagCodec(EvolutionCodec):
     payoffs, a hunter's turn, its reading and its reminder."""
 
     norms_in_system: ClassVar[str] = prompts.STAG_NORMS_IN_SYSTEM
+    params: StagHuntParams
 
     def __init__(self, params: StagHuntParams) -> None:
         self.params = params
@@ -118,6 +120,11 @@ class StagCodec(EvolutionCodec):
         return prompts.STAG_TURN.format(name=view.name, strategy=view.strategy, generation=view.generation,
                                         round=view.round, partner=view.partner, history=view.history, payoffs=self._payoffs(),
                                         probabilities=prompts.PROBABILITIES)
+
+    def turn_grammar(self, view: Situation) -> Grammar:
+        """"Answer: STAG" or "Answer: HARE": a choice grammar, so a backend that scores options
+        stores each hunt's exact probability."""
+        return Grammar.choice({hunt: f"Answer: {hunt}" for hunt in ("STAG", "HARE")})
 
     def parse_turn(self, text: str, view: Situation) -> Parsed:
         return parse_hunt(text)

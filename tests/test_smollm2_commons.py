@@ -1,0 +1,106 @@
+"""GovSim on the real model that ships with agentsim: SmolLM2-135M-Instruct in process
+(llama.cpp, `local:smollm2`) with `constrained_decoding`. Every harvest, utterance decision and
+rating of a month is readable, and the exact distributions stored for the constrained harvest
+match what the model answers over many seeds (the naming game's calibration test:
+tests/test_smollm2.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import Quiet
+from scipy import stats
+
+from agentsim.games.commons import CommonsGame
+from agentsim.games.commons.grammars import answer_options
+from agentsim.games.commons.situations import CommonsSituation
+from agentsim.llm.base import Completion, Request
+from agentsim.llm.llamacpp import LlamaCppModel
+from agentsim.llm.specs import BackendOptions
+from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.store import Store
+
+pytestmark = pytest.mark.slow
+
+ALPHA = 0.01  # a calibrated backend fails the test with probability at most 1%
+SEEDS = 60
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSIM_LLAMA_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Iterator[LlamaCppModel]:
+    model = LlamaCppModel(name="local:smollm2", path="smollm2", threads=1)
+    yield model
+    asyncio.run(model.aclose())
+
+
+def _harvest(stock: int) -> CommonsSituation:
+    situation = CommonsSituation(kind="harvest", month=1, agent=0, name="John", others=("Kate", "Jack"),
+                                 date="2024-01-01", stock=stock,
+                                 memories=(("2024-01-01", f"Before everyone fishes, there are {stock} tons of fish in the lake."),))
+    return dataclasses.replace(situation, options=answer_options(situation))
+
+
+@pytest.mark.timeout(2400)  # minutes on two free cores; a shared, loaded host can take several times that
+def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: LlamaCppModel) -> None:
+    """At two stocks, the answered count of the most likely amount over 60 seeds against its
+    stored probability, by an exact binomial test at level 1%/2 per state. The seeds are fixed,
+    so the outcome is too. Sampled at temperature 0.7 (GovSim decodes greedily, where every
+    distribution is a single amount and there is nothing to calibrate)."""
+    game = CommonsGame(agents=3, constrained_decoding=True, temperature=0.7)
+    sampling = game.params.sampling()
+    spread = []
+    for stock in (100, 60):
+        situation = _harvest(stock)
+        grammar = game.codec.grammar(situation)
+        requests = [Request(messages=game.codec.messages(situation), sampling=sampling, seed=seed,
+                            options=situation.options, grammar=grammar) for seed in range(SEEDS)]
+
+        async def ask(batch: list[Request] = requests) -> list[Completion]:
+            return [await smollm2.complete(request) for request in batch]
+
+        replies = asyncio.run(ask())
+        distribution = replies[0].option_probabilities
+        assert distribution is not None and set(distribution) == set(situation.options)
+        assert all(reply.option_probabilities == distribution for reply in replies), "a function of the prompt"
+        focus = max(distribution, key=lambda amount: distribution[amount])
+        answered = [game.codec.parse(reply.text, situation).action for reply in replies]
+        assert all(amount in situation.options for amount in answered), "every constrained harvest is readable"
+        hits = sum(amount == focus for amount in answered)
+        test = stats.binomtest(hits, SEEDS, min(max(distribution[focus], 0.0), 1.0))
+        print(f"stock {stock}: P({focus} tons) stored {distribution[focus]:.3f}, answered {hits}/{SEEDS}, "
+              f"exact binomial p = {test.pvalue:.3f}, unscored {replies[0].unscored:.1e}")
+        assert test.pvalue >= ALPHA / 2, (stock, focus, distribution[focus], hits)
+        spread.append(distribution[focus])
+    assert any(share < 0.95 for share in spread), "a state where more than one amount occurs"
+
+
+@pytest.mark.timeout(3600)  # the month's 20 to 60 calls: about half an hour on a loaded two-core host
+def test_a_month_of_three_villagers_reads_every_harvest_decision_and_rating(tmp_path: Path) -> None:
+    """The acceptance run of issue 38: one month, three villagers, GovSim's greedy decoding."""
+    out = tmp_path / "out"
+    scenario = CommonsGame(months=1, agents=3, constrained_decoding=True)
+    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend="local:smollm2", seed=0,
+                                             llm=BackendOptions(cache_path=tmp_path / "cache.db")), Quiet())
+    experiment.open()
+    asyncio.run(experiment.run())
+    (run,) = json.loads((out / "summary.json").read_text())["runs"]
+    assert run["status"] == "done"
+    store = Store(out)
+    calls = [(json.loads(context)["kind"], reply, error) for context, reply, error in store.rows(
+        "SELECT context, reply, error FROM calls WHERE run = 1 AND attempt = 0")]
+    store.close()
+    asked = {kind for kind, _, _ in calls}
+    assert {"harvest", "utterance", "importance"} <= asked
+    unread = [(kind, reply, error) for kind, reply, error in calls
+              if kind in ("harvest", "utterance", "importance") and error is not None]
+    assert not unread, unread
