@@ -139,7 +139,7 @@ def _recorded(scenario: Any, out: Path) -> Recording:
     backends: list[Recording] = []
 
     def backend(built: Any) -> Recording:
-        backends.append(Recording(built.standin_rules()))
+        backends.append(Recording(built.standin_part().rules))
         return backends[-1]
 
     run_experiment(scenario, out, seed=3, backend=backend)
