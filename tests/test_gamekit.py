@@ -14,7 +14,6 @@ import json
 import random
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import pytest
 from helpers import ROOT, cli, dump
 from rich.console import Console
 from servers import ScriptedServer
+from test_resume import recorded_rounds
 
 import agentsim
 from agentsim import checkpoints
@@ -427,17 +427,6 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
             for player, move, _, action, fallback in group["moves"]:
                 if player >= 4:  # the HTTP model's agents: the midpoint, and the first option
                     assert not fallback and action == ("5" if move == "offer" else "accept")
-
-
-def recorded_rounds(database: Path) -> int:
-    try:
-        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.1)
-        try:
-            return int(connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
 
 
 def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path) -> None:

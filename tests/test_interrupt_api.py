@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from test_resume import recorded_rounds
 
 MAX_ROUNDS = 20_000
 CELL = f"""
@@ -85,7 +86,7 @@ def test_jupyters_interrupt_in_a_real_kernel(tmp_path: Path) -> None:
         asked = client.execute(f"import agentsim\nagentsim.run({str(ROOT / 'scenarios' / 'naming_game.py')!r}, runs=2, "
                                f"out={str(out)!r}, overrides={{'stop_at': 'none', 'max_rounds': {MAX_ROUNDS}}})")
         deadline = time.monotonic() + 120
-        while recorded_rounds(out) < 4:
+        while recorded_rounds(out / "agentsim.db") < 4:
             assert time.monotonic() < deadline, "no rounds recorded"
             time.sleep(0.02)
         kernel.interrupt_kernel()
@@ -108,12 +109,3 @@ def test_jupyters_interrupt_in_a_real_kernel(tmp_path: Path) -> None:
     assert all(rounds < MAX_ROUNDS / 2 for _, rounds in played), played
 
 
-def recorded_rounds(out: Path) -> int:
-    try:
-        connection = sqlite3.connect(f"file:{out}/agentsim.db?mode=ro", uri=True, timeout=0.1)
-        try:
-            return int(connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
-        finally:
-            connection.close()
-    except sqlite3.Error:
-        return 0
