@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import Quiet
 from scipy import stats
+from test_smollm2 import one_thread, smollm2  # noqa: F401 (fixtures: one thread, the model loaded once)
 
 from agentsim.games.commons import CommonsGame
 from agentsim.games.commons.grammars import answer_options
@@ -29,18 +29,6 @@ pytestmark = pytest.mark.slow
 
 ALPHA = 0.01  # a calibrated backend fails the test with probability at most 1%
 SEEDS = 60
-
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTSIM_LLAMA_THREADS", "1")
-
-
-@pytest.fixture(scope="module")
-def smollm2() -> Iterator[LlamaCppModel]:
-    model = LlamaCppModel(name="local:smollm2", path="smollm2", threads=1)
-    yield model
-    asyncio.run(model.aclose())
 
 
 def _harvest(stock: int) -> CommonsSituation:
