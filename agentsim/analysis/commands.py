@@ -95,12 +95,13 @@ def import_runs(argv: list[str]) -> int:
     `import KIND` finds it, so a new reader needs no edit here. A reader accepts plain data
     only (JSON; pickles of builtin containers, never a global) and records where the runs came from."""
     kinds = sorted(name.removeprefix(IMPORT_PREFIX) for name in SUBCOMMANDS if name.startswith(IMPORT_PREFIX))
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
         print("usage: python -m agentsim import KIND SOURCE --out DIR\n\nKIND is one of: "
               + (", ".join(kinds) or "none installed") + "; `import KIND --help` for its options.")
-        if argv:
-            raise SystemExit(0)  # as every subcommand's --help ends
-        return 2
+        raise SystemExit(0)  # as every subcommand's --help ends
+    if not argv:
+        raise UserError(f"name what to import: python -m agentsim import KIND SOURCE --out DIR, KIND one of "
+                        f"{', '.join(kinds) or 'none installed'}")
     kind, *rest = argv
     if kind not in kinds:
         raise UserError(f"no importer for '{kind}': KIND is one of {', '.join(kinds) or 'none installed'}")
