@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendSpecError
+from .errors import BackendError, BackendFailedError, BackendSpecError
 from .llm.accounting import answer_cost
 from .llm.base import Completion, LanguageModel, Request
 from .llm.specs import parse_spec
+from .secrets import redact
 
 if TYPE_CHECKING:
     from .session import Session
@@ -114,7 +115,10 @@ async def prefetch_into(stack: LanguageModel, requests: Iterable[Request], *, po
     def price(completion: Completion) -> float:
         return answer_cost(model, completion)
 
-    return await prefetch(requests, backend=innermost(stack), identity=cached.identity, store=cached.store,
-                          reserve=accounted.budget.reserve, settle=accounted.budget.settle, price=price,
-                          estimate=lambda request: estimated_cost(price, request), progress=progress,
-                          poll_s=poll_s, attempts=attempts)
+    try:
+        return await prefetch(requests, backend=innermost(stack), identity=cached.identity, store=cached.store,
+                              reserve=accounted.budget.reserve, settle=accounted.budget.settle, price=price,
+                              estimate=lambda request: estimated_cost(price, request), progress=progress,
+                              poll_s=poll_s, attempts=attempts)
+    except BackendError as error:  # batches that failed for good, a key refused: one line and exit 3, as a run's call
+        raise BackendFailedError(redact(str(error))) from None

@@ -221,6 +221,7 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
         return _user_error(UserError(f"cannot write the output directory ({_reason(error)}); {_fix(error)}"))
     out = started["out"] = experiment.config.out
     code, outcome, message = 0, "done", ""
+    signals_before = len(interrupts.received)
     try:
         event_loop.run(_run(experiment))
     except UserError as error:
@@ -235,6 +236,11 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
                    f"{_fix(error)}, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         code, outcome = interrupts.exit_code(), "interrupted"
+    if outcome == "done" and len(interrupts.received) > signals_before:
+        # A signal that came as the runs were ending: the task's cancellation found nothing left
+        # to stop, so the runs finished; the signal is still answered as every other one.
+        code, outcome = interrupts.exit_code(), "interrupted"
+    if outcome == "interrupted":
         runs = experiment.config.runs  # what --resume continues, no more (--add-runs K adds)
         message = (f"agentsim: interrupted by {interrupts.by()}; everything recorded so far is in {out}; "
                    f"continue its {runs} run{'s' if runs != 1 else ''} with --resume --out {out}")

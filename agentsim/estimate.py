@@ -29,6 +29,7 @@ whichever is longer; the latency is measured by a few timed calls where the back
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tempfile
@@ -223,7 +224,9 @@ def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: 
     if calls <= 0 or parse_spec(spec).provider == "stand-in":
         return None
     try:
-        backend = build_backend(spec, options, Budget(), lambda message: None, rules=scenario.standin_part().rules)
+        # No response cache: a repeated timed request would be answered from it in microseconds.
+        asked = dataclasses.replace(options, cache=False, replay=False, sample_locally=False)
+        backend = build_backend(spec, asked, Budget(), lambda message: None, rules=scenario.standin_part().rules)
     except UserError:
         return None
 

@@ -160,25 +160,29 @@ class AnthropicModel:
                     content = await content
         try:
             body = json.loads(content)
-            text = "".join(wire.reply_text(block.get("text"), "anthropic") for block in body["content"]
-                           if block.get("type") == "text")
-            usage = body.get("usage") or {}
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except ValueError:
             raise BackendError("anthropic answered a body that is not a message", kind="malformed") from None
-        # Anthropic counts the input read from its prompt cache and written to it apart from
-        # `input_tokens`; agentsim's prompt_tokens is every input token, each part billed at its price.
-        cached, written = usage_count(usage.get("cache_read_input_tokens")), usage_count(usage.get("cache_creation_input_tokens"))
-        fresh = int(usage.get("input_tokens") or 0)
-        return Completion(
-            text=text,
-            prompt_tokens=fresh + cached + written if fresh >= 0 else fresh,
-            completion_tokens=int(usage.get("output_tokens") or 0),
-            cached_prompt_tokens=cached,
-            cache_write_tokens=written,
-            model=str(body.get("model") or self.model),
-            raw={"id": body.get("id"), "stop_reason": body.get("stop_reason")},
-            signals=rate_limit_signals(response.headers) or None,
-        )
+        completion = read_message(body, self.model)
+        completion.signals = rate_limit_signals(response.headers) or None
+        return completion
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def read_message(body: Any, model: str) -> Completion:
+    """A Messages API message (an answer, or one result of a message batch) as a Completion.
+    Anthropic counts the input read from its prompt cache and written to it apart from
+    `input_tokens`; agentsim's prompt_tokens is every input token, each part billed at its price."""
+    try:
+        text = "".join(wire.reply_text(block.get("text"), "anthropic") for block in body["content"]
+                       if block.get("type") == "text")
+        usage = body.get("usage") or {}
+        cached, written = usage_count(usage.get("cache_read_input_tokens")), usage_count(usage.get("cache_creation_input_tokens"))
+        fresh = int(usage.get("input_tokens") or 0)
+        return Completion(text=text, prompt_tokens=fresh + cached + written if fresh >= 0 else fresh,
+                          completion_tokens=int(usage.get("output_tokens") or 0), cached_prompt_tokens=cached,
+                          cache_write_tokens=written, model=str(body.get("model") or model),
+                          raw={"id": body.get("id"), "stop_reason": body.get("stop_reason")})
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise BackendError("anthropic answered a body that is not a message", kind="malformed") from None

@@ -33,8 +33,10 @@ from typing import Any, Protocol
 
 from ..errors import BackendError
 from . import wire
+from .anthropic_backend import read_message
 from .base import Completion, Message, Request, estimate_tokens
 from .cache import ResponseStore, cache_key
+from .faults import sdk_errors
 
 BATCH_DISCOUNT = 0.5  # both providers bill a batched request at half its interactive price
 # Per batch, at most (OpenAI: 50,000 requests; Anthropic: 100,000): a bigger set goes in several.
@@ -81,6 +83,15 @@ class OpenAIBatches:
             client = openai.AsyncOpenAI(api_key=key, base_url=backend.endpoint, max_retries=2, timeout=backend.timeout_s)
         self.client = client
 
+    def _sdk(self) -> Any:
+        """The SDK's exceptions as agentsim's BackendErrors, without the SDK's chained (it can
+        hold request headers)."""
+        import openai
+
+        from .openai_backend import KEY_VARIABLE
+
+        return sdk_errors("openai", openai, key_variable=KEY_VARIABLE)
+
     async def submit(self, requests: list[tuple[str, Request]]) -> str:
         from .openai_backend import chat_arguments
 
@@ -89,14 +100,16 @@ class OpenAIBatches:
             body = chat_arguments(self.backend.model, request, compatible=self.compatible)
             body.update(body.pop("extra_body", {}))
             lines.append(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}))
-        upload = await self.client.files.create(file=("agentsim-batch.jsonl", "\n".join(lines).encode(),
-                                                      "application/jsonl"), purpose="batch")
-        batch = await self.client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                                 completion_window="24h")
+        with self._sdk():
+            upload = await self.client.files.create(file=("agentsim-batch.jsonl", "\n".join(lines).encode(),
+                                                          "application/jsonl"), purpose="batch")
+            batch = await self.client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                                     completion_window="24h")
         return batch.id
 
     async def state(self, batch_id: str) -> BatchState:
-        batch = await self.client.batches.retrieve(batch_id)
+        with self._sdk():
+            batch = await self.client.batches.retrieve(batch_id)
         counts = batch.request_counts
         total = counts.total if counts else 0
         finished = (counts.completed + counts.failed) if counts else 0
@@ -106,12 +119,14 @@ class OpenAIBatches:
     async def results(self, batch_id: str) -> dict[str, Completion | str]:
         from .openai_backend import read_completion
 
-        batch = await self.client.batches.retrieve(batch_id)
+        with self._sdk():
+            batch = await self.client.batches.retrieve(batch_id)
         found: dict[str, Completion | str] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = await self.client.files.content(file_id)
+            with self._sdk():
+                content = await self.client.files.content(file_id)
             for line in content.content.decode().splitlines():
                 if not line.strip():
                     continue
@@ -137,41 +152,44 @@ class AnthropicBatches:
         self.backend = backend  # an AnthropicModel: its client and request arguments
         self.client = backend.client
 
+    def _sdk(self) -> Any:
+        """The SDK's exceptions as agentsim's BackendErrors (see OpenAIBatches._sdk)."""
+        from .anthropic_backend import KEY_VARIABLE
+
+        return sdk_errors("anthropic", self.backend._anthropic, key_variable=KEY_VARIABLE)
+
     async def submit(self, requests: list[tuple[str, Request]]) -> str:
         entries = []
         for key, request in requests:
             params = self.backend.arguments(request)
             params.update(params.pop("extra_body", {}))
             entries.append({"custom_id": key, "params": params})
-        batch = await self.client.messages.batches.create(requests=entries)
+        with self._sdk():
+            batch = await self.client.messages.batches.create(requests=entries)
         return batch.id
 
     async def state(self, batch_id: str) -> BatchState:
-        batch = await self.client.messages.batches.retrieve(batch_id)
+        with self._sdk():
+            batch = await self.client.messages.batches.retrieve(batch_id)
         counts = batch.request_counts
         finished = counts.succeeded + counts.errored + counts.canceled + counts.expired
         return BatchState(done=batch.processing_status == "ended", finished=finished, total=finished + counts.processing,
                           status=batch.processing_status)
 
     async def results(self, batch_id: str) -> dict[str, Completion | str]:
-        raw = await self.client.messages.batches.with_raw_response.results(batch_id)
-        content = raw.content if hasattr(raw, "content") else raw.read()
-        if asyncio.iscoroutine(content):
-            content = await content
+        with self._sdk():
+            raw = await self.client.messages.batches.with_raw_response.results(batch_id)
+            content = raw.content if hasattr(raw, "content") else raw.read()
+            if asyncio.iscoroutine(content):
+                content = await content
         found: dict[str, Completion | str] = {}
         for line in bytes(content).decode().splitlines():
             if not line.strip():
                 continue
             item = json.loads(line)
             result = item.get("result") or {}
-            if result.get("type") == "succeeded":
-                message = result["message"]
-                usage = message.get("usage") or {}
-                text = "".join(block.get("text", "") for block in message.get("content", []) if block.get("type") == "text")
-                found[item["custom_id"]] = Completion(text=text, prompt_tokens=int(usage.get("input_tokens") or 0),
-                                                      completion_tokens=int(usage.get("output_tokens") or 0),
-                                                      model=str(message.get("model") or self.backend.model),
-                                                      raw={"id": message.get("id"), "batch": batch_id})
+            if result.get("type") == "succeeded":  # read as an interactive answer is: cache reads and writes too
+                found[item["custom_id"]] = read_message(result["message"], self.backend.model)
             else:
                 found[item["custom_id"]] = str(result.get("type") or "errored")
         return found
@@ -217,6 +235,8 @@ def store_answer(store: ResponseStore, key: str, backend: str, completion: Compl
     """Keep a batch answer in the cache, marked so that its first use is billed as a call."""
     store.put(key, backend, {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
                              "completion_tokens": completion.completion_tokens, "model": completion.model,
+                             "cached_prompt_tokens": completion.cached_prompt_tokens,
+                             "cache_write_tokens": completion.cache_write_tokens,
                              "option_probabilities": None, "unscored": 0.0, "raw": completion.raw,
                              "batch_cost_usd": cost_usd})
 
@@ -247,7 +267,10 @@ async def _prefetch(client: BatchClient, requests: Iterable[Request], name: str,
             wanted[key] = request
     submitted = 0
     for attempt in range(attempts):
-        waiting = {batch_id: [key for key in keys if key in wanted] for batch_id, keys in pending_batches(store, name).items()}
+        # Batches of this backend still waiting that hold some of these requests (another
+        # experiment sharing the cache may have its own: those are left for it).
+        waiting = {batch_id: keys for batch_id, keys in pending_batches(store, name).items()
+                   if any(key in wanted for key in keys)}
         covered = {key for keys in waiting.values() for key in keys}
         fresh = [(key, request) for key, request in wanted.items() if key not in covered]
         reserved: dict[str, float] = {}

@@ -254,7 +254,8 @@ def cache_key(provider: str, endpoint: str, model: str, request: Request) -> str
     return digest.hexdigest()
 
 
-_STORED = ("text", "prompt_tokens", "completion_tokens", "model", "option_probabilities", "unscored", "raw")
+_STORED = ("text", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "cache_write_tokens", "model",
+           "option_probabilities", "unscored", "raw")
 
 
 class CachedModel:
