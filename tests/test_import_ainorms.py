@@ -273,3 +273,25 @@ def test_a_users_runs_stand_beside_the_papers_in_one_report(toy_zip: Path, tmp_p
     with (root / "report" / "table_s3_critical_mass.csv").open() as file:
         assert [row["backend"] for row in csv.DictReader(file)] == ["toy (AI-norms data)"]
     assert {"emergence", "bias", "critical_mass"} <= set(index["sections"])
+
+
+def test_an_extension_code_is_refused_even_when_the_process_registered_it() -> None:
+    """The C unpickler looks an extension code up in copyreg's cache before `find_class`: a
+    process that once registered one (and loaded it) must still not let a published pickle call
+    it. Refused before loading, by opcode."""
+    import copyreg
+    import pickle
+
+    from agentsim.games.naming.ainorms_files import UnsafePickleError, load_plain
+
+    called: list[str] = []
+    copyreg.add_extension(__name__, "_record_call", 0x4A)
+    globals()["_record_call"] = called.append
+    try:
+        pickle.loads(b"\x80\x02\x82\x4a.")  # the extension cache now holds the function
+        with pytest.raises(UnsafePickleError, match="EXT1"):
+            load_plain(b"\x80\x02\x82\x4aX\x03\x00\x00\x00ran\x85R.", "poisoned.pkl")
+        assert called == []
+    finally:
+        copyreg.remove_extension(__name__, "_record_call", 0x4A)
+        copyreg.clear_extension_cache()

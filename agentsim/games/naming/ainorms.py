@@ -115,7 +115,7 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
         say(f"{len(tests)} strategy tests of {imported.condition.model}: one run per memory state -> {imported.directory}")
     if not result.imported:
         raise UserError(f"no population's runs under '{source}' (files named *_converged_baseline_*, *_evolved_from_*, "
-                        f"*_swap_*cmtd_*); give the AI-norms repository's data/*.zip")
+                        f"*_swap_*cmtd_*, *_bias_test_*); give the AI-norms repository's data/*.zip")
     result.critical_masses = critical_masses(result.imported, out, settings)
     return result
 
@@ -409,7 +409,11 @@ def paper_flips(curves: list[list[float]], bins: int) -> bool:
     """The paper's flip of one committed size (plotter.ipynb, `non_cm_word_use`): runs whose
     own last three bins flipped are extended with 1s, the runs' curves are averaged bin by bin
     (a run that ended counts no longer), and the mean of the first `bins` flips if its last
-    three bins sum to PAPER_FLIP. Not every run need flip: the mean decides."""
+    three bins sum to PAPER_FLIP. Not every run need flip: the mean decides. One departure from
+    the plotter taken literally: it pads flipped runs 30 bins past the longest run, so where the
+    runs are shorter than the window (Llama-3 at N = 48: 21 bins) the mean past the data is 1 as
+    soon as one run flipped; here the mean stops at the longest run (taken literally, Llama-3
+    against M gives 5, not Table S3's 6)."""
     curves = [curve for curve in curves if curve]
     if not curves:
         return False

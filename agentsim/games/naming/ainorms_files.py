@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 import re
 import zipfile
 from collections.abc import Iterator
@@ -81,6 +82,25 @@ class PlainUnpickler(pickle.Unpickler):
         raise UnsafePickleError("uses a persistent id")
 
 
+# Extension codes: the C unpickler looks them up in copyreg's cache before `find_class`, so a
+# function some code of this process once registered and loaded would be reached without the
+# unpickler's refusal. A pickle holding one is refused before loading. (Every other way to a
+# callable names a global, which `find_class` refuses, naming it.)
+_CALLING_OPCODES = frozenset({"EXT1", "EXT2", "EXT4"})
+
+
+def _refuse_calling_opcodes(data: bytes) -> None:
+    try:
+        for opcode, _, _ in pickletools.genops(data):
+            if opcode.name in _CALLING_OPCODES:
+                raise UnsafePickleError(f"holds the extension code opcode {opcode.name} (it would reach a registered "
+                                        f"function)")
+    except UnsafePickleError:
+        raise
+    except Exception:  # a broken stream: the loader below says so in its own words
+        return
+
+
 def load_plain(data: bytes, where: str) -> Any:
     """The plain data a pickle holds, refused in one line (naming `where`) if it names a
     global, is broken, or holds anything but the builtin containers and values."""
@@ -88,6 +108,7 @@ def load_plain(data: bytes, where: str) -> Any:
         raise UnsafePickleError(f"{where}: {len(data)} bytes is more than the {MAX_FILE_BYTES} a published run "
                                 f"takes; not read")
     try:
+        _refuse_calling_opcodes(data)
         value = PlainUnpickler(io.BytesIO(data)).load()
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{where}: refused, nothing was run: the pickle {error}, and only plain data "

@@ -308,7 +308,7 @@ def import_ainorms(argv: list[str]) -> int:
     settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
     result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
-        print(f"skipped (no population's runs: strategy tests of single memories, meta-prompting): {where}",
+        print(f"skipped (meta-prompting: not runs agentsim reads): {where}",
               file=sys.stderr)
     for bias_test, test in first_choice_tests(result):
         counts = ", ".join(f"{name}={count}" for name, count in zip(test.names, test.counts))
