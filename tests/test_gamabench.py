@@ -91,7 +91,8 @@ def test_import_then_score_gives_the_hand_computed_scores(tmp_path: Path, capsys
     printed = capsys.readouterr().out
     with (tmp_path / "imported" / "score.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["model", "game", "version", "condition", "runs", "score", "std"]
+    assert list(rows[0]) == ["model", "game", "version", "condition", "runs", "score", "std", "fallbacks"]
+    assert {row["fallbacks"] for row in rows} == {"0"}  # GAMA-Bench re-asked until a reply read: none
     default = {row["game"]: row for row in rows if row["condition"] == ""}
     assert set(default) == set(EXPECTED)
     for game, expected in EXPECTED.items():

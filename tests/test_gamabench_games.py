@@ -266,3 +266,16 @@ def test_the_transcript_shows_a_kept_conversations_earlier_replies(tmp_path: Pat
     assert printed.count("[assistant]") == 2  # rounds 1 and 2, before round 3's question
     for earlier in replies[:2]:
         assert f"[assistant]\n{earlier}" in printed.replace(".\n", "\n")
+
+
+def test_score_says_how_many_moves_were_fallbacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fallback is part of the round as played, so of its score; `score` says so beside it."""
+    run("public_goods", tmp_path / "pg", "--set", "max_rounds=2", "--set", "max_reasks=0",
+        "--set", "standin.invalid_rate=0.5")
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "pg")]) == 0
+    printed = capsys.readouterr().out
+    fallbacks = int(agentsim.open(tmp_path / "pg").moves()["fallback"].sum())
+    assert fallbacks > 0 and f"{fallbacks} moves were fallbacks" in printed
+    header, row = (tmp_path / "pg" / "score.csv").read_text().splitlines()[:2]
+    assert header.endswith(",fallbacks") and row.endswith(f",{fallbacks}")

@@ -59,6 +59,7 @@ def score(argv: list[str]) -> int:
         condition = f" [{row['condition']}]" if row["condition"] else ""
         spread = f" ± {row['std']:.1f}" if row["std"] is not None else ""
         print(f"{row['model']:<{width}}  {row['game']:<32} {row['version']}{condition}: {row['score']:5.1f}{spread} "
-              f"({row['runs']} runs)")
+              f"({row['runs']} runs" + (f"; {row['fallbacks']} moves were fallbacks, no reply gave them)"
+                                        if row["fallbacks"] else ")"))
     print(f"wrote {out}")
     return 0

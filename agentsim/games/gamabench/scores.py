@@ -24,7 +24,7 @@ from ...analysis.recorded import RecordedExperiment
 from . import SCENARIO_PREFIX
 from .scoring import game_name, score
 
-COLUMNS = ("model", "game", "version", "condition", "runs", "score", "std")
+COLUMNS = ("model", "game", "version", "condition", "runs", "score", "std", "fallbacks")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +36,7 @@ class RunScore:
     run: int
     score: float
     where: str
+    fallbacks: int = 0  # moves no reply gave: part of the round as played, so of the score; said beside it
 
 
 def gamabench_experiments(experiments: Iterable[RecordedExperiment]) -> list[RecordedExperiment]:
@@ -51,6 +52,7 @@ def run_scores(experiment: RecordedExperiment) -> list[RunScore]:
         params["player_num"] = params["agents"]
     named: dict[str, Any] = dict(experiment.experiment.get("gamabench") or {})
     models = _models(experiment)
+    fallbacks = dict(experiment.store.rows("SELECT run, COUNT(*) FROM moves WHERE fallback = 1 GROUP BY run"))
     found = []
     for run, entries in experiment.round_stats.items():
         records = [round_record(entry) for entry in entries]
@@ -60,7 +62,8 @@ def run_scores(experiment: RecordedExperiment) -> list[RunScore]:
                               game=str(named.get("game") or game_name(base, params)),
                               version=str(named.get("version") or params.get("version", "v1")),
                               condition=str(named.get("condition", "")), run=run,
-                              score=score(base, params, records), where=experiment.label))
+                              score=score(base, params, records), where=experiment.label,
+                              fallbacks=int(fallbacks.get(run, 0))))
     return found
 
 
@@ -82,14 +85,16 @@ def _models(experiment: RecordedExperiment) -> dict[int, str]:
 def score_table(scores: Iterable[RunScore]) -> list[dict[str, Any]]:
     """One row per model, game, version and condition: runs, mean score, its standard deviation
     over runs (sample; None for one run)."""
-    groups: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[RunScore]] = defaultdict(list)
     for entry in scores:
-        groups[entry.model, entry.game, entry.version, entry.condition].append(entry.score)
+        groups[entry.model, entry.game, entry.version, entry.condition].append(entry)
     rows = []
-    for (model, game, version, condition), values in sorted(groups.items()):
+    for (model, game, version, condition), entries in sorted(groups.items()):
+        values = [entry.score for entry in entries]
         rows.append({"model": model, "game": game, "version": version, "condition": condition, "runs": len(values),
                      "score": round(mean(values), 4),
-                     "std": round(stdev(values), 4) if len(values) > 1 else None})
+                     "std": round(stdev(values), 4) if len(values) > 1 else None,
+                     "fallbacks": sum(entry.fallbacks for entry in entries)})
     return rows
 
 
