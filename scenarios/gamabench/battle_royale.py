@@ -56,7 +56,7 @@ class BattleRoyale(GamaGame[BattleParams]):
         aimed = await round.ask(shooter, Options(*names, miss), asked or self.question, miss=miss)
         target = None if aimed == miss else int(aimed.removeprefix("player_"))
         record = battle_round(shooter.index, target, alive, self.gama(), round.random)
-        shooter.private["shot_in"] = round.number  # whose turn is next follows from whose it was
+        round.keep(shooter, shot_in=round.number)  # whose turn is next follows from whose it was
         if record["out"]:
             round.eliminate(next(player for player in round.players if player.index == target), "shot")
             round.pay(shooter, 1)
@@ -64,7 +64,8 @@ class BattleRoyale(GamaGame[BattleParams]):
         left = len(alive) - record["out"]
         round.tell(None, f"{self.player_name(shooter.index)} {what}; {left} players are left.")
         round.record(**record)
-        if left == 1:
+        if left == 1:  # two were left and the shooter hit: the last one standing
+            round.win(shooter)
             round.end("one player left")
 
     def standin_choice(self, ask, rng):

@@ -47,6 +47,8 @@ class GamaParams(GameParams):
     def validate(self) -> None:
         super().validate()
         require(self.version in VERSIONS, f"version must be one of {', '.join(VERSIONS)} (got {self.version!r})")
+        require(self.group_size == 0, f"GAMA-Bench's games play every player together (group_size=0); its scores read "
+                                      f"one table (got group_size={self.group_size})")
         require(not self.prompt_templates or Path(self.prompt_templates).is_dir(),
                 f"prompt_templates must be the prompt_template/ folder of a GAMA-Bench checkout "
                 f"(got {self.prompt_templates!r}, not a directory)")
