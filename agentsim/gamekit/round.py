@@ -54,7 +54,8 @@ class Asked:
 class Round:
     """One round (of one group). `number` counts from 1; `players` are the live players of the
     table, in a random order from the run's seed where the game plays in groups; `choices`
-    holds every answer so far, by player."""
+    holds every answer so far, by player, in the table's order whatever order the replies came
+    in (asks awaited together, `asyncio.gather`, fill it as each reply comes)."""
 
     def __init__(self, game: Game[Any], state: KitState, agents: Mapping[int, PopulationAgent], number: int,
                  players: tuple[Player, ...], seed: int) -> None:
@@ -100,6 +101,9 @@ class Round:
                 raise RuntimeError("a layer decision without an action: the fallback always names one")
             self.asked[player.index] = Asked(ask, decision, decision.action)
             answers[player] = self.choices[player] = self._value(ask.choice, decision.action)
+        seat = {player.index: position for position, player in enumerate(self.players)}
+        self.choices = dict(sorted(self.choices.items(), key=lambda item: seat.get(item[0].index, len(seat))))
+        self.asked = dict(sorted(self.asked.items(), key=lambda item: seat.get(item[0], len(seat))))
         return answers
 
     def _ask_for(self, player: Player, choice: ChoiceFor, question: str | None, move: str,
