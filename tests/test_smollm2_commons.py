@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
-from helpers import Quiet
 from scipy import stats
 from test_smollm2 import one_thread, smollm2  # noqa: F401 (fixtures: one thread, the model loaded once)
 
@@ -21,9 +18,6 @@ from agentsim.games.commons.grammars import answer_options
 from agentsim.games.commons.situations import CommonsSituation
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.llamacpp import LlamaCppModel
-from agentsim.llm.specs import BackendOptions
-from agentsim.runner import Experiment, ExperimentConfig
-from agentsim.store import Store
 
 pytestmark = pytest.mark.slow
 
@@ -70,25 +64,3 @@ def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: L
         assert test.pvalue >= ALPHA / 2, (stock, focus, distribution[focus], hits)
         spread.append(distribution[focus])
     assert any(share < 0.95 for share in spread), "a state where more than one amount occurs"
-
-
-@pytest.mark.timeout(3600)  # the month's 20 to 60 calls: about half an hour on a loaded two-core host
-def test_a_month_of_three_villagers_reads_every_harvest_decision_and_rating(tmp_path: Path) -> None:
-    """The acceptance run of issue 38: one month, three villagers, GovSim's greedy decoding."""
-    out = tmp_path / "out"
-    scenario = CommonsGame(months=1, agents=3, constrained_decoding=True)
-    experiment = Experiment(ExperimentConfig(scenario=scenario, out=out, backend="local:smollm2", seed=0,
-                                             llm=BackendOptions(cache_path=tmp_path / "cache.db")), Quiet())
-    experiment.open()
-    asyncio.run(experiment.run())
-    (run,) = json.loads((out / "summary.json").read_text())["runs"]
-    assert run["status"] == "done"
-    store = Store(out)
-    calls = [(json.loads(context)["kind"], reply, error) for context, reply, error in store.rows(
-        "SELECT context, reply, error FROM calls WHERE run = 1 AND attempt = 0")]
-    store.close()
-    asked = {kind for kind, _, _ in calls}
-    assert {"harvest", "utterance", "importance"} <= asked
-    unread = [(kind, reply, error) for kind, reply, error in calls
-              if kind in ("harvest", "utterance", "importance") and error is not None]
-    assert not unread, unread
