@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,9 @@ class Page:
         self.process = subprocess.Popen(
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--remote-debugging-port=0",
              f"--user-data-dir={self.profile}", f"--window-size={self.width},{self.height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            # A group of its own: Debian's chromium-headless-shell is a shell script that starts the
+            # browser as its child, which stopping the script alone would leave running (and busy).
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         assert self.process.stderr is not None
         line = ""
         for _ in range(200):  # "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
@@ -73,11 +77,13 @@ class Page:
         if self.session is not None:
             await self.session.close()
         if self.process is not None:
-            self.process.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
             if self.process.stderr is not None:
                 self.process.stderr.close()
