@@ -222,8 +222,9 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
     out = started["out"] = experiment.config.out
     code, outcome, message = 0, "done", ""
     signals_before = len(interrupts.received)
+    running = _run(experiment)
     try:
-        event_loop.run(_run(experiment))
+        event_loop.run(running)
     except UserError as error:
         code, outcome, message = EXIT_USER_ERROR, "user_error", f"agentsim: error: {error}"
     except RunStopped as error:
@@ -236,6 +237,8 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
                    f"{_fix(error)}, then continue with --resume --out {out}")
     except (KeyboardInterrupt, asyncio.CancelledError):
         code, outcome = interrupts.exit_code(), "interrupted"
+    finally:
+        running.close()  # a signal before the loop started it: no "never awaited" warning on stderr
     if outcome == "done" and len(interrupts.received) > signals_before:
         # A signal that came as the runs were ending: the task's cancellation found nothing left
         # to stop, so the runs finished; the signal is still answered as every other one.
