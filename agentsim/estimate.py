@@ -42,6 +42,7 @@ from typing import Any
 from .llm.base import estimate_tokens
 from .llm.prices import price_for
 from .llm.specs import parse_population, parse_spec
+from .llm.stack import REMOTE
 
 ESTIMATE_FILE = "estimate.json"
 # Chat formats wrap each message in a few tokens of their own (role markers, separators).
@@ -287,8 +288,8 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
     for spec in specs:
         figures = by_backend.get(spec, Figures())
         parsed = parse_spec(spec)
-        price = price_for(parsed.target) if parsed.provider in ("openai", "anthropic", "tgi") else None
-        remote = parsed.provider in ("openai", "anthropic", "tgi")
+        remote = parsed.provider in REMOTE  # billed over the network; in process nothing is
+        price = price_for(parsed.target) if remote else None
         entry = BackendEstimate(spec=spec, figures=figures, price=price.as_dict() if price else None)
         if price is not None:
             entry.cost_usd = price.cost(figures.prompt_tokens, figures.completion_tokens)
