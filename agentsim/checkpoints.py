@@ -129,7 +129,16 @@ def name_of(cls: type) -> str | None:
 def dumps(state: Any) -> bytes:
     """The blob a checkpoint stores for `state`."""
     document = {"checkpoint_format": CHECKPOINT_FORMAT, "state": encode(state)}
-    return zlib.compress(_ENCODE_JSON(document).encode(), 1)
+    text = _ENCODE_JSON(document)
+    del document
+    # Compressed a slice at a time: a large population's text is never held twice more.
+    compressor = zlib.compressobj(1)
+    chunks = [compressor.compress(text[start:start + _SLICE].encode()) for start in range(0, len(text), _SLICE)]
+    chunks.append(compressor.flush())
+    return b"".join(chunks)
+
+
+_SLICE = 1 << 20
 
 
 def encode(value: Any) -> Any:

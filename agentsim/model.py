@@ -19,13 +19,13 @@ import mesa
 from . import checkpoints, event_loop
 from .blocking import run_blocking
 from .errors import ArgumentError
+from .agents import PopulationAgent, population_state, restore_population, unpack
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
 from .usage import RunUsage
 
 if TYPE_CHECKING:
-    from .agents import PopulationAgent
     from .parts import Readout
     from .scenario import Scenario
 
@@ -107,6 +107,9 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.rounds_done = 0
         self.stop_reason: str | None = None
         self._on_resolved = on_resolved
+        # Policies agents share, by the id of their backend (`NamingGame.agent_policy`): a policy
+        # keeps nothing of an agent's, so a million agents on one backend hold one.
+        self.shared_policies: dict[int, Any] = {}
         self._default_backend: LanguageModel | None = None
         self._round_played = False  # `astep` played the round that the `step()` it calls books
         self._loop: asyncio.AbstractEventLoop | None = None  # `step()`'s, while encounters are in flight
@@ -236,7 +239,7 @@ class PopulationModel(mesa.Model, Generic[St]):
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
-            "agents": [agent.state() for agent in self.agents],
+            "population": population_state(self.agents),  # (before: "agents", one state per agent)
             "metrics": self.metrics,
             "usage": self.usage,
             "pending": self.scheduler.pending_state(),
@@ -258,8 +261,11 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
-        for agent, agent_state in zip(self.agents, state["agents"], strict=True):
-            agent.restore(agent_state)
+        if "population" in state:
+            restore_population(list(self.agents), state["population"])
+        else:  # a checkpoint written before agents were kept by column
+            for agent, agent_state in zip(self.agents, state["agents"], strict=True):
+                agent.restore(agent_state)
         self.metrics = state["metrics"]
         self.usage = state["usage"]
         self.scheduler.population_changed()
@@ -310,8 +316,10 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
 
     if not isinstance(state, dict):
         refuse(f"state is {_kind(state)}, not a mapping")
-    missing = [key for key in ("random", "rng", *_COUNTERS, "stop_reason", "agents", "metrics", "usage", "pending")
+    missing = [key for key in ("random", "rng", *_COUNTERS, "stop_reason", "metrics", "usage", "pending")
                if key not in state]
+    if "population" not in state and "agents" not in state:
+        missing.insert(4, "population")
     if missing:
         refuse(f"state lacks {', '.join(missing)}")
     try:
@@ -351,12 +359,16 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
         refuse(f"'stop_reason' is {_kind(state['stop_reason'])}, not text")
     if "reach" in state and (type(state["reach"]) is not int or not 0 <= state["reach"] <= _MAX_COUNT):
         refuse(f"'reach' is {_kind(state['reach'])}, not a count")
-    fresh = [agent.state() for agent in model.agents]
-    if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
-        refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
-    for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
-        _same_shape(value, template, f"agent {index}'s state", refuse)
-    _alike_memories(state["agents"], refuse)
+    if "population" in state:
+        _check_population(model, state["population"], refuse)
+    else:  # a checkpoint written before agents were kept by column
+        fresh = [agent.state() for agent in model.agents]
+        if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
+            refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
+        for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
+            _same_shape(value, template, f"agent {index}'s state", refuse)
+        _alike_memories([agent.get("memory") if isinstance(agent, dict) else None for agent in state["agents"]],
+                        refuse)
     run_state = "state" if "state" in state else "extra"
     for key, template, what in (("metrics", model.metrics, "metrics"), ("usage", model.usage, "usage"),
                                 (run_state, model.state, "run state")):
@@ -405,18 +417,74 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
                 _same_shape(item, attributes[key], f"{where}.{key}", refuse, depth + 1)
 
 
-def _alike_memories(agents: list[Any], refuse: Callable[[str], NoReturn]) -> None:
+def _check_population(model: PopulationModel[Any], population: Any, refuse: Callable[[str], NoReturn]) -> None:
+    """The agents' columns (`agents.population_state`) fit the run: a column per agent of
+    whole numbers in range, memories within the game's bound, indices inside the table of
+    entries, the entries shaped alike, and what an agent's class adds shaped as a fresh one's."""
+    agents = list(model.agents)
+    count = len(agents)
+    columns = {"encounters", "memory_sizes", "memory", "entries", "extra"}
+    if not isinstance(population, dict) or not {"encounters", "memory_sizes", "memory", "entries"} <= set(population) \
+            or not set(population) <= columns:
+        refuse(f"population is {_kind(population)}, not the agents' columns")
+    unpacked = {}
+    for key in ("encounters", "memory_sizes", "memory"):
+        column = population[key]
+        try:
+            unpacked[key] = unpack(column) if type(column) is bytes else None
+        except ValueError:
+            unpacked[key] = None
+        if unpacked[key] is None:
+            refuse(f"population's {key} are {_kind(column)}, not packed counts")
+    encounters, sizes, memory = unpacked["encounters"], unpacked["memory_sizes"], unpacked["memory"]
+    for key, column in (("encounters", encounters), ("memory_sizes", sizes)):
+        if len(column) != count:
+            refuse(f"population's {key} are {len(column)}, not one for each of the run's {count} agents")
+    for key, column in (("encounters", encounters), ("memory_sizes", sizes), ("memory", memory)):
+        if column and not 0 <= min(column) <= max(column) <= _MAX_COUNT:
+            refuse(f"population's {key} hold something other than counts from 0 to 2^53")
+    entries = population["entries"]
+    if not isinstance(entries, list):
+        refuse(f"population's entries are {_kind(entries)}, not a list")
+    if len(memory) != sum(sizes):
+        refuse(f"population's memory holds {len(memory)} entries, not the {sum(sizes)} its sizes add up to")
+    if memory and max(memory) >= len(entries):
+        refuse(f"population's memory points outside its {len(entries)} entries")
+    for index, (agent, size) in enumerate(zip(agents, sizes, strict=True)):
+        bound = getattr(agent.memory, "maxlen", None)
+        if bound is not None and size > bound:
+            refuse(f"agent {index}'s memory holds {size} entries, more than the game's {bound}")
+    _alike_memories([entries], refuse, lambda _: "a remembered encounter")
+    extra = population.get("extra")
+    if extra is None:
+        if any(type(agent).state is not PopulationAgent.state for agent in agents):
+            refuse("population lacks what the run's agents keep beside their memories")
+        return
+    if not isinstance(extra, list) or len(extra) != count:
+        refuse(f"population's extra is {_kind(extra)}, not one for each of the run's {count} agents")
+    for index, (value, agent) in enumerate(zip(extra, agents, strict=True)):
+        if type(agent).state is PopulationAgent.state:
+            if value is not None:
+                refuse(f"agent {index}'s state holds {_kind(value)} its class does not keep")
+            continue
+        template = {key: item for key, item in agent.state().items() if key not in ("memory", "encounters")}
+        if not isinstance(value, dict) or set(value) != set(template):
+            refuse(f"agent {index}'s state is {_kind(value)}, not {_kind(template)}")
+        _same_shape(value, template, f"agent {index}'s state", refuse)
+
+
+def _alike_memories(memories: list[Any], refuse: Callable[[str], NoReturn],
+                    named: Callable[[int], str] = lambda index: f"agent {index}'s memory") -> None:
     """Every remembered encounter of every agent shaped alike (a fresh run remembers none, so
     the game's own entries are the measure): one tampered entry differs from the rest."""
     reference: Any = _NO_SHAPE
-    for index, agent in enumerate(agents):
-        memory = agent.get("memory") if isinstance(agent, dict) else None
+    for index, memory in enumerate(memories):
         for entry in memory if isinstance(memory, list) else ():
             shape = _shape(entry)
             if reference is _NO_SHAPE:
                 reference = shape
             elif not _compatible(shape, reference):
-                refuse(f"agent {index}'s memory holds {_kind(entry)}, unlike the other entries")
+                refuse(f"{named(index)} holds {_kind(entry)}, unlike the other entries")
 
 
 _NO_SHAPE = object()

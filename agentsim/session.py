@@ -33,13 +33,13 @@ from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
 from .secrets import redact, strip_credentials
-from .store import DATABASE, SAME_DRAWS_SINCE, Store
+from .store import DATABASE, MOVES, RECORD_LEVELS, SAME_DRAWS_SINCE, Store
 from .summaries import merge_by_model, sum_usage, total_by_model
 from .variants import variant_cell, variant_scenario
 
 SUMMARY = "summary.json"
 MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
-MAX_AGENTS = 100_000  # one run's population that fits a workstation's memory with its records
+MAX_AGENTS = 10_000_000  # one run's population that fits a workstation's memory (about 1 KB an agent: docs/scale.md)
 MAX_RUNS = 10_000
 RUNS_AT_ONCE = 256  # runs in memory at once (fewer for large populations: LIVE_AGENTS in all)
 LIVE_AGENTS = 1_000_000
@@ -109,8 +109,13 @@ class ExperimentConfig:
     # agents); a fraction for runs that mostly wait on a model server, so that more of them
     # share a worker node's cores and keep the servers busy.
     cpus_per_run: float = 1.0
+    # What the runs record (store.RECORD_LEVELS: moves, rounds, summary); None: moves for a new
+    # experiment, the recorded level on a resume.
+    record: str | None = None
 
     def __post_init__(self) -> None:
+        if self.record is not None and self.record not in RECORD_LEVELS:
+            raise ParameterError(f"--record must be one of {', '.join(RECORD_LEVELS)} (got {self.record!r})")
         if self.executor not in EXECUTORS:
             raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
         if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
@@ -294,6 +299,7 @@ class Session:
                         f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
                         f"use --out NEW_DIR")
             if recorded and config.resume:
+                self._resolve_record(recorded.get("record", MOVES), store)
                 self._check_templates(recorded.get("prompt_templates") or {}, store)
                 self._check_code_version(recorded)
                 try:
@@ -309,6 +315,8 @@ class Session:
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:
             self.store = Store(config.out)
+        if self.config.record is None:
+            self.config = dataclasses.replace(self.config, record=MOVES)
         if not config.resume:  # a directory left by an experiment that recorded no run: start afresh
             with contextlib.suppress(Exception):
                 self.store.connection.execute("DELETE FROM experiment WHERE key = 'budget_spent'")
@@ -328,10 +336,21 @@ class Session:
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
             "prices": self.prices(),
+            "record": self.config.record,
         })
         if self.estimate is not None and not self.store.experiment().get("estimate"):
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
+
+    def _resolve_record(self, recorded: str, store: Store) -> None:
+        """A resume records what its runs recorded so far (`--record` may only repeat it): a
+        run is one level from its first encounter to its last."""
+        given = self.config.record
+        if given is not None and given != recorded:
+            store.close()
+            raise ParameterError(f"{self.config.out} records its runs at --record {recorded} and a resume continues at "
+                                 f"that level; drop --record {given}, or start afresh with --out NEW_DIR")
+        self.config = dataclasses.replace(self.config, record=recorded)
 
     def _check_run_count(self, recorded: int, store: Store) -> None:
         """A resume continues the runs the experiment recorded, no more and no fewer: the
@@ -381,7 +400,8 @@ class Session:
                                         f"{redact(str(error))[:200]}); {_NOTHING_CHANGED}") from None
             finally:
                 model.close()
-            if encounters.get(run, 0) != model.completed:
+            held = encounters.get(run, 0)
+            if held != model.completed if self.config.record == MOVES else held > model.completed:
                 raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
                                         f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -97,6 +97,25 @@ COMMIT;
 """.replace("{moves}", _MOVES_VIEW + ";")
 
 
+# What a run records (`--record`, the experiment's `record`): every encounter and decision
+# (`moves`, the default); the per-round tallies and the encounters of a sample of agents
+# (`rounds`); or only each run's summary (`summary`). Checkpoints are the same at every level.
+MOVES, ROUNDS, SUMMARY = "moves", "rounds", "summary"
+RECORD_LEVELS = (MOVES, ROUNDS, SUMMARY)
+# `rounds` records every encounter in which an agent of the sample takes part, whole (both
+# players' moves and calls): the agents whose index is a multiple of ceil(N / SAMPLED_AGENTS),
+# about this many (every agent of a population this small or smaller).
+SAMPLED_AGENTS = 100
+# Rows a run buffers before they are staged in the database's temporary tables (`Store.stage`):
+# a run of a million agents holds a bounded buffer, whatever its checkpoints cost.
+STAGE_ROWS = 5_000
+
+
+def sampled_agents(population: int) -> range:
+    """The agents `--record rounds` follows in a population of `population` (see SAMPLED_AGENTS)."""
+    return range(0, population, max(1, -(-population // SAMPLED_AGENTS)))
+
+
 @dataclass
 class Recorder:
     """Buffers one run's rows until the next checkpoint commits them.
@@ -105,7 +124,10 @@ class Recorder:
     with no error and no probabilities (`answered`), a committed agent's is a bare move
     (`bare`), and the rest carry every column (`decisions`). The shorter shapes leave their
     NULL columns out, because binding a None costs the sqlite3 module an adapter lookup that
-    fails with an exception: two of them per row were a tenth of writing the row."""
+    fails with an exception: two of them per row were a tenth of writing the row.
+
+    `level` is what it records (RECORD_LEVELS): at `rounds`, only the encounters of agents in
+    `sample` (`sampled_agents`), at `summary` no encounter and no round."""
 
     run: int
     encounters: list[tuple[Any, ...]] = field(default_factory=list)
@@ -113,10 +135,22 @@ class Recorder:
     answered: list[tuple[Any, ...]] = field(default_factory=list)
     bare: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: list[tuple[Any, ...]] = field(default_factory=list)
+    level: str = MOVES
+    sample: range | None = None
+    # Where rows go once STAGE_ROWS encounters are buffered (the sink's `stage`), if anywhere.
+    spill: Callable[[Recorder], None] | None = field(default=None, repr=False, compare=False)
+    spill_at: int = field(default=STAGE_ROWS, repr=False, compare=False)
 
     def add(self, record: EncounterRecord) -> None:
+        if self.level != MOVES:
+            sample = self.sample
+            if sample is None or not any(move.agent in sample for move in record.moves):
+                return
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
+        if len(self.encounters) >= self.spill_at and self.spill is not None:
+            self.spill_at = len(self.encounters) + STAGE_ROWS  # (a sink that keeps them: again that many later)
+            self.spill(self)
         calls = record.calls
         for move in record.moves:
             agent = move.agent
@@ -138,11 +172,17 @@ class Recorder:
                                        1 if final and call.fallback else None, 1 if call.sampled_locally else None))
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
-        self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
+        if self.level != SUMMARY:
+            self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
+
+    def __len__(self) -> int:
+        """Rows buffered."""
+        return len(self.encounters) + len(self.decisions) + len(self.answered) + len(self.bare) + len(self.rounds)
 
     def clear(self) -> None:
         for rows in (self.encounters, self.decisions, self.answered, self.bare, self.rounds):
             rows.clear()
+        self.spill_at = STAGE_ROWS
 
 
 class Store:
@@ -155,6 +195,7 @@ class Store:
         existing = self.path.is_file() and self.path.stat().st_size > 0
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
+        self._staged: set[int] = set()  # runs with rows set aside by `stage`
         try:
             if existing:
                 existing = self._check_own()
@@ -163,7 +204,7 @@ class Store:
                     self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
-            self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
+            self.connection.execute("PRAGMA cache_size=-16384")  # 16 MiB: b-tree inserts stay in memory
             if self.connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
                 self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.connection.executescript(_SCHEMA)
@@ -332,19 +373,54 @@ class Store:
             )
 
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
-        """Write a run's buffered rows together with the checkpoint they lead to."""
+        """Write a run's buffered rows (and those `stage` set aside) together with the
+        checkpoint they lead to."""
         with self._transaction():
             connection = self.connection
-            connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
-            connection.executemany(
-                "INSERT INTO decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
-                " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
-            connection.executemany("INSERT INTO decisions (run, t, agent, attempt, action, payoff) VALUES (?, ?, ?, ?, ?, ?)",
-                                   recorder.bare)
-            connection.executemany("INSERT INTO rounds VALUES (?, ?, ?)", recorder.rounds)
+            if recorder.run in self._staged:
+                for table in ("encounters", "decisions", "rounds"):
+                    connection.execute(f"INSERT INTO main.{table} SELECT * FROM temp.staged_{table} WHERE run = ? "
+                                       f"ORDER BY rowid", (recorder.run,))
+            self._insert(recorder, "main")
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
+        if recorder.run in self._staged:
+            self.unstage(recorder.run)
         recorder.clear()
+
+    def stage(self, recorder: Recorder) -> None:
+        """Set a run's buffered rows aside in temporary tables (a file of SQLite's own, not this
+        database, and not memory beyond its page cache) until `commit` writes them with their
+        checkpoint: a run of a million agents, whose checkpoints are written seconds apart,
+        holds a bounded buffer. Rows reach the database only with their checkpoint, as ever."""
+        if not self._staged:
+            self.connection.execute("PRAGMA temp.cache_size=-8192")  # 8 MiB; the rest spills to the temporary file
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_{table} AS SELECT * FROM main.{table} "
+                                        f"WHERE 0")
+        self._staged.add(recorder.run)
+        with self._transaction():
+            self._insert(recorder, "temp")
+        recorder.clear()
+
+    def unstage(self, run: int) -> None:
+        """Forget the rows `stage` set aside for `run` (committed now, or dropped with the run's
+        buffer: a run stopped for its fallbacks records nothing since its last checkpoint)."""
+        with self._transaction():
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"DELETE FROM temp.staged_{table} WHERE run = ?", (run,))
+        self._staged.discard(run)
+
+    def _insert(self, recorder: Recorder, schema: str) -> None:
+        connection, prefix = self.connection, "main." if schema == "main" else "temp.staged_"
+        connection.executemany(f"INSERT INTO {prefix}encounters VALUES (?, ?, ?, ?)", recorder.encounters)
+        connection.executemany(f"INSERT INTO {prefix}decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               recorder.decisions)
+        connection.executemany(
+            f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
+            " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
+        connection.executemany(f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff) "
+                               f"VALUES (?, ?, ?, ?, ?, ?)", recorder.bare)
+        connection.executemany(f"INSERT INTO {prefix}rounds VALUES (?, ?, ?)", recorder.rounds)
 
     def checkpoint(self, run: int) -> bytes | None:
         row = self.connection.execute("SELECT state FROM checkpoints WHERE run = ?", (run,)).fetchone()

@@ -154,8 +154,9 @@ class MinimalNamingGame(NamingGame):
             return
         committed = CommittedPolicy(self.committed_name())
         if params.committed_mode == "replace":
+            agents = model.population  # (indexing the AgentSet itself copies it every time)
             for index in sorted(model.random.sample(range(params.agents), count)):
-                model.agents[index].policy = committed
+                agents[index].policy = committed
         else:
             for _ in range(count):
                 PopulationAgent(model, committed, memory_length=None)
