@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
         population: str | None = None, runs: int | None = None, seed: int = 0,
         overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
+        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None,
+        record: str | None = None
         ) -> Results:
     """Run `scenario` and return its results.
 
@@ -50,6 +51,9 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
                 name), so that the runs stay on disk for `report` and `agentsim.open`
     resume      continue the runs recorded in `out`
     executor    "local" (this process) or "ray"
+    record      what the runs record: "moves" (every encounter and decision, the default),
+                "rounds" (the per-round tallies and a sample of agents' encounters) or
+                "summary" (each run's summary); None on a resume: the recorded level
     progress    None (the default): in a Jupyter notebook, a progress bar in the cell's output
                 (runs, calls, calls/s, fallbacks, time left), elsewhere nothing; True: that bar
                 in a notebook, elsewhere a log line per run's progress (the command line's
@@ -67,7 +71,7 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
     try:
         return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, seed=seed,
                                   overrides=overrides, options=options, out=out, resume=resume, executor=executor,
-                                  progress=progress, opened=opened))
+                                  progress=progress, record=record, opened=opened))
     except KeyboardInterrupt:
         if not opened:  # before the output directory was opened: nothing recorded
             raise
@@ -77,11 +81,13 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
 async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
                population: str | None = None, runs: int | None = None, seed: int = 0,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
+               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None,
+        record: str | None = None
                ) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
     return await _arun(scenario, backend=backend, population=population, runs=runs, seed=seed, overrides=overrides,
-                       options=options, out=out, resume=resume, executor=executor, progress=progress, opened=[])
+                       options=options, out=out, resume=resume, executor=executor, progress=progress, record=record,
+                       opened=[])
 
 
 async def _arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *,
@@ -106,7 +112,8 @@ def open(directory: str | Path) -> Results:
 def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
             population: str | None = None, runs: int | None = None, seed: int = 0,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
+            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None,
+        record: str | None = None
             ) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
     from .errors import ParameterError, UserError
@@ -119,7 +126,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     from .variants import pinned_variants
 
     _check_arguments(backend=backend, population=population, seed=seed, overrides=overrides, options=options,
-                     out=out, resume=resume, executor=executor, progress=progress)
+                     out=out, resume=resume, executor=executor, progress=progress, record=record)
     module: Any = None
     file = ""
     if isinstance(scenario, (str, Path)):
@@ -161,6 +168,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
         resume=resume,
         scenario_file=str(Path(file).resolve()) if file else "",
         executor=executor,
+        record=record,
     )
     view: Any = NoView()  # a script prints nothing it was not asked for
     if progress is not None and not isinstance(progress, bool):
@@ -196,6 +204,7 @@ def _check_arguments(**arguments: Any) -> None:
         "resume": ((bool,), "True or False"),
         "executor": ((str,), '"local" or "ray"'),
         "progress": ((bool, type(None)), "True, False or None (a bar in a notebook)"),
+        "record": ((str, type(None)), '"moves", "rounds", "summary" or None'),
     }
     for name, value in arguments.items():
         kinds, what = takes[name]

@@ -183,7 +183,7 @@ _PLAIN = frozenset({str, int, bool, type(None)})  # JSON says them as they are
 def _items(values: Any) -> list[Any]:
     """A sequence's items encoded; a run of plain values (a generator's state, a memory
     entry) as it is, without a call per item."""
-    if all(type(item) in _PLAIN for item in values):
+    if _PLAIN.issuperset(map(type, values)):
         return list(values)
     return [encode(item) for item in values]
 

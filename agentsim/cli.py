@@ -45,6 +45,7 @@ from .scenario import Scenario
 from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
 from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
+from .store import RECORD_LEVELS
 from .variants import pinned_variants
 
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
@@ -111,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "of runs is the recorded one (--add-runs K adds replicates)")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
+    parser.add_argument("--record", choices=RECORD_LEVELS, default=None,
+                        help="what the runs record: moves (default: every encounter and decision), rounds (the "
+                             "per-round tallies and the encounters of a sample of about 100 agents) or summary (each "
+                             "run's summary); a resume continues at the recorded level; checkpoints are the same at "
+                             "every level (docs/scale.md)")
     sweep = parser.add_argument_group("where the runs execute")
     sweep.add_argument("--executor", choices=EXECUTORS, default=LOCAL,
                        help="local (default): every run in this process; ray: each run a Ray task, on the cluster at "
@@ -334,6 +340,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         resume=options.resume,
         add_runs=options.add_runs,
         checkpoint_seconds=options.checkpoint_seconds,
+        record=options.record,
         scenario_file=str(Path(scenario_file).resolve()),  # absolute: analysis names it from any directory
         executor=options.executor,
         ray_address=options.ray_address,

@@ -93,6 +93,10 @@ class PopulationModel(mesa.Model, Generic[St]):
         elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise TypeError(f"PopulationModel's seed must be a whole number or None (got {seed!r})")
         seed = int(seed)
+        # The agents, in the order they were made (the hard references Mesa keeps in a dict), and
+        # Mesa's AgentSet of them, made when first asked for (see `register_agent`).
+        self._members: list[PopulationAgent] = []
+        self._agent_set: mesa.agent.AgentSet | None = None
         super().__init__(seed=seed)
         # What is drawn once per experiment (a name pool) from the seed, for a model built on its
         # own (Mesa's way); a no-op on the scenario an experiment resolved already.
@@ -115,7 +119,7 @@ class PopulationModel(mesa.Model, Generic[St]):
         self._loop: asyncio.AbstractEventLoop | None = None  # `step()`'s, while encounters are in flight
         self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
-        self.round_size = max(1, len(self.agents) // 2)
+        self.round_size = max(1, len(self._members) // 2)
         # The run's own typed state (a month's stock, a generation's order), made by the rules.
         self.state: St = scenario.new_state(self)
         # What is measured (a `RunMetrics`), typed loosely: each family reads it as its own class.
@@ -130,9 +134,47 @@ class PopulationModel(mesa.Model, Generic[St]):
 
     @property
     def population(self) -> list[PopulationAgent]:
-        """The agents as a list, in the order they were made (a copy of `agents`: index it
-        at build time, not in a hot loop)."""
-        return list(self.agents)
+        """The agents as a list, in the order they were made (a copy: index it at build time,
+        not in a hot loop). Unlike `agents`, it never makes Mesa's AgentSet."""
+        return list(self._members)
+
+    # --- Mesa's registry of agents, kept light ---------------------------------------------
+    # Mesa registers each agent in a dict and in two AgentSets (all agents, and those of its
+    # type), each a WeakKeyDictionary: a weak reference and a Python-level insertion per agent
+    # and set, about 400 bytes and a few microseconds an agent, for sets nobody may ask for.
+    # Here an agent is appended to a list; `agents` and `agents_by_type` are Mesa's AgentSets,
+    # made from it when first asked for (and again after the population changed).
+    def register_agent(self, agent: Any) -> None:
+        self._members.append(agent)
+        self._agent_set = None
+
+    def deregister_agent(self, agent: Any) -> None:
+        self._members.remove(agent)
+        self._agent_set = None
+
+    def remove_all_agents(self) -> None:
+        for agent in list(self._members):
+            agent.remove()
+
+    @property
+    def agents(self) -> mesa.agent.AgentSet:  # type: ignore[override]
+        """Mesa's AgentSet of every agent, in the order they were made."""
+        if self._agent_set is None:
+            self._agent_set = mesa.agent.AgentSet(self._members, random=self.random)
+        return self._agent_set
+
+    @agents.setter
+    def agents(self, agents: Any) -> None:
+        raise AttributeError("model.agents is Mesa's: agentsim keeps the population there; use another attribute name")
+
+    @property
+    def agent_types(self) -> list[type]:
+        return list(dict.fromkeys(type(agent) for agent in self._members))
+
+    @property
+    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:  # type: ignore[override]
+        return {kind: mesa.agent.AgentSet([agent for agent in self._members if type(agent) is kind], random=self.random)
+                for kind in self.agent_types}
 
     def backend_for(self, index: int) -> LanguageModel:
         """The backend agent `index` uses: shares are filled in order of the agents' indices;
@@ -239,7 +281,7 @@ class PopulationModel(mesa.Model, Generic[St]):
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
-            "population": population_state(self.agents),  # (before: "agents", one state per agent)
+            "population": population_state(self._members),  # (before: "agents", one state per agent)
             "metrics": self.metrics,
             "usage": self.usage,
             "pending": self.scheduler.pending_state(),
@@ -262,9 +304,9 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
         if "population" in state:
-            restore_population(list(self.agents), state["population"])
+            restore_population(self._members, state["population"])
         else:  # a checkpoint written before agents were kept by column
-            for agent, agent_state in zip(self.agents, state["agents"], strict=True):
+            for agent, agent_state in zip(self._members, state["agents"], strict=True):
                 agent.restore(agent_state)
         self.metrics = state["metrics"]
         self.usage = state["usage"]
@@ -340,7 +382,7 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
     pending = state["pending"]
     if not isinstance(pending, list):
         refuse(f"'pending' is {_kind(pending)}, not a list")
-    agents = len(model.agents)
+    agents = len(model.population)
     # Encounters drawn are completed, open, or (a run that stopped early) drawn ahead and
     # dropped: the scheduler draws at most two population rounds ahead.
     if not state["completed"] + len(pending) <= state["time"] <= state["completed"] + len(pending) + 4 * agents + 4:
@@ -362,7 +404,7 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
     if "population" in state:
         _check_population(model, state["population"], refuse)
     else:  # a checkpoint written before agents were kept by column
-        fresh = [agent.state() for agent in model.agents]
+        fresh = [agent.state() for agent in model.population]
         if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
             refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
         for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
@@ -421,7 +463,7 @@ def _check_population(model: PopulationModel[Any], population: Any, refuse: Call
     """The agents' columns (`agents.population_state`) fit the run: a column per agent of
     whole numbers in range, memories within the game's bound, indices inside the table of
     entries, the entries shaped alike, and what an agent's class adds shaped as a fresh one's."""
-    agents = list(model.agents)
+    agents = model.population
     count = len(agents)
     columns = {"encounters", "memory_sizes", "memory", "entries", "extra"}
     if not isinstance(population, dict) or not {"encounters", "memory_sizes", "memory", "entries"} <= set(population) \

@@ -120,7 +120,7 @@ class Replicates:
         model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)
-        recorder.sample = sampled_agents(len(model.agents))
+        recorder.sample = sampled_agents(len(model.population))
         if blob is not None:
             await model.scheduler.resume(model.restore(blob))
             sink.resumed(run)

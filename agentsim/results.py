@@ -82,6 +82,30 @@ class Results:
         return self._recorded.store
 
     @property
+    def record(self) -> str:
+        """What the runs recorded (`--record`): "moves" (every encounter and decision), "rounds"
+        (per-round tallies and the encounters of a sample of agents) or "summary" (each run's
+        summary). Experiments recorded before the levels existed recorded moves."""
+        from .store import recorded_level
+
+        return recorded_level(self._recorded.experiment)
+
+    def _needs_moves(self, table: str, sample: bool) -> None:
+        """Refuse, in one line naming the level, a table of every move from runs that kept fewer."""
+        from .store import MOVES, ROUNDS, SAMPLED_AGENTS
+
+        level = self.record
+        if level == MOVES or (sample and level == ROUNDS):
+            return
+        if level == ROUNDS:
+            raise UserError(f"{table} needs every move, and {self.directory} was recorded with --record {level}: its runs "
+                            f"keep the per-round tallies (rounds()) and the encounters of a sample of about "
+                            f"{SAMPLED_AGENTS} agents ({table.removesuffix(')')}sample=True)); rerun with --record moves "
+                            f"for every move")
+        raise UserError(f"{table} needs every move, and {self.directory} was recorded with --record {level}: its runs "
+                        f"keep their summaries only (runs()); rerun with --record moves (or rounds) for moves")
+
+    @property
     def experiment(self) -> dict[str, Any]:
         """What the experiment was: scenario, parameters, seed, backend, code version (the
         database's `experiment` table)."""
@@ -103,7 +127,7 @@ class Results:
         summarized = pd.Series([bool(row["summary"]) for row in recorded], index=frame.index, dtype=bool)
         return typed(frame, RUN_DTYPES, self._family_dtypes("summary_dtypes"), counted=summarized)
 
-    def moves(self, *, situations: bool = False) -> pd.DataFrame:
+    def moves(self, *, situations: bool = False, sample: bool = False) -> pd.DataFrame:
         """One row per decision, in sequence order: `run`, `t`, `round`, `outcome` (the
         encounter's: naming game 1 success, 0 failure), `agent`, `model`, `kind`, `action` (the
         choice as the game reads it: a name), `payoff`, `fallback` (no reply gave it: keep it
@@ -111,9 +135,14 @@ class Results:
         games), `options` (in the order the prompt listed them) and `memory` ((own, partner,
         payoff) of each remembered encounter) that the choice was made from, None where the
         family's situation keeps none, and `situation`: the decoded situation itself, whatever
-        its family (the Prisoner's Dilemma's `DilemmaView`: round, history, partner record)."""
+        its family (the Prisoner's Dilemma's `DilemmaView`: round, history, partner record).
+
+        Runs recorded with `--record rounds` keep the encounters of a sample of agents only:
+        `sample=True` reads those (every encounter a sampled agent took part in, whole); without
+        it, and at `--record summary`, asking refuses in one line naming the level."""
         import pandas as pd
 
+        self._needs_moves("moves()", sample)
         frame = pd.read_sql_query(
             "SELECT m.run, m.t, e.round, e.outcome, m.agent, a.model, a.kind, m.action, m.payoff, m.fallback "
             "FROM moves m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) ORDER BY m.run, m.t, m.agent",
@@ -148,15 +177,16 @@ class Results:
             frame["memory"] = [_field_tuple(each, "memory") for each in found]
         return frame
 
-    def decisions(self, *, prompts: bool = False) -> pd.DataFrame:
+    def decisions(self, *, prompts: bool = False, sample: bool = False) -> pd.DataFrame:
         """Every row of the `decisions` table (a row per call; a bare row for a decision taken
         without a call) with the agent's `model` and `kind`. With `prompts`, each call's
         `prompt`, rebuilt exactly from its stored context (`Store.messages`) as the text of
         its messages ("[role] content" each), and `messages`, the same as the list of
         {"role", "content"} a chat API was sent, beside its `reply`: one query per call, so ask
-        for it on small experiments or filter first."""
+        for it on small experiments or filter first. `sample` as in `moves`."""
         import pandas as pd
 
+        self._needs_moves("decisions()", sample)
         frame = pd.read_sql_query(
             "SELECT d.*, a.model, a.kind FROM decisions d JOIN agents a USING (run, agent) "
             "ORDER BY d.run, d.t, d.agent, d.attempt", self.store.connection)

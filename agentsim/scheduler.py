@@ -157,7 +157,7 @@ class _Base:
 
     def __init__(self, model: PopulationModel) -> None:
         self.model = model
-        self.agents: list[PopulationAgent] = list(model.agents)  # by position: pairings draw positions
+        self.agents: list[PopulationAgent] = model.population  # by position: pairings draw positions
         self.open: dict[int, GameEncounter] = {}  # by t: drawn, not resolved (in t order)
         self.running: dict[int, asyncio.Task[None]] = {}  # by t: asked, answers not in yet
         # Every policy decides without suspending (rules, the in-process stand-in): encounters
@@ -166,7 +166,7 @@ class _Base:
 
     def population_changed(self) -> None:
         """Call after agents were added or replaced between rounds."""
-        self.agents = list(self.model.agents)
+        self.agents = self.model.population
 
     def pending(self) -> list[GameEncounter]:
         return [self.open[t] for t in sorted(self.open)]

@@ -510,7 +510,9 @@ class Session:
     def write_summary(self, stopped_by: BaseException | None) -> None:
         """summary.json, runs.csv and by_model.csv, from what the store holds."""
         experiment = self.store.experiment()
-        by_model = self.store.by_model()
+        # Each model's choices are counted from the recorded decisions: all of them at --record
+        # moves; at rounds and summary the store keeps a sample or none, which is no count of a model's.
+        by_model = self.store.by_model() if self.config.record in (None, MOVES) else {}
         runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
         for run in runs:
             counted = by_model.get(run.get("run", 0), {})
@@ -525,6 +527,7 @@ class Session:
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
+            "record": self.config.record or MOVES,
             "runs": runs,
         }
         if document["stand_in"]:

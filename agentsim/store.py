@@ -106,9 +106,16 @@ RECORD_LEVELS = (MOVES, ROUNDS, SUMMARY)
 # players' moves and calls): the agents whose index is a multiple of ceil(N / SAMPLED_AGENTS),
 # about this many (every agent of a population this small or smaller).
 SAMPLED_AGENTS = 100
-# Rows a run buffers before they are staged in the database's temporary tables (`Store.stage`):
-# a run of a million agents holds a bounded buffer, whatever its checkpoints cost.
+# Encounters a run buffers (with their decisions: about three rows each, a megabyte or two)
+# before they are staged in the database's temporary tables (`Store.stage`): a run of a million
+# agents holds a bounded buffer, whatever its checkpoints cost.
 STAGE_ROWS = 5_000
+
+
+def recorded_level(experiment: dict[str, Any]) -> str:
+    """The recording level an experiment's runs used (its `record`; moves before levels existed)."""
+    level = experiment.get("record")
+    return level if level in RECORD_LEVELS else MOVES
 
 
 def sampled_agents(population: int) -> range:
@@ -144,17 +151,25 @@ class Recorder:
     def add(self, record: EncounterRecord) -> None:
         if self.level != MOVES:
             sample = self.sample
-            if sample is None or not any(move.agent in sample for move in record.moves):
+            if self.level == SUMMARY or sample is None or not any(move.agent in sample for move in record.moves):
                 return
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
-        if len(self.encounters) >= self.spill_at and self.spill is not None:
-            self.spill_at = len(self.encounters) + STAGE_ROWS  # (a sink that keeps them: again that many later)
-            self.spill(self)
-        calls = record.calls
-        for move in record.moves:
+        calls, moves = record.calls, record.moves
+        if len(calls) == len(moves):  # the usual: one call per move, in order, answered at once
+            answered = self.answered
+            for call, move in zip(calls, moves):
+                if call.agent != move.agent or call.error is not None or call.probabilities:
+                    break
+            else:
+                for call, move in zip(calls, moves):
+                    answered.append((run, t, move.agent, call.attempt, move.action, move.payoff, call.action, call.context,
+                                     call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
+                self._spill_if_full()
+                return
+        for move in moves:
+            own = [call for call in calls if call.agent == move.agent]
             agent = move.agent
-            own = [call for call in calls if call.agent == agent] if calls else calls
             if not own:
                 self.bare.append((run, t, agent, 0, move.action, move.payoff))
                 continue
@@ -170,6 +185,12 @@ class Recorder:
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
                                        json.dumps(dict(call.probabilities)) if call.probabilities else None,
                                        1 if final and call.fallback else None, 1 if call.sampled_locally else None))
+        self._spill_if_full()
+
+    def _spill_if_full(self) -> None:
+        if len(self.encounters) >= self.spill_at and self.spill is not None:
+            self.spill_at = len(self.encounters) + STAGE_ROWS  # (a sink that keeps them: again that many later)
+            self.spill(self)
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
         if self.level != SUMMARY:

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import UserError
 from ..scenario import Scenario
 from ..scenario_files import load_scenario
-from ..store import DATABASE, Store
+from ..store import DATABASE, Store, recorded_level
 
 ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections read
 
@@ -159,6 +159,11 @@ class RecordedExperiment:
     @property
     def backend(self) -> str:
         return str(self.experiment.get("backend", ""))
+
+    @property
+    def record(self) -> str:
+        """What its runs recorded (`--record`: moves, rounds or summary; store.RECORD_LEVELS)."""
+        return recorded_level(self.experiment)
 
     @cached_property
     def runs(self) -> list[dict[str, Any]]:

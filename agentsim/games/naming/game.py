@@ -199,7 +199,7 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""
         entry = (name, name, self.payoff(name, name))
-        for agent in model.agents:
+        for agent in model.population:
             agent.memory.extend([entry] * self.params.memory_length)
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
@@ -257,8 +257,9 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     def convention_settings(self, model: PopulationModel) -> dict[str, Any]:
         """The windows and thresholds of the convention metrics, for subclasses that measure more."""
         params = self.params
-        size = len(model.agents)
-        committed = frozenset(agent.index for agent in model.agents if agent.committed)
+        agents = model.population
+        size = len(agents)
+        committed = frozenset(agent.index for agent in agents if agent.committed)
         return {
             "population": size,
             "committed": committed,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...llm.base import Request
 from ...params import StandInSettings
@@ -69,7 +70,7 @@ class NamingStandIn:
         if isinstance(situation, NamingSituation):
             key = self.templates[0][1]
             options: Sequence[str] = situation.options
-            memory: list[tuple[str | None, str | None]] = [(own, partner) for own, partner, _ in situation.memory]
+            memory: Sequence[tuple[Any, ...]] = situation.memory  # (own, partner, payoff): the first two are read
         elif situation is None:
             read = self.read(request)
             if read is None:
@@ -101,7 +102,7 @@ class NamingStandIn:
                 return key, read_options(fields), [(own, partner) for own, partner in memory]
         return None
 
-    def choose(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]], noise_die: float,
+    def choose(self, options: Sequence[str], memory: Sequence[tuple[Any, ...]], noise_die: float,
                seed: int) -> tuple[str, str]:
         """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
         if noise_die < self.noise or not memory:
@@ -111,7 +112,7 @@ class NamingStandIn:
             return self.prior(options, seed), reason
         return name, reason
 
-    def follow(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]]) -> tuple[str | None, str]:
+    def follow(self, options: Sequence[str], memory: Sequence[tuple[Any, ...]]) -> tuple[str | None, str]:
         """Steps 3-4 of the rule for a non-empty memory: the name it dictates, or None when
         the memory dictates nothing (then the prior decides)."""
         own, partner = memory[-1][0], memory[-1][1]
