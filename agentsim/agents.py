@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import sys
 from array import array
+from itertools import chain
+from operator import attrgetter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
@@ -118,35 +120,33 @@ def population_state(agents: Iterable[PopulationAgent]) -> dict[str, Any]:
     numbers are packed (`pack`): a million agents checkpoint in a few megabytes, with no object
     per agent on the way. Distinct means distinct objects: entries equal but not the same
     object stay apart, so a restored run shares exactly what the live one shared."""
-    encounters = array("q")
-    sizes = array("q")
-    memory = array("q")
-    entries: list[Any] = []
-    table: dict[int, int] = {}  # id of an entry -> its place (every entry is alive while this runs)
-    extra: list[dict[str, Any] | None] = []
+    agents = list(agents)
     plain = PopulationAgent.state
-    for agent in agents:
-        if type(agent).state is plain:
-            remembered: Iterable[Any] = agent.memory
-            encounters.append(agent.encounters)
-            extra.append(None)
-        else:
-            state = dict(agent.state())
-            remembered = state.pop("memory")
-            encounters.append(state.pop("encounters"))
-            extra.append(state)
-        count = 0
-        for entry in remembered:
-            place = table.get(id(entry))
-            if place is None:
-                place = table[id(entry)] = len(entries)
-                entries.append(entry)
-            memory.append(place)
-            count += 1
-        sizes.append(count)
-    columns: dict[str, Any] = {"encounters": pack(encounters), "memory_sizes": pack(sizes), "memory": pack(memory),
-                               "entries": entries}
-    if any(item is not None for item in extra):
+    extra: list[dict[str, Any] | None] | None = None
+    if all(kind.state is plain for kind in set(map(type, agents))):  # (by column, at C speed: a million agents)
+        encounters = array("q", map(attrgetter("encounters"), agents))
+        memories: list[Iterable[Any]] = list(map(attrgetter("memory"), agents))
+    else:  # a class that adds to `state()`: the rest of each agent's state beside its memory
+        encounters, memories, extra = array("q"), [], []
+        for agent in agents:
+            if type(agent).state is plain:
+                encounters.append(agent.encounters)
+                memories.append(agent.memory)
+                extra.append(None)
+            else:
+                state = dict(agent.state())
+                memories.append(state.pop("memory"))
+                encounters.append(state.pop("encounters"))
+                extra.append(state)
+    sizes = array("q", map(len, memories))
+    remembered = list(chain.from_iterable(memories))
+    identities = list(map(id, remembered))
+    distinct = dict(zip(identities, remembered))  # by identity: every entry is alive while this runs
+    place = {identity: number for number, identity in enumerate(distinct)}
+    columns: dict[str, Any] = {"encounters": pack(encounters), "memory_sizes": pack(sizes),
+                               "memory": pack(array("q", map(place.__getitem__, identities))),
+                               "entries": list(distinct.values())}
+    if extra is not None and any(item is not None for item in extra):
         columns["extra"] = extra
     return columns
 
@@ -190,8 +190,7 @@ def restore_population(agents: Sequence[PopulationAgent], state: dict[str, Any])
         remembered = [entries[place] for place in memory[start:start + size]]
         start += size
         if type(agent).state is plain and (extra is None or extra[position] is None):
-            agent.memory.clear()
-            agent.memory.extend(remembered)
+            agent.memory[:] = remembered  # (within the game's bound: checked with the checkpoint)
             agent.encounters = encounters
             agent.calls = 0
         else:

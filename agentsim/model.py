@@ -435,6 +435,11 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
     if isinstance(template, dict):
         keys = {type(key) for key in template}
         items = [item for item in template.values() if item is not None]
+        if not keys:
+            return  # a fresh run's table is empty: nothing to hold its entries to
+        if (len(keys) == 1 and items and len({type(each) for each in items}) == 1
+                and _scalars_fit(value.keys(), next(iter(template))) and _scalars_fit(value.values(), items[0])):
+            return  # a large table of plain values (an agent's latest name by index): checked at C speed
         for key, item in value.items():
             if keys and type(key) not in keys and not (isinstance(key, (int, float)) and keys & {int, float}):
                 refuse(f"{where} has a key {_kind(key)}")
@@ -449,6 +454,8 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
             for index, (item, kind) in enumerate(zip(value, template, strict=True)):
                 _same_shape(item, kind, f"{where}[{index}]", refuse, depth + 1)
         elif items and len({type(each) for each in items}) == 1 and not isinstance(template, tuple):
+            if _scalars_fit(value, items[0]):
+                return  # a long run of plain values (a window of counts): checked at C speed
             for item in value:
                 _same_shape(item, items[0], f"{where} item", refuse, depth + 1)
         return
@@ -457,6 +464,18 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
         for key, item in checkpoints.attributes(value).items():
             if key in attributes:
                 _same_shape(item, attributes[key], f"{where}.{key}", refuse, depth + 1)
+
+
+def _scalars_fit(values: Any, template: Any) -> bool:
+    """Whether every one of `values` passes `_same_shape` against `template`, a plain value
+    (text, a number, a truth value), judged from their types alone; False when that cannot
+    tell (then each is checked, and the first wrong one named)."""
+    kinds = set(map(type, values))
+    if type(template) in (str, bool):
+        return kinds <= {type(template)}
+    if type(template) in (int, float):
+        return kinds <= {int, float}
+    return False
 
 
 def _check_population(model: PopulationModel[Any], population: Any, refuse: Callable[[str], NoReturn]) -> None:
