@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import sys
 from array import array
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from operator import attrgetter
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import mesa
@@ -43,7 +43,7 @@ class Memory(list[Any]):
         list.extend(self, entries)
         self._trim()
 
-    def __iadd__(self, entries: Iterable[Any], /) -> Memory:  # type: ignore[override,misc]
+    def __iadd__(self, entries: Iterable[Any], /) -> Memory:  # type: ignore[misc]
         self.extend(entries)
         return self
 
@@ -123,9 +123,9 @@ def population_state(agents: Iterable[PopulationAgent]) -> dict[str, Any]:
     agents = list(agents)
     plain = PopulationAgent.state
     extra: list[dict[str, Any] | None] | None = None
-    if all(kind.state is plain for kind in set(map(type, agents))):  # (by column, at C speed: a million agents)
+    if all(kind.state is plain for kind in {type(agent) for agent in agents}):  # (by column, at C speed: a million agents)
         encounters = array("q", map(attrgetter("encounters"), agents))
-        memories: list[Iterable[Any]] = list(map(attrgetter("memory"), agents))
+        memories: list[Sequence[Any]] = list(map(attrgetter("memory"), agents))
     else:  # a class that adds to `state()`: the rest of each agent's state beside its memory
         encounters, memories, extra = array("q"), [], []
         for agent in agents:

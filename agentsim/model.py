@@ -9,6 +9,7 @@ import numbers
 import random
 import secrets
 import weakref
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -17,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 import mesa
 
 from . import checkpoints, event_loop
+from .agents import PopulationAgent, population_state, restore_population, unpack
 from .blocking import run_blocking
 from .errors import ArgumentError
-from .agents import PopulationAgent, population_state, restore_population, unpack
 from .llm.base import LanguageModel
 from .records import EncounterRecord
 from .scheduler import Pending, make_scheduler
@@ -157,7 +158,7 @@ class PopulationModel(mesa.Model, Generic[St]):
             agent.remove()
 
     @property
-    def agents(self) -> mesa.agent.AgentSet:  # type: ignore[override]
+    def agents(self) -> mesa.agent.AgentSet:
         """Mesa's AgentSet of every agent, in the order they were made."""
         if self._agent_set is None:
             self._agent_set = mesa.agent.AgentSet(self._members, random=self.random)
@@ -172,7 +173,7 @@ class PopulationModel(mesa.Model, Generic[St]):
         return list(dict.fromkeys(type(agent) for agent in self._members))
 
     @property
-    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:  # type: ignore[override]
+    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
         return {kind: mesa.agent.AgentSet([agent for agent in self._members if type(agent) is kind], random=self.random)
                 for kind in self.agent_types}
 
@@ -407,8 +408,8 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
         fresh = [agent.state() for agent in model.population]
         if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
             refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
-        for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
-            _same_shape(value, template, f"agent {index}'s state", refuse)
+        for index, (value, agent_template) in enumerate(zip(state["agents"], fresh, strict=True)):
+            _same_shape(value, agent_template, f"agent {index}'s state", refuse)
         _alike_memories([agent.get("memory") if isinstance(agent, dict) else None for agent in state["agents"]],
                         refuse)
     run_state = "state" if "state" in state else "extra"
@@ -488,16 +489,7 @@ def _check_population(model: PopulationModel[Any], population: Any, refuse: Call
     if not isinstance(population, dict) or not {"encounters", "memory_sizes", "memory", "entries"} <= set(population) \
             or not set(population) <= columns:
         refuse(f"population is {_kind(population)}, not the agents' columns")
-    unpacked = {}
-    for key in ("encounters", "memory_sizes", "memory"):
-        column = population[key]
-        try:
-            unpacked[key] = unpack(column) if type(column) is bytes else None
-        except ValueError:
-            unpacked[key] = None
-        if unpacked[key] is None:
-            refuse(f"population's {key} are {_kind(column)}, not packed counts")
-    encounters, sizes, memory = unpacked["encounters"], unpacked["memory_sizes"], unpacked["memory"]
+    encounters, sizes, memory = (_packed(population, key, refuse) for key in ("encounters", "memory_sizes", "memory"))
     for key, column in (("encounters", encounters), ("memory_sizes", sizes)):
         if len(column) != count:
             refuse(f"population's {key} are {len(column)}, not one for each of the run's {count} agents")
@@ -532,6 +524,16 @@ def _check_population(model: PopulationModel[Any], population: Any, refuse: Call
         if not isinstance(value, dict) or set(value) != set(template):
             refuse(f"agent {index}'s state is {_kind(value)}, not {_kind(template)}")
         _same_shape(value, template, f"agent {index}'s state", refuse)
+
+
+def _packed(population: dict[str, Any], key: str, refuse: Callable[[str], NoReturn]) -> array[int]:
+    column = population[key]
+    try:
+        if type(column) is bytes:
+            return unpack(column)
+    except ValueError:
+        pass
+    refuse(f"population's {key} are {_kind(column)}, not packed counts")
 
 
 def _alike_memories(memories: list[Any], refuse: Callable[[str], NoReturn],

@@ -19,7 +19,7 @@ from .progress import Progress, RunView, run_outcome
 from .scenario import Scenario
 from .secrets import redact
 from .session import ExperimentConfig, run_cell
-from .store import Recorder, Store, sampled_agents
+from .store import MOVES, Recorder, Store, sampled_agents
 
 
 class RunSink(Protocol):
@@ -116,7 +116,7 @@ class Replicates:
         config, progress = self.config, self.progress
         run = replicate + 1
         scenario, seed, _variant = run_cell(self.scenario, self.variant_scenarios, config.seed, replicate)
-        recorder = Recorder(run, level=config.record, spill=sink.stage)
+        recorder = Recorder(run, level=config.record or MOVES, spill=sink.stage)
         model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)

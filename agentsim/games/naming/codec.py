@@ -17,7 +17,7 @@ from ...llm.base import Message, Request
 from ..pairwise import name_codes
 from .answers import AnswerReader
 from .fitness import probe_requests
-from .situation import Memory, NamingSituation
+from .situation import NamingSituation
 
 if TYPE_CHECKING:
     from .game import NamingGame

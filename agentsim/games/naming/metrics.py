@@ -162,7 +162,7 @@ class ConventionMetrics:
             return f"with population {self.population!r}, window {self.window_size!r}, threshold {self.threshold!r}"
         agents = [*self.committed, *self.current]
         if not (all(issubclass(kind, int) for kind in set(map(type, agents)))
-                and (not agents or 0 <= min(agents) and max(agents) < self.population)):
+                and (not agents or (min(agents) >= 0 and max(agents) < self.population))):
             return "with an agent outside the population"
         if any(window.size != self.window_size for window in (self.uncommitted, self.uncommitted_alternative)):
             return f"with windows of another size than {self.window_size}"
