@@ -78,7 +78,7 @@ class SequentialPairing:
     neighbour and a uniformly random neighbour of it. `max_in_flight` caps how many
     encounters are asked at once; it never changes which pairs meet."""
 
-    def __init__(self, max_in_flight: int, graph: nx.Graph | None = None) -> None:
+    def __init__(self, max_in_flight: int, graph: nx.Graph | list[list[int]] | None = None) -> None:
         self.max_in_flight = max_in_flight
         self.neighbours = _neighbour_lists(graph)
         if self.neighbours is not None and not any(self.neighbours):
@@ -101,7 +101,7 @@ class RoundPairing:
     """Synchronous rounds: a random perfect matching of the population (restricted to the
     graph's edges when there is one: a random maximal matching)."""
 
-    def __init__(self, graph: nx.Graph | None = None) -> None:
+    def __init__(self, graph: nx.Graph | list[list[int]] | None = None) -> None:
         self.neighbours = _neighbour_lists(graph)
 
     def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
@@ -470,7 +470,8 @@ class SequenceScheduler(_Base):
                 self.records[t] = record
 
 
-def _neighbour_lists(graph: nx.Graph | None) -> list[list[int]] | None:
-    if graph is None:
-        return None
+def _neighbour_lists(graph: nx.Graph | list[list[int]] | None) -> list[list[int]] | None:
+    """Each agent's neighbours, sorted: a graph's, or lists given as they are (`Topology.neighbour_lists`)."""
+    if graph is None or isinstance(graph, list):
+        return graph
     return [sorted(graph.neighbors(node)) for node in range(graph.number_of_nodes())]

@@ -24,6 +24,7 @@ from agentsim.games.naming import NamingGame
 from agentsim.results import Results
 from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.store import sampled_agents
+from agentsim.topology import Topology, neighbourhood
 
 
 def _run(out: Path, *, record: str, in_flight: int, salt: int | None) -> None:
@@ -141,3 +142,24 @@ def test_a_killed_run_of_100000_agents_resumes_to_identical_results(tmp_path: Pa
     assert len(reference["rounds"]) == 2 and reference["encounters"], "the sample's encounters and the rounds"
     assert resumed == reference
     assert _population(killed / "agentsim.db") == _population(whole / "agentsim.db")
+
+
+@pytest.mark.parametrize("kind", ["ring", "lattice"])
+def test_rings_and_lattices_are_written_down_as_networkx_builds_them(kind: str) -> None:
+    """The scheduler's partners on a ring or a lattice come from lists written directly (a
+    million agents need no graph object): the same lists, in the same order, as the graph's."""
+    for size in (4, 6, 9, 12, 30, 303):
+        for degree in (2, 4, 6):
+            topology = Topology(kind=kind, degree=degree)
+            if kind == "ring" and not 2 <= degree < size:
+                continue
+            graph = topology.build(size, 7)
+            assert topology.neighbour_lists(size, 7) == [sorted(graph.neighbors(node)) for node in range(size)]
+
+
+def test_a_graph_too_large_to_draw_is_sampled_around_one_agent() -> None:
+    lists = Topology(kind="ring", degree=4).neighbour_lists(1_000_000, 0)
+    nodes, edges = neighbourhood(lists, 1500)
+    assert len(nodes) == 1500 and nodes[:3] == [0, 1, 2] and set(nodes) >= {999_998, 999_999}
+    assert len(edges) == len(set(edges)) and all(a < b and a in nodes and b in nodes for a, b in edges)
+    assert len(edges) == 2 * 1500 - 4  # a stretch of the ring: every edge inside it, none beyond

@@ -128,7 +128,7 @@ class PairwiseGame(Scenario[P, S, None]):
         params = self.params
         graph = None
         if params.topology != "complete" or params.pairing == "network":
-            graph = params.graph_topology().build(len(model.population), model.random.getrandbits(32))
+            graph = params.graph_topology().neighbour_lists(len(model.population), model.random.getrandbits(32))
         if params.pairing == "rounds":
             return RoundPairing(graph)
         return SequentialPairing(params.max_in_flight, graph)
