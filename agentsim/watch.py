@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .store import DATABASE
+from .store import DATABASE, recorded_level
 
 PAGE = "watch.html"
 LOCK = ".agentsim.lock"  # session.LOCK: the writer's flock on the directory (not imported: the runner is heavy)
@@ -134,6 +134,7 @@ class Followed:
         return {
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),
             "seed": experiment.get("seed"), "planned": int(experiment.get("runs") or len(rows)),
+            "record": recorded_level(experiment),
             "recording": recording, "unresolved": self.unresolved, "runs": shown,
         }
 

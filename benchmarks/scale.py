@@ -13,13 +13,16 @@ million; and model calls against decisions with `--sample-locally` on SmolLM2.
 2. SmolLM2-135M-Instruct in process (`local:smollm2`, llama.cpp, the answer grammar) with
    `--sample-locally`, the committed-minority scenario (scenarios/critical_mass.py: consensus
    on M, a quarter committed to Q) at N = 10^3, 10^4 and 10^5 for `--smollm2-rounds` rounds,
-   each N with a response cache of its own: the calls that reached the model, the decisions,
+   with memory H = `--smollm2-memory` (3: at most 2 x 4^3 = 128 distinct prompts, two option
+   orders by four remembered pairs per entry; the paper's 5 allows 2,048, each a call of a
+   second or more on a loaded 2-core host), each N with a response cache of its own: the calls that reached the model, the decisions,
    their ratio, wall time and peak memory; then each N again from a copy of its cache with one
    encounter in flight instead of 64, which must record the same moves (the scheduler's
    exactness at that size: every answer now a local draw, in another order).
 
     python benchmarks/scale.py [--sizes 1000 10000 100000 1000000] [--levels moves rounds summary]
-                               [--smollm2-sizes 1000 10000 100000] [--smollm2-rounds 3] [--skip-smollm2]
+                               [--smollm2-sizes 1000 10000 100000] [--smollm2-rounds 3] [--smollm2-memory 3]
+                               [--skip-engine] [--skip-smollm2]
 
 Prints figures; asserts nothing. A host shared with others slows every figure but the ratios.
 """
@@ -121,15 +124,16 @@ def agentsim(*arguments: str) -> subprocess.CompletedProcess[str]:
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def smollm2_table(sizes: list[int], rounds: int, work: Path) -> None:
+def smollm2_table(sizes: list[int], rounds: int, memory: int, work: Path) -> None:
     print(f"2. SmolLM2-135M (local:smollm2, constrained, in process) with --sample-locally: the committed-minority "
-          f"scenario (consensus on M, 25% committed to Q), {rounds} rounds, a response cache per N")
+          f"scenario (consensus on M, 25% committed to Q, H={memory}), {rounds} rounds, a response cache per N")
     print(f"  {'N':>7} {'decisions':>10} {'calls':>7} {'decisions/call':>15} {'wall s':>7} {'peak MiB':>9}  "
           f"one in flight, from the cache")
     for agents in sizes:
         common = ["scenarios/critical_mass.py", "--backend", "local:smollm2", "--set", "constrained_decoding=true",
                   "--set", f"agents={agents}", "--set", "committed=0", "--set", "committed_fraction=0.25",
-                  "--set", "stop_at=none", "--set", f"max_rounds={rounds}", "--sample-locally", "--record", "rounds",
+                  "--set", "stop_at=none", "--set", f"max_rounds={rounds}", "--set", f"memory_length={memory}",
+                  "--sample-locally", "--record", "rounds",
                   "--no-live"]
         cache = work / f"cache{agents}.db"
         started = time.monotonic()
@@ -173,6 +177,7 @@ def main() -> None:
     parser.add_argument("--levels", nargs="+", choices=LEVELS, default=list(LEVELS))
     parser.add_argument("--smollm2-sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--smollm2-rounds", type=int, default=3)
+    parser.add_argument("--smollm2-memory", type=int, default=3)
     parser.add_argument("--skip-smollm2", action="store_true")
     parser.add_argument("--skip-engine", action="store_true")
     options = parser.parse_args()
@@ -182,7 +187,7 @@ def main() -> None:
         if not options.skip_engine:
             engine_table(options.sizes, options.levels, work)
         if not options.skip_smollm2:
-            smollm2_table(options.smollm2_sizes, options.smollm2_rounds, work)
+            smollm2_table(options.smollm2_sizes, options.smollm2_rounds, options.smollm2_memory, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

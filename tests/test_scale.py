@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 from helpers import JitteryStandIn, Quiet, cli_in_process, dump
 
+from agentsim.analysis.report import build_report
 from agentsim.errors import UserError
 from agentsim.games.naming import NamingGame
 from agentsim.results import Results
 from agentsim.runner import Experiment, ExperimentConfig
 from agentsim.store import sampled_agents
 from agentsim.topology import Topology, neighbourhood
+from agentsim.watch import Watcher
 
 
 def _run(out: Path, *, record: str, in_flight: int, salt: int | None) -> None:
@@ -73,6 +75,10 @@ def test_every_recording_level_and_concurrency_plays_the_same_moves(tmp_path: Pa
     with Results(tmp_path / "summary") as results, pytest.raises(UserError, match="--record summary"):
         results.decisions()
     assert json.loads((tmp_path / "summary" / "summary.json").read_text())["record"] == "summary"
+    (watched,) = Watcher(tmp_path / "rounds").state()["experiments"]
+    assert watched["record"] == "rounds" and watched["runs"][0]["interactions"] == 900
+    index = build_report(tmp_path / "summary")
+    assert index["sections"] == ["record"] and index["tables"][0]["rows"] == 1  # the level said, each run's summary shown
 
 
 def test_a_resume_keeps_the_recorded_level(tmp_path: Path) -> None:
