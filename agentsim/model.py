@@ -41,7 +41,59 @@ class BackendShare:
     count: int | None = None
 
 
-class PopulationModel(mesa.Model, Generic[St]):
+class AgentRegistry(mesa.Model):
+    """Mesa's `Model`, its registry of agents kept light. Mesa registers each agent in a dict and
+    in two AgentSets (all agents, and those of its type), each a WeakKeyDictionary: a weak
+    reference and a Python-level insertion per agent and set, about 400 bytes and a few
+    microseconds an agent, for sets nobody may ask for. Here an agent is appended to a list;
+    `agents` and `agents_by_type` are Mesa's AgentSets, made from it when first asked for (and
+    again after the population changed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._members: list[PopulationAgent] = []  # in the order made: the hard references
+        self._agent_set: mesa.agent.AgentSet | None = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def population(self) -> list[PopulationAgent]:
+        """The agents as a list, in the order they were made (a copy: index it at build time,
+        not in a hot loop). Unlike `agents`, it never makes Mesa's AgentSet."""
+        return list(self._members)
+
+    def register_agent(self, agent: Any) -> None:
+        self._members.append(agent)
+        self._agent_set = None
+
+    def deregister_agent(self, agent: Any) -> None:
+        self._members.remove(agent)
+        self._agent_set = None
+
+    def remove_all_agents(self) -> None:
+        for agent in list(self._members):
+            agent.remove()
+
+    @property
+    def agents(self) -> mesa.agent.AgentSet:
+        """Mesa's AgentSet of every agent, in the order they were made."""
+        if self._agent_set is None:
+            self._agent_set = mesa.agent.AgentSet(self._members, random=self.random)
+        return self._agent_set
+
+    @agents.setter
+    def agents(self, agents: Any) -> None:
+        raise AttributeError("model.agents is Mesa's: agentsim keeps the population there; use another attribute name")
+
+    @property
+    def agent_types(self) -> list[type]:
+        return list(dict.fromkeys(type(agent) for agent in self._members))
+
+    @property
+    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
+        return {kind: mesa.agent.AgentSet([agent for agent in self._members if type(agent) is kind], random=self.random)
+                for kind in self.agent_types}
+
+
+class PopulationModel(AgentRegistry, Generic[St]):
     """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
     Time is counted in the sequence of encounters (`encounters_begun`: drawn, `completed`: resolved, in
     order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
@@ -94,10 +146,6 @@ class PopulationModel(mesa.Model, Generic[St]):
         elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise TypeError(f"PopulationModel's seed must be a whole number or None (got {seed!r})")
         seed = int(seed)
-        # The agents, in the order they were made (the hard references Mesa keeps in a dict), and
-        # Mesa's AgentSet of them, made when first asked for (see `register_agent`).
-        self._members: list[PopulationAgent] = []
-        self._agent_set: mesa.agent.AgentSet | None = None
         super().__init__(seed=seed)
         # What is drawn once per experiment (a name pool) from the seed, for a model built on its
         # own (Mesa's way); a no-op on the scenario an experiment resolved already.
@@ -132,50 +180,6 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.datacollector = mesa.DataCollector(model_reporters={"seed": "seed"} | {
             key: partial(_series_value, key) for key in self.readout.model_series(self)})
         self.datacollector.collect(self)  # step 0: the state before any round, as Mesa's models collect it
-
-    @property
-    def population(self) -> list[PopulationAgent]:
-        """The agents as a list, in the order they were made (a copy: index it at build time,
-        not in a hot loop). Unlike `agents`, it never makes Mesa's AgentSet."""
-        return list(self._members)
-
-    # --- Mesa's registry of agents, kept light ---------------------------------------------
-    # Mesa registers each agent in a dict and in two AgentSets (all agents, and those of its
-    # type), each a WeakKeyDictionary: a weak reference and a Python-level insertion per agent
-    # and set, about 400 bytes and a few microseconds an agent, for sets nobody may ask for.
-    # Here an agent is appended to a list; `agents` and `agents_by_type` are Mesa's AgentSets,
-    # made from it when first asked for (and again after the population changed).
-    def register_agent(self, agent: Any) -> None:
-        self._members.append(agent)
-        self._agent_set = None
-
-    def deregister_agent(self, agent: Any) -> None:
-        self._members.remove(agent)
-        self._agent_set = None
-
-    def remove_all_agents(self) -> None:
-        for agent in list(self._members):
-            agent.remove()
-
-    @property
-    def agents(self) -> mesa.agent.AgentSet:
-        """Mesa's AgentSet of every agent, in the order they were made."""
-        if self._agent_set is None:
-            self._agent_set = mesa.agent.AgentSet(self._members, random=self.random)
-        return self._agent_set
-
-    @agents.setter
-    def agents(self, agents: Any) -> None:
-        raise AttributeError("model.agents is Mesa's: agentsim keeps the population there; use another attribute name")
-
-    @property
-    def agent_types(self) -> list[type]:
-        return list(dict.fromkeys(type(agent) for agent in self._members))
-
-    @property
-    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
-        return {kind: mesa.agent.AgentSet([agent for agent in self._members if type(agent) is kind], random=self.random)
-                for kind in self.agent_types}
 
     def backend_for(self, index: int) -> LanguageModel:
         """The backend agent `index` uses: shares are filled in order of the agents' indices;

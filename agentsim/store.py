@@ -402,7 +402,7 @@ class Store:
                 for table in ("encounters", "decisions", "rounds"):
                     connection.execute(f"INSERT INTO main.{table} SELECT * FROM temp.staged_{table} WHERE run = ? "
                                        f"ORDER BY rowid", (recorder.run,))
-            self._insert(recorder, "main")
+            _insert(connection, recorder, "main")
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
         if recorder.run in self._staged:
             self.unstage(recorder.run)
@@ -420,7 +420,7 @@ class Store:
                                         f"WHERE 0")
         self._staged.add(recorder.run)
         with self._transaction():
-            self._insert(recorder, "temp")
+            _insert(self.connection, recorder, "temp")
         recorder.clear()
 
     def unstage(self, run: int) -> None:
@@ -430,18 +430,6 @@ class Store:
             for table in ("encounters", "decisions", "rounds"):
                 self.connection.execute(f"DELETE FROM temp.staged_{table} WHERE run = ?", (run,))
         self._staged.discard(run)
-
-    def _insert(self, recorder: Recorder, schema: str) -> None:
-        connection, prefix = self.connection, "main." if schema == "main" else "temp.staged_"
-        connection.executemany(f"INSERT INTO {prefix}encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-        connection.executemany(f"INSERT INTO {prefix}decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               recorder.decisions)
-        connection.executemany(
-            f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
-            " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
-        connection.executemany(f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff) "
-                               f"VALUES (?, ?, ?, ?, ?, ?)", recorder.bare)
-        connection.executemany(f"INSERT INTO {prefix}rounds VALUES (?, ?, ?)", recorder.rounds)
 
     def checkpoint(self, run: int) -> bytes | None:
         row = self.connection.execute("SELECT state FROM checkpoints WHERE run = ?", (run,)).fetchone()
@@ -540,6 +528,20 @@ class _Transaction:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _insert(connection: sqlite3.Connection, recorder: Recorder, schema: str) -> None:
+    """A recorder's rows into the database's tables (`schema` "main") or the staged ones ("temp")."""
+    prefix = "main." if schema == "main" else "temp.staged_"
+    connection.executemany(f"INSERT INTO {prefix}encounters VALUES (?, ?, ?, ?)", recorder.encounters)
+    connection.executemany(f"INSERT INTO {prefix}decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           recorder.decisions)
+    connection.executemany(
+        f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
+        " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
+    connection.executemany(f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff) "
+                           f"VALUES (?, ?, ?, ?, ?, ?)", recorder.bare)
+    connection.executemany(f"INSERT INTO {prefix}rounds VALUES (?, ?, ?)", recorder.rounds)
 
 
 def _now() -> str:
