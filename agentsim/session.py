@@ -33,7 +33,7 @@ from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
 from .secrets import redact, strip_credentials
-from .store import DATABASE, MOVES, RECORD_LEVELS, SAME_DRAWS_SINCE, Store
+from .store import DATABASE, MOVES, RECORD_LEVELS, SAME_DRAWS_SINCE, Store, recorded_level
 from .summaries import merge_by_model, sum_usage, total_by_model
 from .variants import variant_cell, variant_scenario
 
@@ -139,6 +139,9 @@ def _holds_results(store: Store) -> bool:
     first round) leave a directory that a fresh start may take over."""
     if any(row["status"] == "done" for row in store.runs()):
         return True
+    if recorded_level(store.experiment()) != MOVES and next(iter(store.rows(
+            "SELECT 1 FROM checkpoints WHERE t > 0 LIMIT 1")), None) is not None:
+        return True  # (--record rounds or summary: a run's progress may be in its checkpoint alone)
     return any(next(iter(store.rows(f"SELECT 1 FROM {table} LIMIT 1")), None) is not None
                for table in ("encounters", "decisions", "rounds"))
 

@@ -169,3 +169,17 @@ def test_a_graph_too_large_to_draw_is_sampled_around_one_agent() -> None:
     assert len(nodes) == 1500 and nodes[:3] == [0, 1, 2] and set(nodes) >= {999_998, 999_999}
     assert len(edges) == len(set(edges)) and all(a < b and a in nodes and b in nodes for a, b in edges)
     assert len(edges) == 2 * 1500 - 4  # a stretch of the ring: every edge inside it, none beyond
+
+
+def test_a_run_that_kept_only_its_checkpoint_is_not_taken_over(tmp_path: Path) -> None:
+    """At --record summary a run's progress is in its checkpoint alone: a fresh start into its
+    directory is refused as for any run that recorded something (and --resume continues it)."""
+    out = tmp_path / "out"
+    _run(out, record="summary", in_flight=4, salt=None)
+    connection = sqlite3.connect(out / "agentsim.db")
+    connection.execute("UPDATE runs SET status = 'interrupted'")  # as a run killed mid-way leaves it
+    connection.commit()
+    connection.close()
+    game = NamingGame(agents=300, pool_size=5, stop_at="none", max_rounds=6, max_in_flight=4)
+    with pytest.raises(UserError, match="already holds results"):
+        Experiment(ExperimentConfig(scenario=game, out=out, seed=3, record="summary"), Quiet()).open()
