@@ -25,8 +25,10 @@ from the request's seed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from ...llm.base import Request
@@ -118,11 +120,8 @@ class NamingStandIn:
         own, partner = memory[-1][0], memory[-1][1]
         if own == partner and own in options:
             return own, "it worked last round"
-        counts: dict[str, int] = {}
-        for entry in memory:
-            seen = entry[1]
-            if seen is not None and seen in options:
-                counts[seen] = counts.get(seen, 0) + 1
+        counts = {seen: count for seen, count in Counter(map(itemgetter(1), memory)).items()  # (counted in C)
+                  if seen is not None and seen in options}
         if not counts:
             return None, "nothing in memory to follow"
         most = max(counts.values())
