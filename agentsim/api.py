@@ -113,7 +113,7 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     from .llm.specs import BackendOptions
     from .progress import NoView
     from .runner import Experiment, ExperimentConfig
-    from .scenario import Scenario
+    from .scenario import as_scenario
     from .scenario_files import file_population, file_runs, load_scenario
     from .session import fresh_directory
     from .variants import pinned_variants
@@ -125,13 +125,11 @@ def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, 
     if isinstance(scenario, (str, Path)):
         file = str(scenario)
         built, module = load_scenario(scenario)
-    elif isinstance(scenario, type) and issubclass(scenario, Scenario):
-        built = scenario()
-    elif isinstance(scenario, Scenario):
-        built = scenario
+    elif (made := as_scenario(scenario)) is not None:  # a Scenario or a layer game (object or class)
+        built = made
     else:
-        raise UserError(f"scenario must be a scenario file's path, a Scenario object or a Scenario subclass "
-                        f"(got {type(scenario).__name__})")
+        raise UserError(f"scenario must be a scenario file's path, a Scenario or Game object or a Scenario or Game "
+                        f"subclass (got {type(scenario).__name__})")
     if backend is not None and population is not None:
         raise UserError("backend= and population= both choose the agents' models; give one of them")
     changes = dict(overrides or {})

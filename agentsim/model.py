@@ -276,8 +276,10 @@ def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, An
     """The scenario a model runs: `scenario` (a Scenario class, built with `params`, or a
     Scenario object, `params` changing its parameters); `standin=` among them sets the
     stand-in's settings. Anything else is refused naming the argument."""
-    from .scenario import Scenario  # (the scenario module imports this one's types)
+    from .scenario import Scenario, as_scenario  # (the scenario module imports this one's types)
 
+    if not (isinstance(scenario, Scenario) or isinstance(scenario, type) and issubclass(scenario, Scenario)):
+        scenario = as_scenario(scenario) or scenario  # a game on the layer (agentsim.gamekit): its engine
     params = dict(params)
     standin = params.pop("standin", None)
     if isinstance(scenario, type) and issubclass(scenario, Scenario):

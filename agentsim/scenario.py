@@ -252,6 +252,24 @@ class Scenario(Generic[P, S, St]):
         return Readout()
 
 
+def as_scenario(value: object) -> Scenario[Any, Any, Any] | None:
+    """`value` as the scenario a run runs: a Scenario object as it is, a Scenario class built
+    with its defaults, and an object or class that gives one through `__scenario__()` (a game
+    on the layer, agentsim.gamekit, whose engine wraps it); None for anything else. The one
+    place a front door (a scenario file, `agentsim.run`, `PopulationModel`) turns what it was
+    given into a scenario, without importing the layer above the core."""
+    if isinstance(value, type):
+        if issubclass(value, Scenario) or callable(getattr(value, "__scenario__", None)):
+            value = value()
+        else:
+            return None
+    if isinstance(value, Scenario):
+        return value
+    make = getattr(type(value), "__scenario__", None)
+    made = make(value) if callable(make) else None
+    return made if isinstance(made, Scenario) else None
+
+
 def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:
     """The fields of `params` whose values differ from `defaults`', each as (name, repr)."""
     return [(field.name, repr(getattr(params, field.name))) for field in dataclasses.fields(params)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ScenarioFileError, UserError
 from .interrupts import Interrupt
-from .scenario import Scenario
+from .scenario import Scenario, as_scenario
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -53,18 +53,36 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
     except Exception as error:  # the file's own code failed: report it as the user's to fix
         raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
     candidate = getattr(module, "scenario", None)
-    if isinstance(candidate, Scenario):
-        return candidate, module
-    objects = [value for value in vars(module).values() if isinstance(value, Scenario)]
+    if candidate is not None and not isinstance(candidate, type) and as_scenario(candidate) is not None:
+        return _built(candidate, path), module
+    objects = [value for value in vars(module).values() if not isinstance(value, type) and _scenario_like(value)]
     if len(objects) == 1:
-        return objects[0], module
+        return _built(objects[0], path), module
     classes = [value for value in vars(module).values()
-               if isinstance(value, type) and issubclass(value, Scenario) and value.__module__ == name]
+               if isinstance(value, type) and _scenario_like(value) and value.__module__ == name]
     if not objects and len(classes) == 1:
-        return classes[0](), module
+        return _built(classes[0], path), module
     raise ScenarioFileError(
         f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
         f"assign the one to run to a variable named `scenario`")
+
+
+def _scenario_like(value: Any) -> bool:
+    """A Scenario (object or class), or a game on the layer (one that gives its scenario)."""
+    kind = value if isinstance(value, type) else type(value)
+    return issubclass(kind, Scenario) or callable(getattr(kind, "__scenario__", None))
+
+
+def _built(value: Any, path: str | Path) -> Scenario[Any, Any, Any]:
+    """The scenario of a file's object or class (built with its defaults); a UserError while
+    building it (parameters a class refuses) named with the file."""
+    try:
+        scenario = as_scenario(value)
+    except UserError as error:
+        raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    if scenario is None:
+        raise ScenarioFileError(f"scenario file '{path}': {value!r} gives no scenario; fix the file")
+    return scenario
 
 
 def file_runs(module: Any, path: str | Path, fix: str) -> int:
