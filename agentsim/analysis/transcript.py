@@ -42,6 +42,7 @@ class Call:
     payoff: float | None
     new_messages: tuple[Message, ...]  # what this attempt added to the conversation
     fallback: bool = False  # the move no reply gave: drawn by the codec's fallback rule
+    first: bool = False  # the first call of a decision (an agent asked again in an encounter has several)
 
 
 def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any, Any, Any]:
@@ -101,7 +102,8 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
     replies: list[str] = []
     shown = 0
     for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in rows:
-        if attempt == 0:
+        first = attempt == 0 or bool(row_context)  # a decision starts at its row with a context
+        if first:
             context, replies, shown = row_context, [], 0
         if context is None:
             continue
@@ -114,7 +116,7 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
             replies.append(reply)
             shown += 1  # the reply is printed as the reply, not again as an assistant message
         yield Call(run_id, None if round_number is None else round_number + base, t, agent_id, model or "", attempt, reply,
-                   parsed, error, action, payoff, new, bool(fell))
+                   parsed, error, action, payoff, new, bool(fell), first)
 
 
 def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = None, agent: int | None = None,
@@ -148,8 +150,9 @@ def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = No
 
 def _write_call(out: TextIO, call: Call, seed: int | None) -> None:
     where = f"round {call.round}" if call.round is not None else "round ?"
-    if call.attempt == 0:
-        out.write(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
+    if call.first:
+        again = " · asked again" if call.attempt else ""  # a later move of the agent in the same encounter
+        out.write(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}){again} ===\n")
     out.writelines(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
     if call.reply is not None:
         out.write(f"[reply, attempt {call.attempt}]\n{call.reply}\n")

@@ -234,7 +234,7 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
         if "mean" in entry:
             rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f} {latest}"))
     if line["mean_payoff"] is not None:
-        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per choice {latest}"))
+        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per player-round {latest}"))
     if len(line["by_model"]) > 1:
         for model_label, entry in line["by_model"].items():
             means = ", ".join(f"{shown(move)} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)

@@ -111,7 +111,7 @@ class Round:
         self._check(players, fields)
         self.steps += 1
         step = self.steps
-        asks = [self._ask_for(player, choice, question, move, fields) for player in players]
+        asks = [self._ask_for(player, choice, question, move, fields, step) for player in players]
         self.asking.update(player.index for player in players)
         try:
             decisions = await ask_together([self.agents[player.index] for player in players], asks)
@@ -149,7 +149,7 @@ class Round:
                             f"({LAYER_FIELDS[clash[0]]}); give the field another name")
 
     def _ask_for(self, player: Player, choice: ChoiceFor, question: str | None, move: str,
-                 fields: Mapping[str, Any]) -> Ask:
+                 fields: Mapping[str, Any], step: int) -> Ask:
         chosen = as_choice(choice(player) if callable(choice) and not isinstance(choice, Choice) else choice)
         if isinstance(chosen, Target) and not chosen.labels:
             chosen = Target(*[other.name for other in self.players if other != player])
@@ -178,7 +178,7 @@ class Round:
             lines = "\n".join(f"- {told}" for _, told in past)
             prompt = f"Your earlier rounds, oldest first:\n{lines}\n\n{text}" if past else text
         return Ask(self.game.name, move, self.number, player.name, chosen, system, prompt, turns,
-                   tuple((key, _plain(value)) for key, value in facts.items()))
+                   tuple((key, _plain(value)) for key, value in facts.items()), step)
 
     def _value(self, choice: Choice, action: str) -> Any:
         if isinstance(choice, Target):
