@@ -278,7 +278,7 @@ def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, An
     stand-in's settings. Anything else is refused naming the argument."""
     from .scenario import Scenario, as_scenario  # (the scenario module imports this one's types)
 
-    if not (isinstance(scenario, Scenario) or isinstance(scenario, type) and issubclass(scenario, Scenario)):
+    if not (isinstance(scenario, Scenario) or (isinstance(scenario, type) and issubclass(scenario, Scenario))):
         scenario = as_scenario(scenario) or scenario  # a game on the layer (agentsim.gamekit): its engine
     params = dict(params)
     standin = params.pop("standin", None)

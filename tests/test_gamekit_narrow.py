@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -197,17 +198,6 @@ CENTIPEDE = '''
 '''
 
 
-def _orders(out: Path) -> dict[tuple[int, int], list[tuple[int, str]]]:
-    """Each table's moves (run, t) as the round lines list them: (player, action), in order."""
-    store = Store(out)
-    lines = {(run, round_): json.loads(stats) for run, round_, stats in store.rows("SELECT run, round, stats FROM rounds")}
-    tables = dict(store.rows("SELECT run || ':' || t, round FROM encounters"))
-    store.close()
-    return {(run, number): [(move[0], move[3]) for move in group["moves"]]
-            for (run, _round), line in lines.items() for number, group in enumerate(line["groups"])} | {
-        ("tables", 0): [(len(tables), "")]}
-
-
 def test_the_centipede_game_asks_the_pair_in_turn_and_keeps_every_move(tmp_path: Path) -> None:
     out = tmp_path / "centipede"
     done = cli(str(_file(tmp_path, CENTIPEDE, "centipede.py")), "--out", str(out), "--no-live", "--runs", "2",
@@ -220,7 +210,7 @@ def test_the_centipede_game_asks_the_pair_in_turn_and_keeps_every_move(tmp_path:
         summaries = results.runs()
         calls = results.decisions(prompts=True).dropna(subset=["reply"])
     several = 0
-    for (run, t), table in moves.groupby(["run", "t"], sort=False):
+    for (run, _t), table in moves.groupby(["run", "t"], sort=False):
         # alternating, in order: node k is asked of the first mover at odd k, of the other at even k
         assert list(table["step"]) == list(range(1, len(table) + 1))
         players = list(table["agent"])
@@ -300,7 +290,7 @@ def test_a_player_reads_nothing_about_the_rounds_it_sat_out(tmp_path: Path) -> N
     last = asked[asked["context"].fillna("").str.len() > 0].groupby("agent")["prompt"].last()
     for agent, prompt in last.items():
         mine = {1, 3, 5} if agent == 0 else {2, 4, 6}
-        shown = {int(number) for number in __import__("re").findall(r"- Round (\d+):", prompt)}
+        shown = {int(number) for number in re.findall(r"- Round (\d+):", prompt)}
         assert shown and shown <= mine  # its own rounds only: no "Your payoff: 0." for the others'
     assert not asked["prompt"].str.contains("Your payoff: 0.", regex=False).any()
 

@@ -18,7 +18,7 @@ class gets its engine class (`engine_class`), a `GameEngine` subclass whose `Par
 from __future__ import annotations
 
 import random
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any, ClassVar, NamedTuple, cast
 
 from ..agents import PopulationAgent
@@ -191,16 +191,21 @@ class GameEngine(Scenario[GameParams, Ask, KitState]):
                            ignores=("temperature", "max_tokens", "history_rounds", "conversation", "constrained_decoding"))
 
 
-@cache
+_ENGINES: dict[type[Game[Any]], type[GameEngine]] = {}
+
+
 def engine_class(game_class: type[Game[Any]]) -> type[GameEngine]:
     """The engine class of `game_class`: a `GameEngine` whose `Params`, `standin` and `name`
     are the game's (one per game class, made once). It is shown under the game's name
     (`PublicGoods(agents=8)` in a batch's rows)."""
-    return type(game_class.__name__, (GameEngine,), {
-        "__module__": __name__, "__qualname__": f"GameEngine[{game_class.__qualname__}]",
-        "__doc__": f"The engine of {game_class.__qualname__} (agentsim/gamekit/engine.py).",
-        "game_class": game_class, "name": game_class.name, "Params": game_class.Params,
-        "standin": game_class.standin, "_per_game": True})
+    made = _ENGINES.get(game_class)
+    if made is None:
+        made = _ENGINES[game_class] = type(game_class.__name__, (GameEngine,), {
+            "__module__": __name__, "__qualname__": f"GameEngine[{game_class.__qualname__}]",
+            "__doc__": f"The engine of {game_class.__qualname__} (agentsim/gamekit/engine.py).",
+            "game_class": game_class, "name": game_class.name, "Params": game_class.Params,
+            "standin": game_class.standin, "_per_game": True})
+    return made
 
 
 def engine_of(game: Game[Any], cls: type[GameEngine] | None = None) -> GameEngine:

@@ -141,7 +141,7 @@ class Game(Generic[P]):
             if not isinstance(standin, expected):
                 raise ParameterError(f"standin= takes {expected.__name__} for {type(self).__name__} "
                                      f"(got {type(standin).__name__})")
-            self.standin = cast(KitStandInSettings, standin)
+            self.standin = standin
         require(self.params.agents >= self.min_players,
                 f"agents must be >= min_players: {type(self).__name__} needs at least {self.min_players} players "
                 f"(got agents={self.params.agents}); raise agents")
