@@ -199,7 +199,7 @@ class _Suspending:
         return None
 
 
-@pytest.mark.parametrize("file", ["public_goods.py", "ultimatum.py"])
+@pytest.mark.parametrize("file", ["public_goods.py", "ultimatum.py", "centipede.py"])
 def test_an_interrupted_run_resumes_to_the_same_moves(file: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / file)[0].with_params(agents=8, max_rounds=5)
 

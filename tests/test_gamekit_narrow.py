@@ -307,3 +307,28 @@ def test_a_kept_conversation_shows_a_players_earlier_move_in_the_same_round(tmp_
     for messages in again["messages"]:  # the player's own node-1 question and reply come before node 3
         said = [each["content"] for each in messages]
         assert any("node 1" in each for each in said[:-1]) and messages[-2]["role"] == "assistant"
+
+
+def test_the_pirate_game_asks_the_next_proposer_in_the_next_round(tmp_path: Path) -> None:
+    """As GAMA-Bench plays it (games/pirate_game.py there): a round per proposal, the proposer's
+    own vote an accept, the next most senior pirate proposing in the next round, and with two
+    aboard the proposer's vote is half, so the plan passes (no pirate is ever left alone)."""
+    from agentsim.scenario_files import load_scenario
+
+    _scenario, module = load_scenario(Path(__file__).parent.parent / "scenarios" / "gamabench" / "pirate_game.py")
+
+    class Mutiny(module.PirateGame):  # type: ignore[name-defined,misc]
+        def standin_choice(self, ask: Any, rng: Any) -> Any:
+            return "reject" if ask.move == "vote" else super().standin_choice(ask, rng)
+
+    out = tmp_path / "pirates"
+    agentsim.run(Mutiny(agents=4, standin=module.PirateGame.standin.replace(invalid_rate=0.0)), out=out, runs=1)
+    store = Store(out)
+    lines = [json.loads(stats) for (stats,) in store.rows("SELECT stats FROM rounds ORDER BY round")]
+    store.close()
+    assert [line["groups"][0]["players"] for line in lines] == [[0, 1, 2, 3], [1, 2, 3], [2, 3]]
+    for number, line in enumerate(lines):
+        (group,) = line["groups"]
+        assert group["moves"][0][:2] == [number, "propose"]  # the most senior pirate aboard proposes first
+        assert [move[3] for move in group["moves"][1:]] == ["reject"] * (3 - number)
+    assert lines[-1]["groups"][0]["ended"] == "a plan passed" and lines[-1]["data"]["responses"] == ["accept", "reject"]
