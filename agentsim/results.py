@@ -111,7 +111,9 @@ class Results:
         games), `options` (in the order the prompt listed them) and `memory` ((own, partner,
         payoff) of each remembered encounter) that the choice was made from, None where the
         family's situation keeps none, and `situation`: the decoded situation itself, whatever
-        its family (the Prisoner's Dilemma's `DilemmaView`: round, history, partner record)."""
+        its family (a layer game's `Ask`: its facts as `memory`; the commons' situation). A
+        game on the layer adds `move` (the ask's name) and `step` (its place in the round), its
+        encounters' rows in the order asked."""
         import pandas as pd
 
         frame = pd.read_sql_query(

@@ -1,7 +1,7 @@
 """Issue 37 (11): `Results.moves(situations=True)` reads every family whose codec decodes its
-contexts, not only the naming games': a situation without `options` or `memory` (the Prisoner's
-Dilemma's `DilemmaView`, the commons') gives None there, and the decoded situation itself is
-in the `situation` column."""
+contexts, not only the naming games': a situation without `options` or `memory` (the commons')
+gives None there, a layer game's `Ask` gives its options and facts, and the decoded situation
+itself is in the `situation` column."""
 
 from __future__ import annotations
 
