@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
         raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # its classes are found by name (analyses, a Ray worker's plan)
+    # (and so is the package above it, without which pickle cannot import the module by name)
+    sys.modules.setdefault("agentsim_scenarios", types.ModuleType("agentsim_scenarios"))
     try:
         spec.loader.exec_module(module)
     except SyntaxError as error:

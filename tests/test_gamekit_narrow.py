@@ -332,3 +332,17 @@ def test_the_pirate_game_asks_the_next_proposer_in_the_next_round(tmp_path: Path
         assert group["moves"][0][:2] == [number, "propose"]  # the most senior pirate aboard proposes first
         assert [move[3] for move in group["moves"][1:]] == ["reject"] * (3 - number)
     assert lines[-1]["groups"][0]["ended"] == "a plan passed" and lines[-1]["data"]["responses"] == ["accept", "reject"]
+
+
+def test_a_games_engine_pickles_as_its_game() -> None:
+    """A Ray worker gets the run's plan pickled: the engine travels as its game (by the game's
+    class, which the worker's loading of the same file defines), rebuilt around it."""
+    import pickle
+
+    from agentsim.scenario_files import load_scenario
+
+    scenario, _module = load_scenario(Path(__file__).parent.parent / "scenarios" / "centipede.py")
+    scenario = scenario.with_params(agents=6)
+    again = pickle.loads(pickle.dumps(scenario))
+    assert type(again) is type(scenario) and again.game.params == scenario.game.params
+    assert repr(again) == "Centipede(agents=6)"
