@@ -10,7 +10,7 @@ From Python (agentsim/api.py): `agentsim.run(SCENARIO, ...)` runs an experiment 
 this file first, and takes SIGINT and SIGTERM as soon as it can (agentsim/__main__.py).
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 TYPE_CHECKING = False  # (typing's own costs an import: mypy reads this name the same way)
 if TYPE_CHECKING:
