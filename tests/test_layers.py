@@ -217,6 +217,36 @@ def test_the_layer_check_sees_an_import_hidden_in_a_function() -> None:
         "agentsim.analysis.commands (commands) imports agentsim.cli (front)"]
 
 
+def _run_time_imports_of(source: str, package: str) -> set[str]:
+    """`_imports_of`, leaving out what is imported under TYPE_CHECKING (names for the type checker
+    only: never run)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = [ast.Pass()]
+    return _imports_of(ast.unparse(tree), package)
+
+
+def test_no_cycle_between_framework_modules_inside_functions_included() -> None:
+    """The front modules once imported each other inside functions (cli, api, session, runner,
+    batch_run, estimate, results, analysis/commands, distributed/*: a knot of 15); no import, at
+    import time or inside a function, closes a cycle between two modules of the framework."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in _sources():
+        module = _module_name(path)
+        if _unit(module) == FRAMEWORK and module != "agentsim":
+            graph[module].update(other for other in _run_time_imports_of(path.read_text(encoding="utf-8"), _package_of(path))
+                                 if _unit(other) == FRAMEWORK and other not in (module, "agentsim"))
+    assert _cycles(graph) == []
+    knot = {"agentsim.session": "def open() -> None:\n    from .estimate import read\n",
+            "agentsim.estimate": "from .session import run_cell\n"}
+    found = {name: _run_time_imports_of(source, "agentsim") for name, source in knot.items()}
+    assert _cycles(found) == ["agentsim.session -> agentsim.estimate -> agentsim.session",
+                              "agentsim.estimate -> agentsim.session -> agentsim.estimate"]
+    assert _run_time_imports_of("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .x import Y\n",
+                                "agentsim") == set()
+
+
 def test_no_game_family_imports_the_front() -> None:
     """A family's commands build on the analysis framework and the runner, never on the command
     line or the Python API (which import them)."""
