@@ -126,7 +126,7 @@ def watch(argv: list[str]) -> int:
     import functools
 
     from ..watch import serve  # (start-up: aiohttp's server, only for watch)
-    from .recorded import load_scenario_files
+    from .recorded import load_scenario_files  # (start-up: numpy, only when a command reads runs)
 
     load_scenario_files(options.scenario_files)
     try:
