@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_layers import LAYERS, _layer, _module_name, _sources  # noqa: E402  (the one table of the layers)
+from test_layers import LAYERS, _layer, _module_name, _sources
 
 
 def _lines(source: str) -> int:
