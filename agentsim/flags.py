@@ -123,23 +123,14 @@ def _backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def experiment_options(arguments: argparse.Namespace) -> ExperimentOptions:
-    """The options the parsed flags give (those a parser left out at their defaults)."""
-    return ExperimentOptions(
-        scenario=arguments.scenario,
-        backend=arguments.backend,
-        population=arguments.population,
-        runs=arguments.runs,
-        add_runs=getattr(arguments, "add_runs", 0),
-        seed=arguments.seed,
-        overrides=parse_overrides(arguments.overrides),
-        out=arguments.out,
-        resume=getattr(arguments, "resume", False),
-        checkpoint_seconds=getattr(arguments, "checkpoint_seconds", 1.0),
-        executor=getattr(arguments, "executor", LOCAL),
-        ray_address=getattr(arguments, "ray_address", ""),
-        cpus_per_run=getattr(arguments, "cpus_per_run", 1.0),
-        llm=backend_options(arguments),
-    )
+    """The options the parsed flags give (those a parser does not offer keep the options' defaults)."""
+    offered = {name: getattr(arguments, name) for name in _OPTIONAL if hasattr(arguments, name)}
+    return ExperimentOptions(scenario=arguments.scenario, backend=arguments.backend, population=arguments.population,
+                             runs=arguments.runs, seed=arguments.seed, overrides=parse_overrides(arguments.overrides),
+                             out=arguments.out, llm=backend_options(arguments), **offered)
+
+
+_OPTIONAL = ("add_runs", "resume", "checkpoint_seconds", "executor", "ray_address", "cpus_per_run")
 
 
 def backend_options(arguments: argparse.Namespace) -> BackendOptions:
