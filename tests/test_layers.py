@@ -1,9 +1,12 @@
 """The package's layers. The framework (the core: `agentsim/*.py`, `agentsim/llm`,
 `agentsim/distributed`, `agentsim/prompts`; the analysis framework `agentsim/analysis`; and the
 registry of families, the module `agentsim.games`) imports no game: a game family is a package
-under `agentsim/games/` that imports the framework and registers itself. Checked on the source
-(every import statement, those inside functions and under TYPE_CHECKING included), so an import
-that runs only on one path cannot slip through."""
+under `agentsim/games/` that imports the framework and registers itself. Within the framework,
+each module has a layer (`LAYERS`, low to high: base, llm, core, session, runs, configuration,
+analysis, commands, front; drawn in docs/architecture.md) and imports only its own and those
+below, and no import closes a cycle between two of its modules. Checked on the source (every
+import statement, those inside functions and under TYPE_CHECKING included), so an import that
+runs only on one path cannot slip through."""
 
 from __future__ import annotations
 
