@@ -252,6 +252,13 @@ class Scenario(Generic[P, S, St]):
         return Readout()
 
 
+class GivesScenario(Protocol):
+    """An object a front door runs through the scenario it gives (a game on the layer,
+    agentsim.gamekit, gives its engine): `as_scenario` calls `__scenario__()`."""
+
+    def __scenario__(self) -> Scenario[Any, Any, Any]: ...
+
+
 def as_scenario(value: object) -> Scenario[Any, Any, Any] | None:
     """`value` as the scenario a run runs: a Scenario object as it is, a Scenario class built
     with its defaults, and an object or class that gives one through `__scenario__()` (a game

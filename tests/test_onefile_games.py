@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers import ROOT, run_experiment
 
-from agentsim.cli import load_scenario
 from agentsim.games.evolution import StagHunt
+from agentsim.scenario_files import load_scenario
 
 
 def test_the_stag_hunt_in_one_file_keeps_partners_and_pays_by_the_familys_payoffs(tmp_path: Path) -> None:
