@@ -25,8 +25,9 @@ agentsim/games/gamekit.
 
 from .asking import Ask, KitCodec
 from .choices import Choice, Number, Options, Split, Target
+from .engine import GameEngine, engine_of  # (imported here, it tells the game module how a game is run)
 from .game import Game, GameParams, KitStandInSettings, KitState
 from .round import Player, Round
 
-__all__ = ["Ask", "Choice", "Game", "GameParams", "KitCodec", "KitStandInSettings", "KitState", "Number", "Options",
-           "Player", "Round", "Split", "Target"]
+__all__ = ["Ask", "Choice", "Game", "GameEngine", "GameParams", "KitCodec", "KitStandInSettings", "KitState", "Number",
+           "Options", "Player", "Round", "Split", "Target", "engine_of"]

@@ -34,7 +34,7 @@ from ..scheduler import Encounter, GroupPairing
 from ..seeding import derive_seed
 from . import presentation
 from .asking import Ask, KitCodec
-from .game import Game, GameParams, KitStandInSettings, KitState
+from .game import Game, GameParams, KitStandInSettings, KitState, serve
 from .guard import game_code
 from .round import LAYER_FIELDS, Player, Round, turn_reply
 from .standin import KitStandIn
@@ -211,3 +211,6 @@ def engine_class(game_class: type[Game[Any]]) -> type[GameEngine]:
 def engine_of(game: Game[Any], cls: type[GameEngine] | None = None) -> GameEngine:
     """The engine around `game` (of `cls`, or of the game class's own engine class)."""
     return (cls or engine_class(type(game)))(game)
+
+
+serve(engine_of)  # the game module runs a game through its engine (it never imports this one)

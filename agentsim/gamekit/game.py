@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 from .. import checkpoints
 from ..errors import ParameterError, UserError
 from ..llm.base import Sampling
 from ..params import Params, StandInSettings, require
+from ..scenario import Scenario
 from . import presentation
 from .asking import Ask
 from .choices import Choice
 from .round import LAYER_FIELDS, Player, Round
-
-if TYPE_CHECKING:
-    from .engine import GameEngine
 
 
 def _refuse_layer_fields(owner: str, names: Sequence[str]) -> None:
@@ -106,6 +104,16 @@ checkpoints.register(KitState)
 
 P = TypeVar("P", bound=GameParams)
 
+# How a game becomes the scenario a run runs: the engine (engine.py) tells this module when it is
+# imported (`serve`), so that the engine imports the game and never the reverse; the package's
+# __init__ imports the engine, so it is told before any game is run.
+_ENGINE: list[Callable[[Game[Any]], Scenario[Any, Any, Any]]] = []
+
+
+def serve(make: Callable[[Game[Any]], Scenario[Any, Any, Any]]) -> None:
+    """Make `make` (the engine's `engine_of`) what turns a game into its scenario."""
+    _ENGINE[:] = [make]
+
 
 class Game(Generic[P]):
     """Base of a game in one file. Set `name`, `Params` (a `GameParams` subclass), `rules`
@@ -155,12 +163,12 @@ class Game(Generic[P]):
                    if getattr(self.params, each.name) != getattr(defaults, each.name)]
         return f"{type(self).__name__}({', '.join(changed)})"
 
-    def __scenario__(self) -> GameEngine:
+    def __scenario__(self) -> Scenario[Any, Any, Any]:
         """The engine's scenario around this game (agentsim.scenario.as_scenario calls it): what
         the command line, `agentsim.run` and `PopulationModel` run."""
-        from .engine import engine_of  # (the engine imports this module)
-
-        return engine_of(self)
+        if not _ENGINE:
+            raise RuntimeError("no engine runs games: import agentsim.gamekit (its engine module tells this one)")
+        return _ENGINE[0](self)
 
     def with_params(self, **changes: Any) -> Self:
         """A copy with some parameters changed: `game.with_params(max_rounds=3)`."""
