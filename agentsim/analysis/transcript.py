@@ -147,16 +147,24 @@ def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = No
 
 
 def _write_call(out: TextIO, call: Call, seed: int | None) -> None:
+    out.write(call_text(call, seed))
+
+
+def call_text(call: Call, seed: int | None) -> str:
+    """One call as `transcript` prints it (the heading before a decision's first attempt, the
+    messages it added, the reply, how it was read and what was played); `watch` shows the same."""
+    parts = []
     where = f"round {call.round}" if call.round is not None else "round ?"
     if call.attempt == 0:
-        out.write(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
-    out.writelines(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
+        parts.append(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
+    parts.extend(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
     if call.reply is not None:
-        out.write(f"[reply, attempt {call.attempt}]\n{call.reply}\n")
+        parts.append(f"[reply, attempt {call.attempt}]\n{call.reply}\n")
     verdict = f"read as {call.parsed}" if call.parsed is not None else "read as nothing"
     if call.error:
         verdict += f" ({call.error})"
     if call.payoff is not None:
         played = f"{call.action} (a fallback: no reply gave it; drawn by the fallback rule)" if call.fallback else call.action
         verdict += f"; played {played}, payoff {call.payoff:g}"
-    out.write(f"→ {verdict}\n")
+    parts.append(f"→ {verdict}\n")
+    return "".join(parts)
