@@ -191,10 +191,15 @@ def _mean_band(runs: Sequence[tuple[bool, Sequence[tuple[float, float]]]]) -> tu
     tables = [(ended, dict(points), max((x for x, _ in points), default=None), points[-1][1] if points else None)
               for ended, points in runs]
     xs = sorted({x for _, points in runs for x, _ in points})
-    means, band = [], []
+    means: list[tuple[float, float]] = []
+    band: list[tuple[float, float, float]] = []
     for x in xs:
-        values = [table[x] if x in table else last for ended, table, end, last in tables
-                  if x in table or (ended and end is not None and x > end and last is not None)]
+        values: list[float] = []
+        for ended, table, end, last in tables:
+            if x in table:
+                values.append(table[x])
+            elif ended and end is not None and x > end and last is not None:
+                values.append(last)
         if not values:
             continue
         mean = sum(values) / len(values)

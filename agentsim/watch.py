@@ -178,7 +178,7 @@ class Followed:
             self.experiment = experiment
             rows = [_checked_row(row) for row in _dicts(connection.execute(
                 "SELECT run, replicate, seed, status, stop_reason, started, finished, summary FROM runs ORDER BY run"))]
-            marks = {run: t for run, t in connection.execute("SELECT run, t FROM checkpoints").fetchall()}
+            marks = dict(connection.execute("SELECT run, t FROM checkpoints").fetchall())
             good = [row for row in rows if "damaged" not in row]
             self.seeds = {row["run"]: (row["seed"], row["replicate"]) for row in good}
             # The runs whose checkpoint or status changed, the longest unchanged first: a reading
@@ -218,12 +218,14 @@ class Followed:
             shown.append(self._run(row, cache, recording, written, stale=cache.key != keys[row["run"]]))
         cards = _cards(shown)
         for run in shown:
-            cache = self.runs.get(run["run"]) if isinstance(run["run"], int) else None
-            if run["run"] in cards and cache is not None and cache.views is not None:
-                run["views"] = thinned(cache.views)
-        ended = {run["run"] for run in shown if run.get("status") not in ("running",)}
-        everything = [(run["run"], run["run"] in ended, self.runs[run["run"]].views, run.get("group") or run.get("cell", ""))
-                      for run in shown if isinstance(run["run"], int) and self.runs[run["run"]].views is not None]
+            known = self.runs.get(run["run"]) if isinstance(run["run"], int) else None
+            if run["run"] in cards and known is not None and known.views is not None:
+                run["views"] = thinned(known.views)
+        everything: list[tuple[int, bool, Views, str]] = []
+        for run in shown:
+            views = self.runs[run["run"]].views if isinstance(run["run"], int) else None
+            if views is not None:
+                everything.append((run["run"], run.get("status") != "running", views, run.get("group") or run.get("cell", "")))
         planned = experiment.get("runs")
         return {
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),

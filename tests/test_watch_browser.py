@@ -46,9 +46,11 @@ TESTS = Path(__file__).parent
 # What the page shows, read from its DOM (the data attributes the page writes beside what it draws).
 READ = """(() => {
   const chart = (box) => ({key: box.dataset.key, title: box.querySelector(".title")?.innerText || "",
-    yMin: box.dataset.yMin === "" ? null : Number(box.dataset.yMin), yMax: box.dataset.yMax === "" ? null : Number(box.dataset.yMax),
+    yMin: box.dataset.yMin === "" ? null : Number(box.dataset.yMin),
+    yMax: box.dataset.yMax === "" ? null : Number(box.dataset.yMax),
     marks: JSON.parse(box.dataset.marks || "[]"),
-    series: [...box.querySelectorAll("svg .line")].map((line) => ({name: line.dataset.series, values: JSON.parse(line.dataset.values || "[]")})),
+    series: [...box.querySelectorAll("svg .line")].map((line) => ({name: line.dataset.series,
+                                                                  values: JSON.parse(line.dataset.values || "[]")})),
     legend: Object.fromEntries([...box.querySelectorAll(".legend [data-series]")].map((s) => [s.dataset.series, s.dataset.colour]))});
   const number = (text) => text === undefined || text === "" ? null : Number(text);
   const section = document.querySelector("section.experiment");

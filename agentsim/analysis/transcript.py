@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ..errors import UserError
 from ..llm.base import Message
@@ -44,6 +44,28 @@ class Call:
     fallback: bool = False  # the move no reply gave: drawn by the codec's fallback rule
 
 
+class Rows(Protocol):
+    """What `calls` reads of a store: its runs and its rows (a `Store`, or `watch`'s read-only
+    connection)."""
+
+    def runs(self) -> list[dict[str, Any]]: ...
+
+    def rows(self, sql: str, parameters: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]: ...
+
+
+class Recorded(Protocol):
+    """What `calls` reads of an experiment (a `RecordedExperiment`): its store and its cell."""
+
+    @property
+    def store(self) -> Rows: ...
+
+    @property
+    def variant(self) -> int | None: ...
+
+    @property
+    def variants(self) -> int: ...
+
+
 def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any, Any, Any]:
     """The scenario that ran (this cell of its grid), reading its prompt template from the
     text stored with the experiment rather than from today's file."""
@@ -65,13 +87,13 @@ def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> 
     return scenario
 
 
-def _cell_runs(experiment: RecordedExperiment) -> dict[int, int]:
+def _cell_runs(experiment: Recorded) -> dict[int, int]:
     """Every run of this cell of the grid (finished or not) and its seed."""
     return {row["run"]: row["seed"] for row in experiment.store.runs()
             if experiment.variant is None or row["replicate"] % experiment.variants == experiment.variant}
 
 
-def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
+def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
           round_: int | None = None) -> Iterator[Call]:
     """The experiment's recorded calls in order (run, t, agent, attempt), with their messages."""
     runs = _cell_runs(experiment)
