@@ -273,12 +273,9 @@ function statusClass(status) { return `status-${String(status).replaceAll(" ", "
 
 function progressText(run) {
   const unit = unitOf(run);
-  if (run.total != null) {
-    const done = run.status === "done" ? run.done : Math.floor(run.done);
-    return `${unit} ${short(Math.min(done + (run.status === "done" ? 0 : 1), run.total))} of ${short(run.total)}`;
-  }
-  if (run.max_rounds) return `round ${num(run.rounds)} of ${num(run.max_rounds)}`;
-  return `round ${num(run.rounds)}`;
+  const done = run.total != null ? Math.floor(run.done) : run.rounds;
+  const total = run.total ?? run.max_rounds;
+  return total ? `${num(done)} of ${num(total)} ${unit}s played` : `${num(done)} ${unit}s played`;
 }
 
 function progressRow(run) {
@@ -440,7 +437,7 @@ function experimentBlock(experiment) {
   if (experiment.loaded_from) section.append(el("p", {class: "note"}, `scenario class loaded from the file the runs recorded: ${experiment.loaded_from}`));
   section.append(el("div", {class: "chips"}, Object.entries(counts).map(([status, count]) => el("span", {class: statusClass(status), "data-status": status}, `${count} ${status}`))));
   const idle = runs.filter((run) => run.status === "not running");
-  if (idle.length) {
+  if (idle.length && runs.length > 1) {  // (a single run's card says it)
     section.append(el("div", {class: "notice bad", "data-not-running": idle.length}, el("b", {}, `${idle.length} run${idle.length === 1 ? " is" : "s are"} not running`),
                       `: no agentsim records into this directory (killed, or stopped). Their figures are their last record's (${localTime(idle[0].last_record)}); nothing is growing. Continue with `,
                       el("code", {class: "command"}, experiment.resume)));
