@@ -81,7 +81,11 @@ function ageText(iso, prefix) {
   const at = epoch(iso);
   return at == null ? `${prefix} unknown time` : `${prefix} ${localTime(iso)} (${clock(now() - at)} ago)`;
 }
-const words = (text) => String(text ?? "").replaceAll("_", " ");
+// How a run ended, in words (a reason the page does not know is shown as recorded).
+const ENDINGS = {max_rounds: "reached its last round", months: "reached its last month", collapse: "the resource collapsed",
+                 generations: "reached its last generation", consensus: "consensus", flip: "the convention flipped",
+                 agreement: "agreement", budget_spent: "its budget was spent"};
+const words = (text) => ENDINGS[text] ?? String(text ?? "").replaceAll("_", " ");
 const unitOf = (run) => run.unit || "round";
 
 // --- colours: one per name in the game's order, the same in every run ---------------------------

@@ -634,13 +634,18 @@ def asset(name: str) -> bytes:
     return resources.files("agentsim").joinpath(name).read_bytes()
 
 
-def allowed_hosts(port: int) -> set[str]:
-    """The `Host` values this server answers: its loopback address and port, by IP or by
-    `localhost` (a page on another name that resolves here, DNS rebinding, is refused)."""
-    hosts = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
-    if port == 80:
-        hosts |= {"127.0.0.1", "localhost", "[::1]"}
-    return hosts
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_host(host: str) -> bool:
+    """Whether this server answers a request whose `Host` is `host`: a loopback name, on any
+    port (SSH forwarding may bring the page to another local port); a page served under another
+    name that resolves here (DNS rebinding) is refused."""
+    text = host.lower()
+    name, _, port = text.rpartition(":")
+    if not name or not port.isdigit():  # no port ("localhost", "[::1]")
+        name = text
+    return name in LOOPBACK_NAMES
 
 
 async def serve(directory: Path, *, port: int, host: str = "127.0.0.1", ready: Any = print) -> None:
@@ -648,11 +653,10 @@ async def serve(directory: Path, *, port: int, host: str = "127.0.0.1", ready: A
     from aiohttp import web
 
     watcher = Watcher(directory)
-    bound: dict[str, set[str]] = {"hosts": set()}
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.host.lower() not in bound["hosts"]:
+        if not allowed_host(request.host):
             return web.Response(status=421, text="this server answers requests for its own loopback address only\n",
                                 headers=HEADERS)
         response: web.StreamResponse = await handler(request)
@@ -688,7 +692,6 @@ async def serve(directory: Path, *, port: int, host: str = "127.0.0.1", ready: A
     site = web.TCPSite(runner, host, port)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    bound["hosts"] = allowed_hosts(port)
     waiting = "" if directory.is_dir() else " (it does not exist yet: the page waits for it)"
     ready(f"watching {directory}{waiting}: open http://{host}:{port}/ (Ctrl-C to stop)")
     try:

@@ -120,9 +120,10 @@ def test_hostile_values_render_as_text_under_a_policy_that_runs_no_inline_script
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy and "default-src 'none'" in policy
         status, headers, body = request(url + "state.json")
         assert status == 200 and len(json.loads(body)["experiments"]) == 3
-        for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost:9000"):  # (an SSH forward to another port)
             assert request(url + "state.json", host)[0] == 200
-        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.nip.io:{port}"):  # DNS rebinding
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.nip.io:{port}", f"localhost.evil.example:{port}",
+                     "127.0.0.2:80"):  # DNS rebinding: a name the attacker's page is served under
             status, _, body = request(url + "state.json", host)
             assert status == 421 and b"experiments" not in body, host
 
