@@ -494,7 +494,9 @@ async function openCalls(where, run, x, unit) {
     const answer = await response.json();
     if (!response.ok) throw new Error(answer.error || `HTTP ${response.status}`);
     panel.dataset.rounds = answer.rounds.join(",");
-    const rounds = answer.rounds[0] === answer.rounds[1] ? `round ${answer.rounds[0]}` : `rounds ${answer.rounds[0]} to ${answer.rounds[1]}`;
+    const same = answer.rounds[0] === answer.rounds[1];
+    const rounds = (same ? `round ${answer.rounds[0]}` : `rounds ${answer.rounds[0]} to ${answer.rounds[1]}`)
+      + (same && answer.rounds[0] === Number(x) ? "" : " (as the store and transcript number them)");
     document.getElementById("drill-note").replaceChildren(
       `${answer.calls.length + answer.more} call${answer.calls.length + answer.more === 1 ? "" : "s"} in ${rounds}, as `,
       el("code", {}, "transcript"), " prints them", answer.more ? `; the first ${answer.calls.length} shown, all with ` : "; the same with ",
