@@ -213,4 +213,4 @@ def engine_of(game: Game[Any], cls: type[GameEngine] | None = None) -> GameEngin
     return (cls or engine_class(type(game)))(game)
 
 
-serve(engine_of)  # the game module runs a game through its engine (it never imports this one)
+serve(engine_class)  # the game module runs a game through its engine (it never imports this one)

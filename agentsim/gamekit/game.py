@@ -107,12 +107,12 @@ P = TypeVar("P", bound=GameParams)
 # How a game becomes the scenario a run runs: the engine (engine.py) tells this module when it is
 # imported (`serve`), so that the engine imports the game and never the reverse; the package's
 # __init__ imports the engine, so it is told before any game is run.
-_ENGINE: list[Callable[[Game[Any]], Scenario[Any, Any, Any]]] = []
+_ENGINE: list[Callable[[type[Game[Any]]], type[Scenario[Any, Any, Any]]]] = []
 
 
-def serve(make: Callable[[Game[Any]], Scenario[Any, Any, Any]]) -> None:
-    """Make `make` (the engine's `engine_of`) what turns a game into its scenario."""
-    _ENGINE[:] = [make]
+def serve(engine_class: Callable[[type[Game[Any]]], type[Scenario[Any, Any, Any]]]) -> None:
+    """Make `engine_class` (the engine's) what gives a game class its scenario class."""
+    _ENGINE[:] = [engine_class]
 
 
 class Game(Generic[P]):
@@ -163,12 +163,18 @@ class Game(Generic[P]):
                    if getattr(self.params, each.name) != getattr(defaults, each.name)]
         return f"{type(self).__name__}({', '.join(changed)})"
 
+    @classmethod
+    def __scenario_class__(cls) -> type[Scenario[Any, Any, Any]]:
+        """The engine's class for this game class (agentsim.scenario.scenario_class asks it): a
+        scenario class built from parameters, as a recorded class is rebuilt."""
+        if not _ENGINE:
+            raise RuntimeError("no engine runs games: import agentsim.gamekit (its engine module tells this one)")
+        return _ENGINE[0](cls)
+
     def __scenario__(self) -> Scenario[Any, Any, Any]:
         """The engine's scenario around this game (agentsim.scenario.as_scenario calls it): what
         the command line, `agentsim.run` and `PopulationModel` run."""
-        if not _ENGINE:
-            raise RuntimeError("no engine runs games: import agentsim.gamekit (its engine module tells this one)")
-        return _ENGINE[0](self)
+        return self.__scenario_class__()(self)
 
     def with_params(self, **changes: Any) -> Self:
         """A copy with some parameters changed: `game.with_params(max_rounds=3)`."""
