@@ -157,9 +157,9 @@ def estimate_command(argv: list[str]) -> int:
     parser.usage = "python -m agentsim estimate SCENARIO.py [--backend SPEC | --population ...] [--runs K] [--set ...] [--out DIR]"
     parser.description = ("What a scenario will cost and take on a backend before anything is spent: played on the "
                           "stand-in with its real prompts (agentsim/estimate.py).")
-    parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
-                        help="time N real calls of the backend for its latency where it answers (0: assume it); they "
-                             "are paid for")
+    parser.add_argument("--timed-calls", type=int, default=0, metavar="N",
+                        help="time N real calls of the backend for its latency, where it answers; they are paid for "
+                             "(default 0: the latency is assumed, and no paid API is called)")
     options = parser.parse_args(argv)
     if options.scenario is None:
         raise UserError("give a scenario file: python -m agentsim estimate scenarios/naming_game.py --backend SPEC")
