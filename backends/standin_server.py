@@ -106,6 +106,9 @@ class ServerConfig:
     # prompt key (`prompt_key`) -> the replies to give it, in order; None: the naming rule answers
     replies: dict[str, list[str]] | None = None
     prompt_caching: bool = True
+    # The provider's tokenizer: characters a token in what it counts and bills (4: the stand-in
+    # rule's own count; 3.6: about OpenAI's o200k on agentsim's prompts)
+    chars_per_token: float = 4.0
     cache_min_tokens: int | None = None  # Anthropic's shortest cacheable prefix; None: the model's, as documented
     # Batch APIs: a batch ends after this many looks at it; the first `batch_faulty` batches end
     # `batch_end` ("completed", "expired": half answered, "cancelled": half answered, by the provider),
@@ -345,6 +348,17 @@ class StandInServer:
         return cost
 
     def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+        text, prompt_tokens, completion_tokens = self._rule_reply(messages, sampling, seed, unparseable)
+        if self.config.chars_per_token == 4.0:
+            return text, prompt_tokens, completion_tokens
+        return text, self._count(messages), max(1, math.ceil(len(text) / self.config.chars_per_token))
+
+    def _count(self, messages: list[Message]) -> int:
+        """The prompt's tokens as this provider's tokenizer counts them."""
+        return sum(math.ceil(len(message.content) / self.config.chars_per_token) for message in messages)
+
+    def _rule_reply(self, messages: list[Message], sampling: Sampling, seed: int | None,
+                    unparseable: bool) -> tuple[str, int, int]:
         if self.config.replies is not None:
             queue = self.config.replies.get(prompt_key(messages)) or ["I have not seen this prompt."]
             # The same prompt asked again later (an agent's prompt can repeat) gets its next recorded reply.

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BackendError, UserError
 from . import wire
-from .accounting import UNBILLED_KINDS
 from .anthropic_backend import read_message
 from .base import Completion, Message, Request
 from .cache import ResponseStore, cache_key
@@ -59,6 +58,9 @@ BATCH_DISCOUNT = 0.5  # both providers bill a batched request at half its intera
 MAX_REQUESTS = 50_000
 
 
+# A create answered with these made no batch (a 4xx); any other failure (a 5xx, which a gateway
+# may send after the batch was made, a timeout, a dropped connection) may have made one.
+REFUSED_KINDS = frozenset({"rate_limited", "bad_request"})
 # How far back a lookup reads the provider's batches before the intent's own time: its clock
 # and ours may differ by this much.
 CLOCK_SKEW_S = 600.0
@@ -457,7 +459,7 @@ async def _submit(client: BatchClient, store: ResponseStore, chunk: list[tuple[s
     try:
         batch_id = await client.submit(chunk, intent)
     except (BackendError, UserError) as error:
-        if isinstance(error, UserError) or error.kind in UNBILLED_KINDS:  # the provider answered it made no batch
+        if isinstance(error, UserError) or error.kind in REFUSED_KINDS:  # the provider answered it made no batch
             _forget_intent(store, intent.id)
             budget.settle(sum(costs), 0.0)
             raise
