@@ -58,8 +58,10 @@ from .llm.specs import BackendOptions, parse_population, parse_spec
 from .llm.stack import backend_price
 
 ESTIMATE_FILE = "estimate.json"
-# Chat formats wrap each message in a few tokens of their own (role markers, separators).
-TOKENS_PER_MESSAGE = 4
+# Chat formats wrap each message in a few tokens of their own (role markers, separators) and
+# prime the reply with a few more: OpenAI's count for its chat models.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
 
 
 @dataclass
@@ -162,7 +164,7 @@ class TokenCounter:
         return self._count(text)
 
     def prompt(self, messages: tuple[Message, ...]) -> int:
-        return sum(self._count(message.content) + TOKENS_PER_MESSAGE for message in messages)
+        return sum(self._count(message.content) + TOKENS_PER_MESSAGE for message in messages) + TOKENS_PER_REPLY
 
     def prompt_at_most(self, messages: tuple[Message, ...]) -> int:
         """The prompt's tokens, at most: the exact count where the tokenizer is here, else a byte a

@@ -166,6 +166,7 @@ ANTHROPIC_MIN_CACHEABLE = {"claude-opus-4-5": 4096, "claude-haiku-4-5": 4096, "c
                            "claude-3-haiku": 2048, "claude-opus-4": 1024, "claude-sonnet-4": 1024,
                            "claude-3-7-sonnet": 1024, "claude-3-5-sonnet": 1024, "claude-3-opus": 1024}
 BATCH_DISCOUNT = 0.5
+FORMAT_TOKENS_PER_MESSAGE, FORMAT_TOKENS_PER_REPLY = 3, 3  # a chat prompt's own tokens (OpenAI's count)
 
 
 def anthropic_min_cacheable(model: str) -> int:
@@ -347,11 +348,16 @@ class StandInServer:
                                  "cache_write_tokens": cache_write, "batch": batch, "usd": cost})
         return cost
 
-    def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+    def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool, *,
+               chat: bool = True) -> tuple[str, int, int]:
+        """The reply and its tokens; a chat prompt's count with the chat format's own tokens, as
+        OpenAI documents them for its chat models (3 a message, 3 priming the reply)."""
         text, prompt_tokens, completion_tokens = self._rule_reply(messages, sampling, seed, unparseable)
-        if self.config.chars_per_token == 4.0:
-            return text, prompt_tokens, completion_tokens
-        return text, self._count(messages), max(1, math.ceil(len(text) / self.config.chars_per_token))
+        if self.config.chars_per_token != 4.0:
+            prompt_tokens, completion_tokens = self._count(messages), max(1, math.ceil(len(text) / self.config.chars_per_token))
+        if chat:
+            prompt_tokens += FORMAT_TOKENS_PER_MESSAGE * len(messages) + FORMAT_TOKENS_PER_REPLY
+        return text, prompt_tokens, completion_tokens
 
     def _count(self, messages: list[Message]) -> int:
         """The prompt's tokens as this provider's tokenizer counts them."""
@@ -488,7 +494,8 @@ class StandInServer:
             messages = chat_format.parse(body["inputs"])
             sampling = Sampling(temperature=parameters.get("temperature", 1.0), top_k=parameters.get("top_k"),
                                 max_tokens=parameters.get("max_new_tokens") or 20)
-            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, parameters.get("seed"), unparseable)
+            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, parameters.get("seed"), unparseable,
+                                                                 chat=False)
             result: dict[str, Any] = {"generated_text": text}
             if parameters.get("details"):
                 count = int(parameters.get("top_n_tokens") or 0)
