@@ -152,7 +152,7 @@ class TokenCounter:
         parsed = parse_spec(spec)
         try:
             found = parsed.provider_info.offline_tokenizer(parsed.target)
-        except Exception as error:
+        except Exception as error:  # a tokenizer that fails to load: count approximately, and say why
             self.name += f" ({type(error).__name__})"
             return
         if found is not None:

@@ -31,7 +31,6 @@ import threading
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "backends"))
 

@@ -38,9 +38,9 @@ from agentsim.llm.specs import BackendOptions, build_backend
 from agentsim.llm.stack import backend_price
 
 sys.path.insert(0, str(ROOT / "backends"))
-from standin_server import ServerConfig, replies_from_run  # noqa: E402 (after the sys.path line)
+from standin_server import ServerConfig, replies_from_run
 
-from agentsim.scenario_files import load_scenario  # noqa: E402
+from agentsim.scenario_files import load_scenario
 
 pytestmark = pytest.mark.usefixtures("prices_restored")  # (conftest.py)
 
@@ -59,7 +59,7 @@ def _tiered_models() -> list[tuple[str, str]]:
         for model in provider.models:
             try:
                 prices = model.get_prices(datetime.now(tz=UTC))
-            except Exception:  # noqa: BLE001 (a model with no current price)
+            except Exception:  # a model with no current price
                 continue
             if any(getattr(value, "tiers", None) for value in prices.__dict__.values()) and \
                     getattr(prices, "input_mtok", None) is not None:

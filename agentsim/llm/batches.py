@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import BackendError, UserError
+from ..errors import BackendError, BackendSpecError, UserError
 from . import wire
 from .anthropic_backend import read_message
 from .base import Completion, Message, Request
@@ -284,7 +284,7 @@ def batch_client(backend: Any) -> BatchClient:
     name = str(getattr(backend, "name", backend))
     try:
         found = provider_of(name)
-    except Exception:
+    except BackendSpecError:  # a backend of no known spec: none of them has a batch API
         found = None
     if found is None or found.batch is None:
         raise BackendError(f"{name} has no batch API; --batch is for {', '.join(batch_providers())} backends",

@@ -125,5 +125,5 @@ def local_tokenizer(target: str) -> tuple[Callable[[str], int], str] | None:
 
         tokenizer = AutoTokenizer.from_pretrained(target, local_files_only=True)
         return lambda text: len(tokenizer.encode(text, add_special_tokens=False)), f"the tokenizer of {target}"
-    except Exception:
+    except Exception:  # no local extra, a model not here: no tokenizer, and the estimate says so
         return None

@@ -216,7 +216,7 @@ def discover() -> dict[str, Provider]:
             loaded = entry_point.load()
             if not isinstance(loaded, Provider) or loaded.name != entry_point.name:
                 raise TypeError(f"{entry_point.value} is not a Provider named {entry_point.name!r}")
-        except Exception as error:
+        except Exception as error:  # whatever another package raises, said in one line
             UNAVAILABLE[entry_point.name] = f"{type(error).__name__}: {error}"
             print(f"agentsim: the backend provider '{entry_point.name}' ({entry_point.value}, an '{ENTRY_POINT_GROUP}' "
                   f"entry point) fails to load ({UNAVAILABLE[entry_point.name]}); going on without it: fix or uninstall "
