@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "backends"))
 
 from standin_server import ServerConfig, StandInServer, replies_from_run  # noqa: E402 (after the sys.path line)
 
+from agentsim.configure import ExperimentOptions  # noqa: E402
 from agentsim.estimate import estimate  # noqa: E402
-from agentsim.llm.specs import BackendOptions  # noqa: E402
 from agentsim.scenario_files import load_scenario  # noqa: E402
 
 # SIGN's scenario file is a grid of conditions: one cell of it, as a file of its own
@@ -113,8 +113,7 @@ def main() -> int:
             agentsim(*arguments, "--out", str(recorded))
             replies = replies_from_run(recorded, scenario.with_overrides(settings).for_experiment(0))
         for backend in backends:
-            found = estimate(path, backend=backend, population="", runs=1, seed=0, overrides=settings,
-                             options=BackendOptions())
+            found = estimate(ExperimentOptions(scenario=path, backend=backend, runs=1, seed=0, overrides=settings))
             actual = billed(replies, arguments, backend, options.provider_chars_per_token)
             totals = found.totals()
             cost, upper = found.cost() or 0.0, found.cost(upper=True) or 0.0

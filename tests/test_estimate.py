@@ -13,8 +13,8 @@ import pytest
 from helpers import cli
 from servers import standin_server  # noqa: F401 (a fixture)
 
+from agentsim.configure import ExperimentOptions
 from agentsim.estimate import ESTIMATE_FILE, estimate
-from agentsim.llm.specs import BackendOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [
@@ -37,8 +37,8 @@ def test_the_estimate_is_within_ten_percent_of_a_stand_in_run(tmp_path: Path, mo
                                                                 file: str, overrides: dict[str, str], runs: int) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # a hosted model with no key: it still estimates
     scenario = str(ROOT / "scenarios" / file)
-    found = estimate(scenario, backend="anthropic:claude-3-5-haiku-latest", population="", runs=runs, seed=0,
-                     overrides=overrides, options=BackendOptions())
+    found = estimate(ExperimentOptions(scenario=scenario, backend="anthropic:claude-3-5-haiku-latest", runs=runs,
+                                       overrides=overrides))
     out = tmp_path / "standin"
     arguments = [argument for key, value in overrides.items() for argument in ("--set", f"{key}={value}")]
     assert cli(scenario, "--runs", str(runs), "--no-live", "--out", str(out), *arguments).returncode == 0
@@ -123,8 +123,8 @@ def test_the_estimate_prices_caching_and_tiers_as_the_run_is_billed(replayed: An
     """Calls, tokens, cache reads and writes and cost within 10% of the bill of the same run;
     the figure to the end above it. (Without the cache the guessing game's estimate was 2.5
     times its bill on Claude; at the dearest tier, claude-sonnet-4-5's was twice it.)"""
-    found = estimate(GUESSING, backend=backend, population="", runs=1, seed=0, overrides={"max_rounds": "24"},
-                     options=BackendOptions())
+    found = estimate(ExperimentOptions(scenario=GUESSING, backend=backend, runs=1, seed=0,
+                                       overrides={"max_rounds": "24"}))
     actual = replayed(backend)
     totals = found.totals()
     assert actual["cached"] > actual["prompt_tokens"] / 4, "the conversation is read from the cache"
