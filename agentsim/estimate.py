@@ -61,8 +61,7 @@ from .llm.accounting import Budget
 from .llm.base import Message, Request, Sampling, estimate_tokens, prompt_tokens_at_most
 from .llm.prices import Price
 from .llm.providers import PromptCache, Provider
-from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
-from .llm.stack import backend_price
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
 from .progress import NoView
 from .runner import Experiment
 from .session import run_cell

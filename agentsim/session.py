@@ -28,8 +28,8 @@ from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
 from .llm.prices import PRICES_HELP, load_user_prices
 from .llm.providers import is_stand_in
-from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
-from .llm.stack import backend_price, layer
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
+from .llm.stack import layer
 from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario

@@ -34,8 +34,7 @@ from servers import ServerThread, standin_server  # noqa: F401 (a fixture)
 
 from agentsim.llm.base import Message, Request, Sampling
 from agentsim.llm.prices import price_for
-from agentsim.llm.specs import BackendOptions, build_backend
-from agentsim.llm.stack import backend_price
+from agentsim.llm.specs import BackendOptions, backend_price, build_backend
 
 sys.path.insert(0, str(ROOT / "backends"))
 from standin_server import ServerConfig, replies_from_run

@@ -49,6 +49,7 @@ from .anthropic_backend import read_message
 from .base import Completion, Message, Request
 from .cache import ResponseStore, cache_key
 from .faults import sdk_errors
+from .providers import batch_providers, provider_of
 
 if TYPE_CHECKING:
     from .accounting import Budget
@@ -279,8 +280,6 @@ def _timestamp(value: Any) -> float:
 def batch_client(backend: Any) -> BatchClient:
     """The batch protocol of a bare backend, as its provider's descriptor makes it
     (llm/providers.py), or a BackendError naming the providers that have one."""
-    from .providers import batch_providers, provider_of
-
     name = str(getattr(backend, "name", backend))
     try:
         found = provider_of(name)

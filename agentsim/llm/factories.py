@@ -46,7 +46,7 @@ def openai(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     (llm/openai_http.py: the same request, a fraction of the CPU)."""
     base_url = spec.base_url or options.base_url
     key = _key("OPENAI_API_KEY", spec, base_url)
-    from .openai_backend import OpenAIModel, hosted
+    from .openai_backend import OpenAIModel, hosted  # (each provider's SDK: imported by the runs that use it)
 
     if base_url is not None and not hosted(base_url):
         from .openai_http import OpenAIHTTPModel

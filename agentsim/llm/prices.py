@@ -35,13 +35,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .providers import discover
 
 _RATES = ("input_usd_per_mtok", "output_usd_per_mtok", "cache_read_usd_per_mtok", "cache_write_usd_per_mtok")
 
@@ -238,24 +238,9 @@ def price_for(model: str, providers: tuple[str, ...] | None = None) -> Price | N
     load_user_prices()
     best = max((name for name in USER_PRICES if model.startswith(name)), key=len, default=None)
     if providers is None:
-        from .providers import discover
-
         providers = tuple(dict.fromkeys(found.prices for found in discover().values() if found.prices))
     price = _MATCHED[key] = USER_PRICES[best] if best is not None else _published(model, providers)
     return price
-
-
-def provider_at(url: str) -> str | None:
-    """The genai-prices provider whose API lives at `url` (api.groq.com: groq), or None."""
-    if url not in _HOSTS:
-        from genai_prices import data_snapshot
-
-        _HOSTS[url] = next((provider.id for provider in data_snapshot.get_snapshot().providers
-                            if provider.api_pattern and re.match(provider.api_pattern, url)), None)
-    return _HOSTS[url]
-
-
-_HOSTS: dict[str, str | None] = {}
 
 
 def _published(model: str, providers: tuple[str, ...]) -> Price | None:

@@ -137,8 +137,6 @@ class Provider:
         if not self.billed:
             return ()
         if base_url and self.base_url:
-            from .prices import provider_at
-
             hosted = provider_at(base_url)
             if hosted is not None:
                 return (hosted,)
@@ -249,6 +247,19 @@ def is_stand_in(spec_text: str) -> bool:
     """Whether a backend spec names the built-in stand-in (`stand-in`, `stand-in:LABEL`)."""
     found = provider(spec_text.strip().partition(":")[0].strip().lower())
     return found is not None and found.stand_in
+
+
+def provider_at(url: str) -> str | None:
+    """The genai-prices provider whose API lives at `url` (api.groq.com: groq), or None."""
+    if url not in _HOSTS:
+        from genai_prices import data_snapshot  # (its table is read by the first run that prices a model)
+
+        _HOSTS[url] = next((provider.id for provider in data_snapshot.get_snapshot().providers
+                            if provider.api_pattern and re.match(provider.api_pattern, url)), None)
+    return _HOSTS[url]
+
+
+_HOSTS: dict[str, str | None] = {}
 
 
 def batch_providers() -> list[str]:

@@ -42,6 +42,7 @@ from .base import LanguageModel
 from .cache import DEFAULT_MAX_BYTES
 from .health import HealthPolicy
 from .limiter import Limits
+from .prices import Price, price_for
 from .providers import Provider, provider_of
 from .retries import RetryPolicy
 from .standin import StandInModel, StandInRule
@@ -189,6 +190,19 @@ def _servers(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     if not all(urls):
         raise BackendSpecError(f"backend '{spec.text}' names an empty server between '|'; write URL1|URL2")
     return RoutedModel(servers, name=spec.text, endpoint=SEPARATOR.join(urls))
+
+
+def backend_price(text: str, options: BackendOptions) -> Price | None:
+    """The price of the model a backend spec bills for, as its accounts use it (at the
+    provider that bills it, llm/stack.price_sources): None for a provider whose calls are not
+    billed (the stand-in, a model in process) and for a billed model nobody priced (refused
+    under --max-cost)."""
+    from .stack import price_sources  # (the stack imports the SDK wrappers: only when asked)
+
+    spec = parse_spec(text)
+    if not spec.provider_info.billed:
+        return None
+    return price_for(spec.target, price_sources(spec, options))
 
 
 def build_backend(text: str, options: BackendOptions | None = None, budget: Budget | None = None,

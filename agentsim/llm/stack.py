@@ -26,7 +26,6 @@ from .choices import ChoiceDistributionModel
 from .health import BackendGuard, BackendHealth, StartupProbe
 from .limiter import LimitedModel, Limits
 from .model_files import cache_identity
-from .prices import Price, price_for
 from .retries import RetryingModel
 
 if TYPE_CHECKING:
@@ -76,17 +75,6 @@ def price_sources(spec: BackendSpec, options: BackendOptions) -> tuple[str, ...]
     base_url = (spec.base_url or options.base_url or "").split("|")[0].strip() or None
     return spec.provider_info.price_sources(base_url)
 
-
-def backend_price(text: str, options: BackendOptions) -> Price | None:
-    """The price of the model a backend spec bills for, as its accounts use it: None for a
-    provider whose calls are not billed (the stand-in, a model in process) and for a billed
-    model nobody priced (refused under --max-cost)."""
-    from .specs import parse_spec
-
-    spec = parse_spec(text)
-    if not spec.provider_info.billed:
-        return None
-    return price_for(spec.target, price_sources(spec, options))
 
 
 def layer(model: LanguageModel, kind: type) -> object | None:
