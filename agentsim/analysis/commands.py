@@ -168,9 +168,9 @@ def estimate_command(argv: list[str]) -> int:
                     "with its real prompts (agentsim/estimate.py).")
     add_experiment_arguments(parser, scenario_help="the scenario file to estimate, e.g. scenarios/naming_game.py",
                              resume=False, execution=False)
-    parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
-                        help="time N real calls of the backend for its latency where it answers (0: assume it); they "
-                             "are paid for")
+    parser.add_argument("--timed-calls", type=int, default=0, metavar="N",
+                        help="time N real calls of the backend for its latency, where it answers; they are paid for "
+                             "(default 0: the latency is assumed, and no paid API is called)")
     arguments = parser.parse_args(argv)
     if arguments.scenario is None:
         raise UserError("give a scenario file: python -m agentsim estimate scenarios/naming_game.py --backend SPEC")
