@@ -59,11 +59,12 @@ def with_changes(scenario: Scenario[Any, Any, Any], changes: Mapping[str, Any]) 
     if params:
         scenario.params.refuse_unread(*params)
         scenario = scenario.with_params(**params)
-    if settings_object is not None:
+    if settings_object is not None and settings_object != scenario.standin:
+        if scenario.rule_agents:  # refused as `standin.KEY` is, naming the settings it changes
+            given, current = settings_object.as_dict(), scenario.standin.as_dict()
+            scenario.with_standin({key: value for key, value in given.items() if current.get(key) != value} or given)
         scenario = type(scenario)(scenario.params, standin=settings_object)
-    if settings:
-        scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
-    return scenario
+    return scenario.with_standin(settings)
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

@@ -193,3 +193,21 @@ def test_the_python_api_resumes_and_adds_runs_as_the_command_line_does(tmp_path:
         agentsim.run(NAMING, runs=2, seed=3, out=out, resume=True, overrides={"agents": 6, "max_rounds": 2})
     with pytest.raises(UserError, match="estimate plays the whole experiment afresh"):
         estimate.estimate(ExperimentOptions(out=out, resume=True))
+
+
+THEORY = str(ROOT / "scenarios" / "theory_minimal_naming.py")
+
+
+@pytest.mark.parametrize("value", [0.1, 0], ids=["a number", "zero"])
+def test_a_stand_in_setting_for_rule_agents_is_one_refusal_as_text_or_as_a_value(tmp_path: Path, value: float) -> None:
+    """Rule agents ask no stand-in: `standin.KEY` is refused in the same line whether the
+    command line gave it as text or Python gave it as a value (the API, Mesa)."""
+    out = tmp_path / "out"
+    refused = cli_in_process(THEORY, "--out", str(out), "--no-live", "--set", f"standin.noise={value}")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    line = refused.stderr.strip().removeprefix("agentsim: error: ")
+    assert line.endswith("agents follow a rule and ask no stand-in; drop standin.noise")
+    assert _refused(lambda: agentsim.run(THEORY, out=out, overrides={"standin.noise": value})) == line
+    assert _refused(lambda: api.prepare(THEORY, out=out, overrides={"standin.noise": str(value)})) == line
+    assert _refused(lambda: PopulationModel(THEORY, seed=0, **{"standin.noise": value})) == line
+    assert not out.exists()
