@@ -28,6 +28,7 @@ from typing import Any
 
 from .distributed import require_ray
 from .errors import ArgumentError, ScenarioFileError, UserError
+from .llm.providers import STAND_IN
 from .llm.specs import BackendOptions
 from .scenario import Scenario
 from .scenario_files import ScenarioSource, file_population, file_runs, scenario_from, with_changes
@@ -145,7 +146,7 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         scenario=scenario,
         variants=variants,
         out=out,
-        backend=backend or "stand-in",
+        backend=backend or STAND_IN,
         population=population or "",
         llm=options.llm,
         runs=runs,

@@ -17,6 +17,7 @@ from .collection import fewer_collections
 from .executors import Executor, LocalExecutor, run_all
 from .llm.accounting import Budget
 from .llm.base import LanguageModel, Request
+from .llm.providers import STAND_IN
 from .model_fitness import require_readable
 from .progress import NoView, Progress, RunView, View, run_outcome
 from .replicates import Replicates, RunSink, StoreSink, starting_point
@@ -93,8 +94,8 @@ class Experiment:
         with tempfile.TemporaryDirectory(prefix="agentsim-batch-") as scratch:
             played = Experiment(self.session.config.on_the_stand_in(Path(scratch) / "standin"), NoView())
             played.open()
-            recorder = Recorder(played.backends["stand-in"])
-            played.backends = {"stand-in": recorder}
+            recorder = Recorder(played.backends[STAND_IN])
+            played.backends = {STAND_IN: recorder}
             await played.run()
             return recorder.requests
 

@@ -27,7 +27,7 @@ from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
 from .llm.prices import PRICES_HELP, load_user_prices
-from .llm.providers import is_stand_in
+from .llm.providers import STAND_IN, is_stand_in
 from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
 from .llm.stack import layer
 from .model_fitness import refuse_unscorable
@@ -92,7 +92,7 @@ class ExperimentConfig:
 
     scenario: Scenario[Any, Any, Any]
     out: Path
-    backend: str = "stand-in"
+    backend: str = STAND_IN
     runs: int = 1  # each variant's replicates (`replicates` counts them all)
     seed: int = 0
     resume: bool = False
@@ -153,7 +153,7 @@ class ExperimentConfig:
     def on_the_stand_in(self, out: Path) -> ExperimentConfig:
         """The same experiment (scenario, grid, runs, seeds) played afresh on the stand-in, in
         process, into `out`: what `--batch` and `estimate` play to find the calls it will make."""
-        return dataclasses.replace(self, out=out, backend="stand-in", population="", llm=BackendOptions(),
+        return dataclasses.replace(self, out=out, backend=STAND_IN, population="", llm=BackendOptions(),
                                    resume=False, add_runs=0, executor=LOCAL, ray_address="", cpus_per_run=1.0)
 
 

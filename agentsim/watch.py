@@ -48,6 +48,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .llm.providers import all_on_the_stand_in
 from .store import DATABASE
 from .views import Views, combine, compare, store_round, thinned
 
@@ -229,6 +230,7 @@ class Followed:
         planned = experiment.get("runs")
         return {
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),
+            "stand_in": all_on_the_stand_in(str(experiment.get("backend") or "")),
             "seed": experiment.get("seed"), "planned": planned if isinstance(planned, int) else len(rows),
             "recording": recording, "unresolved": self.unresolved, "loaded_from": self.loaded_from,
             "damaged": f"unreadable experiment values: {', '.join(damaged_keys)}" if damaged_keys else None,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
 from ...errors import UserError
+from ...llm.providers import STAND_IN
 from ...params import finite_float
 from ...scenario_files import load_scenario, parse_overrides
 
@@ -99,7 +100,7 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
-    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--backend", default=STAND_IN)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server for an openai: backend")
@@ -170,7 +171,7 @@ def unbiased_pool(argv: list[str]) -> int:
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--threshold", type=finite_float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
     parser.add_argument("--tries", type=int, default=20)
-    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--backend", default=STAND_IN)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="save the tries here for the report")
     options = parser.parse_args(argv)

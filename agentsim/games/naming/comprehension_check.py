@@ -26,6 +26,7 @@ from ...analysis.stats import proportion_interval
 from ...errors import BackendError, BackendFailedError, UserError
 from ...llm.accounting import AccountedModel
 from ...llm.base import LanguageModel, Request, Sampling
+from ...llm.providers import STAND_IN, is_stand_in
 from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend
 from ...llm.stack import layer
@@ -62,7 +63,7 @@ class ComprehensionCheck:
 
 def comprehension_backend(spec: str, scenario: NamingGame, options: BackendOptions | None = None) -> LanguageModel:
     """The stand-in answers with the comprehension rule; any other spec is built as usual."""
-    if spec == "stand-in":
+    if is_stand_in(spec):
         templates = [scenario.template] + [PromptTemplate.load("naming", variant)
                                            for variant in ("standard", "narrative", "bullet") if variant != scenario.template.name]
         return StandInModel([ComprehensionStandIn(templates)])
@@ -98,7 +99,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
         for question in questions_for(choice.options, choice.memory, success_payoff=params.success_payoff,
                                       failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
             asked.append((choice, question, question_messages(game_messages, question)))
-    backend_spec = check.backend or experiment.backend or "stand-in"
+    backend_spec = check.backend or experiment.backend or STAND_IN
     if check.batch:
         from ...batch_run import require_batch_backend
 

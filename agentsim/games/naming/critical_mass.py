@@ -30,6 +30,7 @@ from typing import Any
 
 from ... import event_loop
 from ...analysis.recorded import RecordedExperiment, save_artifact
+from ...llm.providers import STAND_IN
 from ...llm.specs import BackendOptions
 from ...params import require
 from ...runner import Experiment, ExperimentConfig, View
@@ -52,7 +53,7 @@ class CriticalMassSearch:
     runs: int = 10
     required_share: float = 1.0
     max_rounds: int = 30
-    backend: str = "stand-in"
+    backend: str = STAND_IN
     seed: int = 0
     llm: BackendOptions = field(default_factory=BackendOptions)  # how the backend is reached (cache, --sample-locally)
     parallel: int = 1  # sizes tried at once

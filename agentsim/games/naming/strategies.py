@@ -29,6 +29,7 @@ from scipy import stats
 
 from ...analysis.recorded import RecordedExperiment
 from ...analysis.stats import bias_test, proportion_interval
+from ...llm.providers import all_on_the_stand_in
 from . import StrategyProbe
 from .recorded import choices
 
@@ -152,7 +153,7 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
             table = StrategyTable(tuple(scenario.names), key[0], {})
         elif pool_key(experiment) != key:
             continue
-        rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
+        rule = _standin_rule(scenario) if all_on_the_stand_in(experiment.backend) else None
         for choice in choices(experiment, fallbacks=True):
             state = state_of(choice.memory)
             strategy = table.states.get(state)
