@@ -23,7 +23,7 @@ from ...analysis.subcommands import CommandParser, command, recorded, results_di
 from ...errors import UserError
 from ...llm.providers import STAND_IN
 from ...params import finite_float
-from ...scenario_files import load_scenario, parse_overrides
+from ...scenario_files import load_scenario, parse_overrides, scenario_from
 
 
 @command("bias")
@@ -97,7 +97,7 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="directory for the search (finished runs are reused)")
     parser.add_argument("--majority", default=None, help="the convention to overturn first (default: the file's majority_name)")
     parser.add_argument("--alternative", default=None)
-    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, as for a run)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
     parser.add_argument("--backend", default=STAND_IN)
@@ -116,32 +116,29 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--ray-address", default="", metavar="ADDRESS", help="the Ray cluster (default: a Ray started here)")
     parser.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS", help="CPUs Ray sets aside per run")
     options = parser.parse_args(argv)
-    if options.executor == "ray":
-        from ...distributed import require_ray
-
-        require_ray()
     from ...llm.limiter import Limits
     from ...llm.specs import BackendOptions
     from . import NamingGame
     from .critical_mass import CriticalMassSearch, search_both
 
-    scenario, module = load_scenario(options.scenario)
-    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    overrides = parse_overrides(options.overrides)
+    scenario, _ = scenario_from(options.scenario, overrides)
     if not isinstance(scenario, NamingGame) or len(scenario.params.names) != 2:
         raise UserError("critical-mass needs a naming-game scenario with two names (names=(\"Q\", \"M\"))")
     names = scenario.params.names
     majority = options.majority or scenario.params.majority_name or names[-1]
     alternative = options.alternative or next(name for name in names if name != majority)
-    spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)),
-                              required_share=options.share,
-                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
+    # Each size's experiment is built by the one builder (agentsim/configure.py) from these, as
+    # `python -m agentsim FILE` builds its own: the file's RUNS, its classes for Ray, the same refusals.
+    spec = CriticalMassSearch(scenario=options.scenario, overrides=overrides, majority=majority, alternative=alternative,
+                              runs=options.runs, required_share=options.share, max_rounds=options.max_rounds,
+                              backend=options.backend, seed=options.seed,
                               llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
                                                  sample_locally=options.sample_locally,
                                                  limits=Limits() if options.max_in_flight is None
                                                  else Limits(max_in_flight=options.max_in_flight)),
                               parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
-                              cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
+                              cpus_per_run=options.cpus_per_run)
     lines: list[str] = []
 
     def progress(line: str) -> None:  # stderr: the results below stay alone on stdout
