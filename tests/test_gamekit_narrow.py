@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, dump
+from helpers import ROOT, cli, cli_in_process, dump
 from test_resume import recorded_rounds
 
 import agentsim
@@ -240,6 +240,31 @@ def test_the_centipede_game_asks_the_pair_in_turn_and_keeps_every_move(tmp_path:
     rows = (html.parent / "gamekit_centipede_test_by_model.csv").read_text().splitlines()
     reported = float(rows[1].split(",")[6])
     assert reported == pytest.approx(float(by_model["mean_payoff"].iloc[0]), abs=1e-3)
+
+
+def test_transcript_prints_a_rounds_calls_in_the_order_they_were_made(tmp_path: Path) -> None:
+    """`transcript --round R` of scenarios/centipede.py: each table's decisions in the order the
+    players were asked (the `step` order of `Results.moves()`), not grouped by player; a
+    player's later moves in the round marked "asked again"."""
+    out = tmp_path / "centipede"
+    agentsim.run(str(ROOT / "scenarios" / "centipede.py"), out=out, runs=1, progress=False,
+                 overrides={"standin.invalid_rate": 0.3})
+    with agentsim.open(out) as results:
+        moves = results.moves()
+    several = 0
+    for round_number in sorted(set(moves["round"])):
+        printed = cli_in_process("transcript", str(out), "--round", str(round_number))
+        assert printed.returncode == 0, printed.stderr
+        headings = re.findall(r"^=== run \d+ \(seed \d+\) · round (\d+) · t (\d+) · agent (\d+) \(.*?\)( · asked again)? ===$",
+                              printed.stdout, flags=re.MULTILINE)
+        made = moves[moves["round"] == round_number]
+        assert [(int(t), int(agent)) for _, t, agent, _ in headings] == list(zip(made["t"], made["agent"], strict=True))
+        seen: set[tuple[int, int]] = set()
+        for _, t, agent, again in headings:
+            assert bool(again) == ((int(t), int(agent)) in seen), (round_number, t, agent)
+            seen.add((int(t), int(agent)))
+        several += sum(bool(again) for *_, again in headings)
+    assert several > 0, "some player was asked again in a round"
 
 
 def test_the_centipede_game_resumes_after_kill_9_to_the_same_moves(tmp_path: Path) -> None:
