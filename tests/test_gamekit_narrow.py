@@ -30,6 +30,7 @@ import agentsim
 from agentsim.analysis.transcript import write_transcript
 from agentsim.errors import ParameterError, UserError
 from agentsim.gamekit import Game, GameParams, Options
+from agentsim.model import PopulationModel
 from agentsim.store import Store
 
 
@@ -142,6 +143,25 @@ def test_layer_fields_are_refused_as_parameters_ask_fields_and_private_values() 
                        (Private(agents=2, max_rounds=1), "the private value 'round'")):
         with pytest.raises(UserError, match=said):
             agentsim.run(game, runs=1)
+
+
+def test_a_games_declared_moves_are_checked_when_the_class_is_made_and_when_a_round_asks() -> None:
+    with pytest.raises(ParameterError, match=r"Haggle.moves names the moves its rounds ask, each once: a tuple"):
+        class Haggle(Game[GameParams]):  # one name, not a tuple of them
+            moves = "offer"  # type: ignore[assignment]
+
+    class Offer(Game[GameParams]):
+        moves = ("offer",)
+        rules = "You are {player}."
+
+        async def play_round(self, round):  # type: ignore[no-untyped-def]
+            first, second = round.players[:2]
+            await round.ask(first, Options("high", "low"), move="offer")
+            await round.ask(second, Options("yes", "no"), move="respond")
+
+    with pytest.raises(UserError, match=r"^Offer asks the move 'respond' in round 1, which its `moves` does not name "
+                                        r"\(offer\); add it to `moves`$"):
+        PopulationModel(Offer(agents=2, max_rounds=1), seed=0).step()
 
 
 def test_a_player_is_not_asked_twice_at_once(tmp_path: Path) -> None:
