@@ -21,6 +21,7 @@ from .errors import BackendError, BackendFailedError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
 from .records import CallRecord, Decision
 from .secrets import redact
+from .usage import PROBE
 from .seeding import unit_uniforms
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ class LLMPolicy(Generic[S]):
             usage.count(completion.prompt_tokens, completion.completion_tokens, latency_us)
             if completion.cost_usd or completion.cached or completion.retries or completion.sampled_locally:
                 usage.answered(completion)
+            if completion.probe is not None:  # the start-up probe sent before this call: billed, so recorded
+                probe = model.usage.backend(self.label + PROBE)
+                probe.count(completion.probe.prompt_tokens, completion.probe.completion_tokens, 0)
+                probe.answered(completion.probe)
             calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", completion.text,
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
                                     latency_us, parsed.problem, completion.option_probabilities,
