@@ -127,16 +127,16 @@ def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = Non
         overrides={} if overrides is None else overrides, out=out, resume=resume, checkpoint_seconds=checkpoint_seconds,
         executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
         llm=BackendOptions() if options is None else options))
-    from .runner import Experiment  # (start-up: the population model and Mesa, only for a run)
+    from .runner import Experiment  # lazy: the population model and Mesa, only for a run
 
     view: Any = NoView()  # a script prints nothing it was not asked for
     if progress is not False:
-        from .notebook import NotebookView, in_notebook  # (start-up: IPython's display, only where asked)
+        from .notebook import NotebookView, in_notebook  # lazy: IPython's display, only where asked
 
         if in_notebook():
             view = NotebookView()
         elif progress:
-            from .live import LogView, configure_logging  # (start-up: rich and structlog, only where asked)
+            from .live import LogView, configure_logging  # lazy: rich and structlog, only where asked
 
             configure_logging()
             view = LogView()

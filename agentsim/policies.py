@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 from .codec import PromptCodec, Situation
 from .errors import BackendError, BackendFailedError
 from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
+from .llm.cache import CachedModel
 from .records import CallRecord, Decision
 from .secrets import redact
-from .usage import PROBE
 from .seeding import unit_uniforms
+from .usage import PROBE
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
@@ -143,8 +144,6 @@ class LLMPolicy(Generic[S]):
 
 def _cache_forget(backend: LanguageModel) -> Callable[[Request], None] | None:
     """The `forget` of the response cache in `backend`'s stack (llm/stack.py), or None."""
-    from .llm.cache import CachedModel  # (imported by the stack already, where there is one)
-
     layer: object | None = backend
     while layer is not None:
         if isinstance(layer, CachedModel):

@@ -206,7 +206,7 @@ class Results:
     def report(self, out: str | Path | None = None) -> Path:
         """Build the report (`python -m agentsim report DIR`): figures (PNG, with their data as
         CSV), tables and `report.html`, under `out` (default DIR/report); returns the HTML's path."""
-        from .analysis.report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
+        from .analysis.report import REPORT_HTML, build_report  # lazy: matplotlib, only for a report
 
         target = Path(out) if out is not None else self.directory / REPORT_DIR
         build_report(self.directory, target)

@@ -74,7 +74,7 @@ class Experiment:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
             if session.config.llm.batch:  # independent calls, asked at half price before the runs play
-                from .batch_run import prefetch_batches  # (start-up: the batch APIs and aiohttp, only with --batch)
+                from .batch_run import prefetch_batches  # lazy: the batch APIs and aiohttp, only with --batch
 
                 ((_, stack),) = session.backends.items()
                 await prefetch_batches(stack, await self.rehearse(), poll_s=session.config.llm.batch_poll_s,
@@ -89,7 +89,7 @@ class Experiment:
     async def rehearse(self) -> list[Request]:
         """The requests this experiment makes, found by playing it on the stand-in (same runs,
         seeds, grid and settings) in a scratch directory: what `--batch` asks before the runs."""
-        from .batch_run import Recorder  # (start-up: the batch APIs and aiohttp, only with --batch)
+        from .batch_run import Recorder  # lazy: the batch APIs and aiohttp, only with --batch
 
         with tempfile.TemporaryDirectory(prefix="agentsim-batch-") as scratch:
             played = Experiment(self.session.config.on_the_stand_in(Path(scratch) / "standin"), NoView())
@@ -102,7 +102,7 @@ class Experiment:
     def executor(self) -> Executor:
         """The executor the configuration names."""
         if self.session.config.executor == RAY:
-            from .distributed.driver import RayExecutor  # (Ray is an extra: imported only when asked for)
+            from .distributed.driver import RayExecutor  # lazy: Ray is an extra, imported only when asked for
 
             return RayExecutor()
         return LocalExecutor()

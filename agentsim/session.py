@@ -235,7 +235,7 @@ class Session:
                 _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         if config.llm.batch:
-            from .batch_run import refuse_unbatchable  # (start-up: the batch APIs and aiohttp, only with --batch)
+            from .batch_run import refuse_unbatchable  # lazy: the batch APIs and aiohttp, only with --batch
 
             refuse_unbatchable([self.scenario, *self.variant_scenarios], [spec for spec, _ in self.shares])
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
@@ -371,7 +371,7 @@ class Session:
         layout, types, ranges and counters: `model.checked_state`), and the encounters the
         checkpoint says were completed are the ones the store holds. One line naming the run
         otherwise, and the directory as it was."""
-        from .model import BackendShare, PopulationModel  # (start-up: Mesa; the session builds no model otherwise)
+        from .model import BackendShare, PopulationModel  # lazy: Mesa; the session builds no model otherwise
 
         recorded_runs = store.experiment().get("runs", 0)
         encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))

@@ -48,7 +48,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .analysis.recorded import RecordedExperiment, rebuild_scenario
+from .analysis.transcript import call_text, calls
 from .llm.providers import all_on_the_stand_in
+from .scenario_files import load_scenario
 from .store import DATABASE
 from .views import Views, combine, compare, store_round, thinned
 
@@ -241,8 +244,6 @@ class Followed:
         }
 
     def _scenario(self, experiment: dict[str, Any], replicate: int) -> Any:
-        from .analysis.recorded import RecordedExperiment, rebuild_scenario
-
         variants = experiment.get("variants") or []
         variant = replicate % len(variants) if variants else None
         if variant not in self.scenarios:
@@ -262,9 +263,6 @@ class Followed:
         """The scenario from the file the runs were started with, where it is still there
         (`usable_scenario_file`: outside DIR, defining the recorded class, of the recorded
         content where a digest was recorded); None otherwise, and nothing of it run."""
-        from .analysis.recorded import rebuild_scenario
-        from .scenario_files import load_scenario
-
         file = usable_scenario_file(experiment, self.root)
         if file is None:
             return None
@@ -288,7 +286,7 @@ class Followed:
         scenario = self._scenario(experiment, row["replicate"])
         if scenario is None:
             return {}, None
-        from .model import PopulationModel
+        from .model import PopulationModel  # lazy: Mesa, only once a run's figures are rebuilt
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a page to look at: a family's notice is for the run's own output
@@ -361,8 +359,6 @@ class Followed:
     def calls(self, run: int, x: float) -> dict[str, Any]:
         """The prompts and replies of the point at `x` of run `run`'s charts (a round, a month, a
         generation), as `transcript` prints them, fallbacks and re-asks marked."""
-        from .analysis.transcript import call_text, calls
-
         cache = self.runs.get(run)
         if cache is None or run not in self.seeds:
             raise Damaged(f"no run {run} in {self.where}")

@@ -22,7 +22,7 @@ def import_gamabench(argv: list[str]) -> int:
     parser.add_argument("source", type=Path, help="GAMA-Bench's raw_results/ directory (or a game folder of it)")
     parser.add_argument("--out", type=Path, required=True, help="a new results directory to write")
     options = parser.parse_args(argv)
-    from .importer import import_runs
+    from .importer import import_runs  # lazy: this subcommand's own module, not score's
 
     groups = import_runs(options.source, options.out)
     runs = sum(len(group) for group in groups.values())
@@ -41,7 +41,7 @@ def score(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="the CSV to write (default: FIRST_DIR/score.csv)")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .scores import gamabench_experiments, run_scores, score_table, write_csv
+    from .scores import gamabench_experiments, run_scores, score_table, write_csv  # lazy: not import's module
 
     scores = []
     for directory in options.directories:

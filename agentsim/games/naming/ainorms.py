@@ -33,17 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ...analysis.recorded import save_artifact
+from ...analysis.recorded import RecordedExperiment, save_artifact
 from ...analysis.stats import BiasTest
 from ...errors import OutputDirError, UserError
 from ...params import require
 from ...records import EncounterRecord, Move
 from ...store import Recorder, Store
 from .ainorms_files import Condition, SourceFile, condition, load_plain, source_files
+from .bias import individual_bias
 from .critical_mass import ARTIFACT as CRITICAL_MASS
 from .critical_mass import CriticalMass
 from .game import NamingGame, NamingParams
 from .metrics import ConventionMetrics
+from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
 from .situation import NamingSituation
 from .standin import NamingStandInSettings
 
@@ -195,8 +197,6 @@ def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
 def import_bias_test(file: SourceFile, found: Condition, data: Any, out: Path) -> Imported:
     """A bias test (one player asked from an empty memory, again and again) as a
     `FirstChoiceProbe` run."""
-    from .probes import FirstChoiceProbe
-
     tracker = data.get("tracker") if isinstance(data, dict) else None
     answers = tracker.get("answers") if isinstance(tracker, dict) else None
     if not isinstance(answers, list) or not all(type(answer) is str and answer in found.names for answer in answers):
@@ -216,8 +216,6 @@ def import_strategy_tests(tests: list[tuple[SourceFile, Condition]], out: Path) 
     """A model's strategy tests (each a player asked again and again from one memory: its own
     and its partners' names, oldest first) as one `StrategyProbe` experiment, a run per
     memory state, so that `strategies` and `report` give Table 1 from them."""
-    from .probes import StrategyProbe, StrategyProbeParams
-
     found = tests[0][1]
     states = []
     for file, _ in sorted(tests, key=lambda test: (test[1].memory_length, test[0].name)):
@@ -441,9 +439,6 @@ def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: d
 def first_choice_tests(result: ImportResult) -> list[tuple[Imported, BiasTest]]:
     """agentsim's individual-bias test of each imported bias test alone (`report` pools a
     model's bias test with its runs' first decisions, which share its backend and pool)."""
-    from ...analysis.recorded import RecordedExperiment
-    from .bias import individual_bias
-
     tests: list[tuple[Imported, BiasTest]] = []
     for entry in result.imported:
         if entry.condition.kind != "bias":

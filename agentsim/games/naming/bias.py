@@ -22,6 +22,7 @@ from ...analysis.stats import BiasTest, bias_test, js_distance_from_uniform
 from ...llm.providers import STAND_IN, all_on_the_stand_in
 from ...llm.specs import build_backend
 from ...model import BackendShare, PopulationModel
+from ...params import require
 from ...records import EncounterRecord
 from . import FirstChoiceProbe, NamingGame, generate_names
 from . import recorded as naming_record
@@ -162,8 +163,6 @@ class PoolSearch:
     backend: str = STAND_IN
 
     def __post_init__(self) -> None:
-        from ...params import require
-
         require(self.pool_size >= 2, f"pool_size must be at least 2 (got {self.pool_size})")
         require(self.samples >= 10, f"samples must be at least 10 (got {self.samples})")
         require(0 < self.threshold < 1, f"threshold must be in (0, 1) (got {self.threshold})")

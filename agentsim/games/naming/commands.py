@@ -21,7 +21,10 @@ from pathlib import Path
 
 from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
 from ...errors import UserError
+from ...llm.choices import SCORING_BACKENDS
+from ...llm.limiter import Limits
 from ...llm.providers import STAND_IN
+from ...llm.specs import BackendOptions
 from ...params import finite_float
 from ...scenario_files import load_scenario, parse_overrides, scenario_from
 
@@ -32,7 +35,11 @@ def bias(argv: list[str]) -> int:
     parser.add_argument("directory")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .bias import collective_bias, first_choice_fallbacks, individual_bias
+    from .bias import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        collective_bias,
+        first_choice_fallbacks,
+        individual_bias,
+    )
 
     experiments = recorded(results_directory(options.directory), options.scenario_files)
     tests = individual_bias(experiments)
@@ -62,8 +69,7 @@ def strategies(argv: list[str]) -> int:
                              "distributions, or the stand-in's rule); refuse when any is only sampled")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from ...llm.choices import SCORING_BACKENDS
-    from .strategies import strategy_table
+    from .strategies import strategy_table  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
 
     table = strategy_table(recorded(results_directory(options.directory), options.scenario_files))
     if table is None or not table.states:
@@ -116,8 +122,7 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--ray-address", default="", metavar="ADDRESS", help="the Ray cluster (default: a Ray started here)")
     parser.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS", help="CPUs Ray sets aside per run")
     options = parser.parse_args(argv)
-    from ...llm.limiter import Limits
-    from ...llm.specs import BackendOptions
+    # lazy: this subcommand's own modules (Mesa, scipy), not every naming subcommand's
     from . import NamingGame
     from .critical_mass import CriticalMassSearch, search_both
 
@@ -147,7 +152,7 @@ def critical_mass(argv: list[str]) -> int:
 
     view = None
     if sys.stdout.isatty() and options.parallel == 1 and options.executor == "local":
-        from ...live import RichView
+        from ...live import RichView  # lazy: rich, only on a terminal
 
         def view() -> RichView:  # each size's runs live, under the search's latest line
             return RichView(notes=lines[-1:])
@@ -172,6 +177,7 @@ def unbiased_pool(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="save the tries here for the report")
     options = parser.parse_args(argv)
+    # lazy: this subcommand's own modules (Mesa, scipy), not every naming subcommand's
     from ...analysis.recorded import save_artifact
     from . import NamingGame
     from .bias import PoolSearch, find_unbiased_pool
@@ -209,7 +215,10 @@ def comprehension(argv: list[str]) -> int:
     batch_options(parser, "ask every question through the provider's batch API first")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .comprehension_check import ComprehensionCheck, check
+    from .comprehension_check import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        ComprehensionCheck,
+        check,
+    )
 
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     document = check(results_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
@@ -268,7 +277,12 @@ def check_model(argv: list[str]) -> int:
         raise UserError(f"--names needs two or more distinct names (got '{options.names}')")
     if options.seeds < 10:
         raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
-    from .model_check import ModelCheck, backend_options, check_model, report_lines
+    from .model_check import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        ModelCheck,
+        backend_options,
+        check_model,
+        report_lines,
+    )
 
     check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
                        preference_seeds=options.preference_seeds, timeout_s=options.timeout, cache=not options.no_cache,
@@ -301,7 +315,11 @@ def import_ainorms(argv: list[str]) -> int:
                              "(default 60: the paper's 30 population rounds of N interactions)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     options = parser.parse_args(argv)
-    from .ainorms import ImportSettings, first_choice_tests, import_source
+    from .ainorms import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        ImportSettings,
+        first_choice_tests,
+        import_source,
+    )
 
     settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
     result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))

@@ -31,6 +31,7 @@ from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend
 from ...llm.stack import layer
 from ...llm.standin import StandInModel
+from ...params import require
 from ...prompts import PromptTemplate
 from ...secrets import redact
 from ...seeding import derive_seed
@@ -54,8 +55,6 @@ class ComprehensionCheck:
     batch_poll_s: float = 30.0
 
     def __post_init__(self) -> None:
-        from ...params import require
-
         require(self.agents >= 1, f"agents must be at least 1 (got {self.agents})")
         require(self.max_states >= 1, f"max_states must be at least 1 (got {self.max_states})")
         require(self.concurrency >= 1, f"concurrency must be at least 1 (got {self.concurrency})")
@@ -101,7 +100,7 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
             asked.append((choice, question, question_messages(game_messages, question)))
     backend_spec = check.backend or experiment.backend or STAND_IN
     if check.batch:
-        from ...batch_run import require_batch_backend
+        from ...batch_run import require_batch_backend  # lazy: the batch APIs (aiohttp), only with --batch
 
         require_batch_backend([backend_spec])
     backend = comprehension_backend(backend_spec, scenario, BackendOptions(batch=check.batch,
@@ -149,6 +148,7 @@ async def _ask(backend: LanguageModel, asked: list[tuple[Any, Any, Any]], check:
 
     try:
         if check.batch:  # every question at once, answered into the cache: then asked as usual, at half price
+            # lazy: the batch APIs (aiohttp), only with --batch
             from ...batch_run import prefetch_into
             from ...llm.batches import first_requests
 

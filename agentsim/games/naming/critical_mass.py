@@ -40,6 +40,7 @@ from ...scenario_files import ScenarioSource
 from ...session import LOCAL
 from ...store import Store
 from . import NamingGame
+from .bias import backend_label
 
 ARTIFACT = "critical_mass"
 
@@ -222,7 +223,7 @@ def _executor(search: CriticalMassSearch) -> Iterator[None]:
     if search.executor != "ray":
         yield
         return
-    from ...distributed.driver import connect
+    from ...distributed.driver import connect  # lazy: Ray is an extra, imported only when asked for
 
     ray, connected_here = connect(search.ray_address)
     try:
@@ -266,8 +267,6 @@ def committed_experiments(experiments: list[RecordedExperiment]) -> dict[Committ
     """Experiments with a committed minority starting from consensus, by panel and committed
     count: the lines of Fig. 3A. Experiments of one panel and count ran the same condition
     (several directories of a search), so their runs are one line."""
-    from .bias import backend_label
-
     grouped: dict[CommittedPanel, dict[int, list[RecordedExperiment]]] = {}
     for experiment in experiments:
         scenario = experiment.scenario

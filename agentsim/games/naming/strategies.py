@@ -31,6 +31,7 @@ from ...analysis.recorded import RecordedExperiment
 from ...analysis.stats import bias_test, proportion_interval
 from ...llm.providers import all_on_the_stand_in
 from . import StrategyProbe
+from .bias import pool_key
 from .recorded import choices
 
 State = tuple[tuple[str | None, str | None], ...]
@@ -138,8 +139,6 @@ class StrategyTable:
 def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bool = True) -> StrategyTable | None:
     """The strategies recorded in `experiments` (strategy probes by default), pooled over the
     experiments that share the first one's backend (and stand-in settings) and name pool."""
-    from .bias import pool_key
-
     table: StrategyTable | None = None
     key = None
     for experiment in experiments:
