@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, event_loop, interrupts
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
-from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
+from .errors import EXIT_USER_ERROR, OutputDirError, RunStopped, ScenarioFileError, UserError
 from .llm.cache import DEFAULT_MAX_BYTES
 from .llm.health import HealthPolicy
 from .llm.limiter import Limits
@@ -44,7 +44,16 @@ from .params import finite_float
 from .scenario import Scenario
 from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
 from .secrets import redact
-from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
+from .session import (
+    EXECUTORS,
+    LOCAL,
+    RAY,
+    ExperimentConfig,
+    check_scenario_digest,
+    fresh_directory,
+    recorded_runs,
+    refuse_linked_store,
+)
 from .variants import pinned_variants
 
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
@@ -109,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="continue the runs recorded in --out (default: the latest); the scenario file, its "
                              "--set values, the seed and the backend default to the recorded ones, and the number "
                              "of runs is the recorded one (--add-runs K adds replicates)")
+    parser.add_argument("--scenario-changed", action="store_true",
+                        help="with --resume: continue with the scenario file as it is now, though its content differs "
+                             "from the file's the runs started with (by default such a resume is refused)")
     parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                         help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
     sweep = parser.add_argument_group("where the runs execute")
@@ -295,6 +307,11 @@ def _prepare(options: argparse.Namespace) -> Experiment:
     if options.scenario is None and not Path(scenario_file).is_file():
         raise ScenarioFileError(f"the scenario file recorded in {out}, '{scenario_file}', is not there any more; name "
                                 f"it: python -m agentsim FILE --resume --out {out}")
+    if options.scenario_changed and not options.resume:
+        raise UserError("--scenario-changed continues a recorded experiment with its edited scenario file: add "
+                        "--resume --out DIR, or drop it")
+    if options.resume:  # before the file runs: a resume runs the file its runs started with
+        check_scenario_digest(recorded, scenario_file, out=out, changed=options.scenario_changed)
     scenario, module = load_scenario(scenario_file)
     overrides = parse_overrides(options.overrides)
     if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
@@ -318,10 +335,11 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         variants = pinned_variants(recorded["variants"], overrides)
     seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
     runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
-    if options.resume and options.runs is None and isinstance(recorded.get("runs"), int) and recorded["runs"] > 0:
+    per_cell = recorded_runs(recorded, max(1, len(variants)), out) if options.resume else None
+    if options.runs is None and per_cell is not None:
         # The recorded count, never the file's RUNS (a resume continues what was recorded);
         # `runs` counts each variant's replicates, the store all of them.
-        runs = recorded["runs"] // max(1, len(variants)) + options.add_runs
+        runs = per_cell + options.add_runs
     config = ExperimentConfig(
         scenario=scenario,
         variants=variants,
@@ -338,6 +356,7 @@ def _prepare(options: argparse.Namespace) -> Experiment:
         executor=options.executor,
         ray_address=options.ray_address,
         cpus_per_run=options.cpus_per_run,
+        scenario_changed=options.scenario_changed,
     )
     from .live import LogView, RichView, configure_logging
     from .runner import Experiment
@@ -402,20 +421,20 @@ def _output_directory(options: argparse.Namespace) -> Path:
 
 
 def recorded_settings(out: Path) -> dict[str, Any]:
-    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
-    without changing the database; empty when there is none (the runner then says so)."""
+    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), for a
+    resume, read without changing anything under `out` (`Store.read_only`: a damaged store, or
+    one that records no experiment, is refused here in its own words); empty when there is no
+    database (the session then says so)."""
+    from .store import DATABASE, Store
+
     refuse_linked_store(out)  # (before reading it: never through a link into another directory)
-    database = out / "agentsim.db"
-    if not database.is_file() or database.stat().st_size == 0:
+    if not (out / DATABASE).is_file():
         return {}
-    try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return {key: json.loads(value) for key, value in connection.execute("SELECT key, value FROM experiment")}
-        finally:
-            connection.close()
-    except (sqlite3.Error, ValueError):  # damaged: Experiment.open says so in its own words
-        return {}
+    with Store.read_only(out, resume=True) as store:
+        recorded = store.experiment() if store.has_tables else {}
+    if "scenario" not in recorded:
+        raise OutputDirError(f"nothing to resume: {out / DATABASE} records no experiment; drop --resume")
+    return recorded
 
 
 def _with_recorded(scenario: Scenario[Any, Any, Any], recorded: dict[str, Any],

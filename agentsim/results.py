@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import DamagedStoreError, UserError
+from .errors import UserError
 from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
 from .tables import BY_MODEL_DTYPES, DECISION_DTYPES, MOVE_DTYPES, ROUND_DTYPES, RUN_DTYPES, typed
 
@@ -54,14 +54,9 @@ class Results:
                                 f"[agentsim.open(path.parent) for path in Path('{self.directory}').rglob('{DATABASE}')]")
             raise UserError(f"'{self.directory}' holds no {DATABASE}; give the output directory of a run "
                             f"(e.g. results/naming_game/TIMESTAMP)")
-        database = self.directory / DATABASE
-        if database.stat().st_size == 0:
-            raise DamagedStoreError(f"{database} is empty (truncated); restore it from a copy")
         self._recorded: RecordedExperiment = RecordedExperiment(self.directory)
-        try:  # opened now, so that a damaged or foreign file says so here, not at the first table
-            if "scenario" not in self._recorded.experiment:
-                raise DamagedStoreError(f"{database} records no experiment (a run that never started, or another "
-                                        f"program's database); give the output directory of a run")
+        try:  # opened now (read-only, checked whole), so that a damaged or foreign file says so here, not at a table
+            self._recorded.store  # noqa: B018
         finally:  # (and opened again by the thread that reads a table: `run` may build this on a worker thread)
             self._recorded.close()
 

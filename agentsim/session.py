@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -109,6 +110,9 @@ class ExperimentConfig:
     # agents); a fraction for runs that mostly wait on a model server, so that more of them
     # share a worker node's cores and keep the servers busy.
     cpus_per_run: float = 1.0
+    # With `resume`: continue with the scenario file as it is now although its content differs
+    # from the file's the runs started with (`--scenario-changed`; its digest is then recorded anew).
+    scenario_changed: bool = False
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
@@ -265,45 +269,16 @@ class Session:
 
     def _open_store(self, identity: dict[str, Any]) -> None:
         config = self.config
+        if config.resume:
+            recorded = self._check_resumable(identity)
         if Store.exists(config.out):
-            store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
-            recorded = store.experiment()
-            if recorded and not config.resume and store.runs():
+            store = Store(config.out, checked=config.resume)  # (a resume's checks read it whole just now)
+            if not config.resume and store.experiment() and store.runs():
                 if _holds_results(store):
                     store.close()
                     raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
                 for row in store.runs():  # runs that failed before recording anything (a typo in a template)
                     store.discard_run(row["run"])
-            if config.resume and "scenario" not in recorded:  # (a store always records its own version)
-                store.close()
-                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
-            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
-                store.close()
-                raise OutputDirError(
-                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
-                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
-                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
-            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
-            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
-                # (a directory whose experiment recorded no run yet is started afresh)
-                if recorded and config.resume and recorded.get(key) != value:
-                    store.close()
-                    raise OutputDirError(
-                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
-                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
-                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
-                        f"use --out NEW_DIR")
-            if recorded and config.resume:
-                self._check_templates(recorded.get("prompt_templates") or {}, store)
-                self._check_code_version(recorded)
-                try:
-                    store.verify_checkpoints()
-                    self._check_checkpoints(store)
-                except BaseException:
-                    store.close()
-                    raise
-            if recorded and config.resume:
-                self._check_run_count(int(recorded.get("runs", 0)), store)
             self.store = store
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
@@ -319,6 +294,7 @@ class Session:
             **identity,
             "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
+            **({"scenario_sha256": scenario_digest(config.scenario_file)} if config.scenario_file else {}),
             "code_version": self.code_version,
             "checkpoint_format": CHECKPOINT_FORMAT,
             # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
@@ -332,6 +308,37 @@ class Session:
         if self.estimate is not None and not self.store.experiment().get("estimate"):
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
+
+    def _check_resumable(self, identity: dict[str, Any]) -> dict[str, Any]:
+        """Everything a resume relies on, on the store opened read-only, before anything under
+        the directory changes: the store whole (`Store.read_only`), the same experiment, the
+        same scenario file, prompts and checkpoints' format, every run's row and checkpoint, the
+        count of runs. Returns what the experiment recorded."""
+        config = self.config
+        with Store.read_only(config.out, resume=True) as store:
+            recorded = store.experiment()
+            if "scenario" not in recorded:  # (a store always records its own version)
+                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
+            if store.written_version < SAME_DRAWS_SINCE:
+                raise OutputDirError(
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
+                if recorded.get(key) != value:
+                    raise OutputDirError(
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
+            check_scenario_digest(recorded, config.scenario_file, out=config.out, changed=config.scenario_changed)
+            self._check_templates(recorded.get("prompt_templates") or {}, store)
+            self._check_code_version(recorded)
+            store.verify_checkpoints()
+            self._check_checkpoints(store)
+            self._check_run_count(int(recorded.get("runs", 0)), store)
+        return recorded
 
     def _check_run_count(self, recorded: int, store: Store) -> None:
         """A resume continues the runs the experiment recorded, no more and no fewer: the
@@ -558,6 +565,41 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def recorded_runs(recorded: dict[str, Any], cells: int, out: Path) -> int | None:
+    """The runs per cell a resume continues, from what the experiment recorded (None: none
+    recorded); a count no experiment could have is the store's damage, not a --runs."""
+    count = recorded.get("runs")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    if count // cells > MAX_RUNS:
+        raise DamagedStoreError(f"{out / DATABASE} records {count} runs, more than the {MAX_RUNS} an experiment holds "
+                                f"({'per variant' if cells > 1 else 'at most'}): it is damaged; {_NOTHING_CHANGED}")
+    return count // cells
+
+
+def scenario_digest(path: str | Path) -> str | None:
+    """The SHA-256 of a scenario file's content (what a resume checks it runs), None if unreadable."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def check_scenario_digest(recorded: dict[str, Any], scenario_file: str | Path, *, out: Path, changed: bool) -> None:
+    """A resume runs the scenario file its runs started with: one whose content differs from the
+    digest recorded then is refused (before it is loaded, from the command line) unless
+    `changed` says to continue with it as it is now. A store from before digests were recorded,
+    or a run of no file (the Python API's scenario object), has nothing to compare."""
+    digest = recorded.get("scenario_sha256")
+    if changed or not scenario_file or not isinstance(digest, str):
+        return
+    now = scenario_digest(scenario_file)
+    if now != digest:
+        raise OutputDirError(f"the scenario file {scenario_file} is not the one the runs in {out} started with (its "
+                             f"content changed since: SHA-256 {str(now)[:12]}, recorded {digest[:12]}); restore it to "
+                             f"continue them, or add --scenario-changed to continue them with the file as it is now")
 
 
 def refuse_linked_store(out: Path) -> None:

@@ -9,12 +9,10 @@ more SQLite reader beside the run's one writer. Each run's figures are the famil
 checkpoint: the model is rebuilt from its recorded scenario and seed and restored, never
 stepped. So every family is shown from what the store holds, and nothing is asked of a model.
 
-Nothing under DIR is written, the database's SQLite side files included: while a writer holds
-the database (its `-wal` file has frames, its `-shm` exists) the reader opens it `mode=ro` and
-shares the writer's shared-memory index, which WAL readers need; otherwise (the run ended:
-SQLite removed both files) it opens the file `immutable=1`, which creates no `-wal`/`-shm`
-(a `mode=ro` open would). Each read opens a connection and closes it at once, so that the
-writer's close, which removes the side files when it is the last connection, is rarely shared.
+Nothing under DIR is written, the database's SQLite side files included: each read opens the
+database as every reader does (agentsim/sqlite_reading.py: `immutable=1` once no writer holds
+it, the `-shm` mapped read-only beside a live or killed writer) and closes it at once, so that
+the writer's close, which removes the side files when it is the last connection, is rarely shared.
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .sqlite_reading import open_read_only
 from .store import DATABASE
 
 PAGE = "watch.html"
@@ -46,10 +45,7 @@ MAX_GRAPH_NODES = 1500  # a larger graph is left out of the page: its drawing wo
 def read_only(path: Path) -> Iterator[sqlite3.Connection]:
     """A connection that reads `path` and writes nothing beside it (see the module's docstring),
     closed on leaving."""
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
-    live = wal.is_file() and wal.stat().st_size > 0 and shm.is_file()
-    uri = f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
-    connection = sqlite3.connect(uri, uri=True, timeout=5)
+    connection = open_read_only(path)
     try:
         connection.execute("PRAGMA query_only=1")
         yield connection
