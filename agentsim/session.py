@@ -367,13 +367,20 @@ class Session:
 
         recorded_runs = store.experiment().get("runs", 0)
         encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))
+        marks = dict(store.rows("SELECT run, t FROM checkpoints"))
         for row in store.runs():
             run = row["run"]
             if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.runs) or row["status"] not in RUN_STATUSES:
                 raise DamagedStoreError(f"{store.path}: the runs table's row {run!r} is damaged (run {run!r}, status "
                                         f"{row['status']!r}); {_NOTHING_CHANGED}")
+            refuse_inconsistent_row(store, row)
             blob = store.checkpoint(run)
-            if row["status"] == "done" or blob is None:
+            if row["status"] == "done":
+                continue
+            if blob is None:
+                if encounters.get(run, 0):  # (a run is forgotten only if it had recorded nothing: `starting_point`)
+                    raise DamagedStoreError(f"{store.path}: run {run} records {encounters[run]} encounters and no "
+                                            f"checkpoint to continue them from; {_NOTHING_CHANGED}")
                 continue
             scenario, seed, _ = run_cell(self.scenario, self.variant_scenarios, self.config.seed, run - 1)
             model = PopulationModel(scenario, seed=seed, replicate=run - 1, run_id=run,
@@ -391,6 +398,10 @@ class Session:
             if encounters.get(run, 0) != model.completed:
                 raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
                                         f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
+            if marks.get(run) != model.encounters_begun:
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is marked t={marks.get(run)!r} and its "
+                                        f"state began {model.encounters_begun} encounters; {_NOTHING_CHANGED}")
+            refuse_unruled_stop(store, run, model)
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -565,6 +576,33 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def refuse_inconsistent_row(store: Store, row: dict[str, Any]) -> None:
+    """A run's row as a run writes it: its status and stop reason those its summary was written
+    with (one call writes the three), none of them before the run ended (`running`)."""
+    summary, run = row["summary"], row["run"]
+    written = (summary.get("status", row["status"]), summary.get("stop_reason", row["stop_reason"])) if summary else \
+        ("running", None)
+    if (row["status"], row["stop_reason"]) != written:
+        raise DamagedStoreError(f"{store.path}: the runs table's row {run} is damaged (status {row['status']!r} and stop "
+                                f"reason {row['stop_reason']!r}, its summary written with {written[0]!r} and "
+                                f"{written[1]!r}); {_NOTHING_CHANGED}")
+
+
+def refuse_unruled_stop(store: Store, run: int, model: Any) -> None:
+    """A restored run stopped (`stop_reason`) exactly when its scenario's stop rule says so of
+    the state restored: a reason the rule does not give would end the run where it never
+    stopped, none where it gives one would play it past its stop."""
+    try:
+        ruled = model.scenario.stop_reason(model)
+    except Exception as error:  # a rule that cannot read the restored state: the state is not the run's
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (its stop rule fails on it: "
+                                f"{type(error).__name__}); {_NOTHING_CHANGED}") from None
+    if (model.stop_reason is None) != (ruled is None):
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (it says the run stopped for "
+                                f"{model.stop_reason!r}, and the scenario's rule says {ruled!r} of its state); "
+                                f"{_NOTHING_CHANGED}")
 
 
 def recorded_runs(recorded: dict[str, Any], cells: int, out: Path) -> int | None:
