@@ -80,6 +80,18 @@ def staged(out: Path) -> Iterator[Path]:
     _held(move, f"the import had completed: --out {out} holds it whole")
 
 
+@contextlib.contextmanager
+def import_outcome(out: Path) -> Iterator[None]:
+    """Around an import command: what a signal that stops it before the move into place left
+    (`outcome`, for the command's one line): --out as it was."""
+    try:
+        yield
+    except BaseException as error:
+        if not hasattr(error, "outcome"):
+            error.outcome = f"nothing was imported: --out {out} is as it was"  # type: ignore[attr-defined]
+        raise
+
+
 def _held(action: Callable[[], None], outcome: str) -> None:
     """`action` with SIGINT and SIGTERM held back; one that came meanwhile is raised after it,
     carrying `outcome` (what the action left)."""

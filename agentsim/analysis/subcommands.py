@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # (else the first line of main's docstring); the command line dispatches to these.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 SUBCOMMAND_HELP: dict[str, str] = {}
+_ANSWERED = [0]  # the signals a subcommand's one line has answered
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -80,7 +81,7 @@ def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[s
                     print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
                     return error.exit_code
                 raise
-            if len(interrupts.received) > signals:  # a signal some library swallowed: still answered
+            if len(interrupts.received) > max(signals, _ANSWERED[0]):  # a signal some library swallowed: still answered
                 return _interrupted(name, None)
             return code
         main.__doc__ = function.__doc__
@@ -93,6 +94,7 @@ def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[s
 
 def _interrupted(name: str, outcome: str | None) -> int:
     """The one line of a subcommand a signal stopped, and its exit code (130 / 143)."""
+    _ANSWERED[0] = len(interrupts.received)  # (a subcommand that runs another, `import`, says it once)
     with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
         print(f"agentsim {name}: interrupted by {interrupts.by()}; "
               f"{outcome or 'nothing recorded was changed (its own output may be incomplete)'}", file=sys.stderr)

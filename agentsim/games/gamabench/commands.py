@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
 from ...errors import UserError
+from ...staging import import_outcome
 
 
 @command("import-gamabench")
@@ -22,9 +23,10 @@ def import_gamabench(argv: list[str]) -> int:
     parser.add_argument("source", type=Path, help="GAMA-Bench's raw_results/ directory (or a game folder of it)")
     parser.add_argument("--out", type=Path, required=True, help="a new results directory to write")
     options = parser.parse_args(argv)
-    from .importer import import_runs
+    with import_outcome(options.out):
+        from .importer import import_runs
 
-    groups = import_runs(options.source, options.out)
+        groups = import_runs(options.source, options.out)
     runs = sum(len(group) for group in groups.values())
     print(f"imported {runs} runs into {len(groups)} experiments under {options.out}; "
           f"python -m agentsim score {options.out}")

@@ -97,11 +97,12 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
     condition: written whole or not at all (agentsim/staging.py: a refused file, an error or a
     signal leaves `out` as it was)."""
     settings = settings or ImportSettings()
-    say = progress or (lambda line: None)
     refuse_occupied(out)
+    said: list[tuple[str, tuple[Path, ...]]] = []  # (said once the import is in place: a refusal leaves no path)
     with staged(out) as folder:
-        result = _import_into(source, folder, settings, lambda line, *paths: say(
-            line.format(*(out / path.relative_to(folder) for path in paths))))
+        result = _import_into(source, folder, settings, lambda line, *paths: said.append((line, paths)))
+    for line, paths in said:
+        (progress or (lambda line: None))(line.format(*(out / path.relative_to(folder) for path in paths)))
     for entry in result.imported:
         entry.directory = out / entry.directory.relative_to(folder)
     return result

@@ -23,6 +23,7 @@ from ...analysis.subcommands import CommandParser, command, recorded, results_di
 from ...errors import UserError
 from ...params import finite_float
 from ...scenario_files import load_scenario, parse_overrides
+from ...staging import import_outcome
 
 
 @command("bias")
@@ -303,10 +304,11 @@ def import_ainorms(argv: list[str]) -> int:
                              "(default 60: the paper's 30 population rounds of N interactions)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     options = parser.parse_args(argv)
-    from .ainorms import ImportSettings, first_choice_tests, import_source
+    with import_outcome(options.out):
+        from .ainorms import ImportSettings, first_choice_tests, import_source
 
-    settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
-    result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
+        settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
+        result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
         print(f"skipped (meta-prompting: not runs agentsim reads): {where}",
               file=sys.stderr)
