@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import difflib
 import errno
-import json
 import math
 import os
 import sqlite3

@@ -80,7 +80,7 @@ def _connect(path: Path, parameters: str, timeout: float) -> ReadingConnection:
     except BaseException:
         connection.close()
         raise
-    return connection  # type: ignore[no-any-return]
+    return connection
 
 
 def _size(path: Path) -> int:

@@ -30,6 +30,11 @@ the exact messages from it (`Store.messages`), which keeps a naming-game interac
 bytes with every prompt recoverable. Rows reach the file only together with the checkpoint of
 the state they lead to, in one transaction: a run killed at any moment resumes from its last
 checkpoint without losing or duplicating a row.
+
+A run and `--resume` open the file to write it (`Store(DIR)`), every reader to read it
+(`Store.read_only(DIR)`: nothing under DIR is written, SQLite's side files included,
+agentsim/sqlite_reading.py); both check it whole first and refuse, in one line, a store that is
+damaged, not agentsim's, or not laid out as its version says (agentsim/store_layout.py).
 """
 
 from __future__ import annotations
@@ -46,15 +51,13 @@ from .checkpoints import CheckpointError, loads
 from .errors import DamagedStoreError, OutputDirError, UserError
 from .records import EncounterRecord
 from .sqlite_reading import open_read_only
+from .store_layout import APPLICATION_ID, MOVES_VIEW, VIEWS, check_store
 
 if TYPE_CHECKING:
     from .llm.base import Message
     from .scenario import Scenario
 
 DATABASE = "agentsim.db"
-# SQLite's application_id of an agentsim database ("AGSM"): agentsim never writes into a file
-# that is not its own. Databases written before it was set carry 0 and agentsim's tables.
-APPLICATION_ID = 0x4147534D
 # The store's version, in `experiment`: 2 added decisions.fallback (and the application_id); 3
 # draws option orders with `random.Random.sample` on the run's generator (before, one draw was
 # decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
@@ -67,17 +70,6 @@ APPLICATION_ID = 0x4147534D
 # earlier file moves it to a table of its own, `first_token_probabilities`, read by no analysis.
 STORE_VERSION = 6
 SAME_DRAWS_SINCE = 3
-
-_MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
-    SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
-_VIEWS = (
-    _MOVES_VIEW,
-    """CREATE VIEW IF NOT EXISTS calls AS
-    SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
-    FROM decisions WHERE reply IS NOT NULL""",
-    """CREATE VIEW IF NOT EXISTS decisions_by_model AS
-    SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent)""",
-)
 
 # One transaction: a disk that fills while the tables are made leaves all of them or none.
 _SCHEMA = """
@@ -98,29 +90,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
 COMMIT;
-""".replace("{views}", "".join(view + ";\n" for view in _VIEWS))
-
-# What a store's tables hold, checked before a reader reads it or a resume continues it: each
-# column and the types SQLite may report of its values (`typeof`); a column added after the first
-# layout by the version that added it (a store written before lacks it: `_upgrade` adds it).
-_I, _T, _R, _B, _N = "integer", "text", "real", "blob", "null"
-_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
-    "experiment": {"key": (_T,), "value": (_T,)},
-    "runs": {"run": (_I,), "replicate": (_I,), "seed": (_I,), "backend": (_T,), "status": (_T,),
-             "stop_reason": (_T, _N), "started": (_T, _N), "finished": (_T, _N), "summary": (_T, _N)},
-    "agents": {"run": (_I,), "agent": (_I,), "kind": (_T, _N), "model": (_T, _N)},
-    "encounters": {"run": (_I,), "t": (_I,), "round": (_I,), "outcome": (_I, _R, _N)},
-    "decisions": {"run": (_I,), "t": (_I,), "agent": (_I,), "attempt": (_I,), "action": (_T, _N),
-                  "payoff": (_R, _I, _N), "parsed": (_T, _N), "context": (_T, _N), "reply": (_T, _N),
-                  "prompt_tokens": (_I, _N), "completion_tokens": (_I, _N), "latency_us": (_I, _N),
-                  "error": (_T, _N), "probabilities": (_T, _N), "fallback": (_I, _N), "sampled_locally": (_I, _N)},
-    "rounds": {"run": (_I,), "round": (_I,), "stats": (_T,)},
-    "checkpoints": {"run": (_I,), "t": (_I,), "state": (_B,)},
-}
-_ADDED_IN = {("decisions", "probabilities"): 2, ("decisions", "fallback"): 2, ("decisions", "sampled_locally"): 4}
-_DECLARED = {_I: "INTEGER", _T: "TEXT", _R: "REAL", _B: "BLOB"}  # each column's declared type, by its first kind
-_KIND_NAMES = {_I: "whole numbers", _T: "text", _R: "numbers", _B: "bytes", _N: "nothing (NULL)"}
-
+""".replace("{views}", "".join(view + ";\n" for view in VIEWS))
 
 @dataclass
 class Recorder:
@@ -195,7 +165,7 @@ class Store:
         self.fix = "restore it from a copy, or record into a new --out DIR"
         existing = self.path.is_file() and self.path.stat().st_size > 0
         if existing and not checked:
-            with Store._reading(self.directory, reader=False) as looked:
+            with _opened_to_read(self.directory, reader=False) as looked:
                 existing = looked.has_tables
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
@@ -224,149 +194,12 @@ class Store:
         an earlier version is read in this one's layout through temporary views (in memory).
         `resume`: for a resume's checks (its refusals name a new --out DIR; a store that records
         no experiment is the resume's to refuse)."""
-        store = cls._reading(directory, reader=not resume)
+        store = _opened_to_read(directory, reader=not resume)
         if not resume and (not store.has_tables or "scenario" not in store.experiment()):
             store.close()
             raise DamagedStoreError(f"{store.path} records no experiment (a run that stopped before it began, or "
                                     f"another program's database); give the output directory of a run")
         return store
-
-    @classmethod
-    def _reading(cls, directory: Path | str, *, reader: bool) -> Store:
-        """A read-only store of `directory`, checked (`_check_readable`); `reader`: for a reader
-        (one with no table is refused by `read_only`), else for the writer about to open it."""
-        store = cls.__new__(cls)
-        store.directory = Path(directory)
-        store.path = store.directory / DATABASE
-        store.writable = False
-        store.fix = "restore it from a copy" if reader else "restore it from a copy, or record into a new --out DIR"
-        if not store.path.is_file():
-            raise UserError(f"'{store.directory}' holds no {DATABASE}; give the output directory of a run (e.g. "
-                            f"results/naming_game/TIMESTAMP)")
-        if store.path.stat().st_size == 0:
-            raise DamagedStoreError(f"{store.path} is empty (truncated); nothing was changed: {store.fix}")
-        try:
-            store.connection = open_read_only(store.path)
-        except sqlite3.Error as error:
-            raise DamagedStoreError(f"{store.path} cannot be read ({error}); nothing was changed: {store.fix}") from None
-        try:
-            store._check_readable(reader=reader)
-        except BaseException:
-            store.connection.close()
-            raise
-        return store
-
-    def _check_readable(self, *, reader: bool) -> None:
-        """Everything a reader or a resume relies on, checked before either reads: the file is
-        agentsim's and whole, every table and column its version has is there, the experiment's
-        values and the runs' summaries read back, and every column holds its type. A store of an
-        older layout gets the views a reader reads it through (what `_upgrade` would write)."""
-        self.has_tables = self._check_own(foreign_fix="give the output directory of an agentsim run" if reader else
-                                          "agentsim never writes into it: choose another --out DIR")
-        self.written_version = STORE_VERSION
-        if not self.has_tables:
-            return
-        self.written_version = self._checked_version()
-        self._check_layout()
-        self._check_json()
-        self._check_types()
-        if reader:
-            self._read_through_views()
-        self.connection.execute("PRAGMA query_only=1")
-
-    def _check_own(self, *, foreign_fix: str) -> bool:
-        """Refuse, before writing anything, a file that is damaged or not agentsim's; say whether
-        it holds any table (one with none is new: a disk that filled as agentsim made them)."""
-        where = self.path
-        try:
-            application = self.connection.execute("PRAGMA application_id").fetchone()[0]
-            tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            verdict = self.connection.execute("PRAGMA quick_check").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise DamagedStoreError(f"{where} is damaged or not a database ({error}); nothing was changed: "
-                                    f"{self.fix}") from None
-        if application != APPLICATION_ID and tables and not (application == 0 and {"experiment", "runs"} <= tables):
-            raise OutputDirError(f"{where} is an SQLite database agentsim did not create; {foreign_fix}")
-        if verdict != "ok":
-            raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: {self.fix}")
-        return bool(tables)
-
-    def _damaged(self, what: str) -> DamagedStoreError:
-        return DamagedStoreError(f"{self.path} is damaged ({what}); nothing was changed: {self.fix}")
-
-    def _checked_version(self) -> int:
-        """The store's recorded version (1 before it was recorded), refused unless a whole number."""
-        try:
-            row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
-        except sqlite3.Error:
-            raise self._damaged("its table 'experiment' is missing") from None
-        if row is None:
-            return 1
-        try:
-            version = json.loads(row[0])
-        except (TypeError, ValueError, RecursionError):
-            version = None
-        if type(version) is not int or not 1 <= version <= 10**6:
-            raise self._damaged(f"its store_version is {str(row[0])[:40]!r}, not a version number")
-        return version
-
-    def _check_layout(self) -> None:
-        """Every table of this layout, with every column the store's version has (an older store
-        lacks the columns added since, which `_upgrade` adds and a reader reads as NULL)."""
-        tables = {name for (name,) in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for table, columns in _COLUMNS.items():
-            if table not in tables:
-                raise self._damaged(f"its table '{table}' is missing")
-            declared = {row[1]: str(row[2]).upper() for row in self.connection.execute(f"PRAGMA table_info({table})")}
-            missing = [column for column in columns if column not in declared
-                       and self.written_version >= _ADDED_IN.get((table, column), 1)]
-            if missing:
-                raise self._damaged(f"the table '{table}' lacks its column{'s' if len(missing) > 1 else ''} "
-                                    f"{', '.join(missing)}")
-            retyped = next((column for column, kinds in columns.items()
-                            if column in declared and declared[column] != _DECLARED[kinds[0]]), None)
-            if retyped is not None:
-                raise self._damaged(f"the table '{table}' declares its column '{retyped}' {declared[retyped] or 'untyped'}, "
-                                    f"not {_DECLARED[columns[retyped][0]]}")
-
-    def _check_types(self) -> None:
-        """Every value of every table of the type its column holds (SQLite keeps whatever a
-        program puts in a column): one scan per table, taking each column's least and greatest
-        `typeof` (in typeof's order, blob < integer < null < real < text, each column's kinds
-        are a range, and a column's declared type keeps numbers out of text: `_check_layout`).
-        About a second per million decisions."""
-        for table, columns in _COLUMNS.items():
-            present = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
-            checked = [column for column in columns if column in present]
-            found = self.connection.execute(f"SELECT {', '.join(f'min(typeof({column})), max(typeof({column}))' for column in checked)} "
-                                            f"FROM {table}").fetchone()
-            for index, column in enumerate(checked):
-                kinds, least, greatest = columns[column], found[2 * index], found[2 * index + 1]
-                if least is None:  # an empty table
-                    break
-                wrong = next((kind for kind in (least, greatest) if not min(kinds) <= kind <= max(kinds)), None)
-                if wrong is not None:
-                    raise self._damaged(f"the table '{table}' holds {_KIND_NAMES[wrong]} in its column '{column}', "
-                                        f"which holds {' or '.join(_KIND_NAMES[kind] for kind in kinds)}")
-
-    def _read_through_views(self) -> None:
-        """The views a reader reads (temporary, in this connection's memory, over the store's
-        tables, so that a view dropped or rewritten in the file is not what is read); a store of
-        an older layout read as `_upgrade` would bring it (its missing columns NULL, a version-1
-        fallback from its error, option probabilities from before version 6 left out)."""
-        present = {row[1] for row in self.connection.execute("PRAGMA table_info(decisions)")}
-        if self.written_version < 6 or not set(_COLUMNS["decisions"]) <= present:
-            columns = []
-            for column in _COLUMNS["decisions"]:
-                if column == "probabilities" and self.written_version < 6:
-                    columns.append("NULL AS probabilities")
-                elif column == "fallback" and column not in present:  # a version-1 fallback: a last row with an error
-                    columns.append("CASE WHEN payoff IS NOT NULL AND error IS NOT NULL THEN 1 END AS fallback")
-                else:
-                    columns.append(column if column in present else f"NULL AS {column}")
-            self.connection.execute(f"CREATE TEMP VIEW decisions AS SELECT {', '.join(columns)} FROM main.decisions")
-        for view in _VIEWS:
-            self.connection.execute(view.replace("CREATE VIEW IF NOT EXISTS", "CREATE TEMP VIEW"))
 
     def _recorded_version(self) -> int:
         row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
@@ -386,7 +219,7 @@ class Store:
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN fallback INTEGER")
                 self.connection.execute("UPDATE decisions SET fallback = 1 WHERE payoff IS NOT NULL AND error IS NOT NULL")
                 self.connection.execute("DROP VIEW IF EXISTS moves")
-                self.connection.execute(_MOVES_VIEW)
+                self.connection.execute(MOVES_VIEW)
             if "sampled_locally" not in columns:  # written before --sample-locally
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
             approximate = "SELECT run, t, agent, attempt, probabilities FROM decisions WHERE probabilities IS NOT NULL"
@@ -424,29 +257,6 @@ class Store:
                 raise OutputDirError(f"{self.path}: the checkpoint of run {run} cannot be continued by this agentsim "
                                      f"({error}; written by {written}); finish the runs with the agentsim that started "
                                      f"them, or start afresh with --out NEW_DIR") from None
-
-    def _check_json(self) -> None:
-        """The experiment's values and the runs' summaries read back (a resume and the analyses
-        read them), before anything changes."""
-        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        checks = [("experiment", "SELECT key, value FROM experiment"), ("runs", "SELECT run, summary FROM runs")]
-        for table, sql in checks:
-            if table not in tables:
-                continue
-            for key, value in self.connection.execute(sql):
-                if value is None and table == "runs":
-                    continue
-                what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
-                try:
-                    read = json.loads(value)
-                except (TypeError, ValueError, RecursionError):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not JSON); nothing was changed: "
-                                            f"{self.fix}") from None
-                expected = _SUMMARY_TYPE if table == "runs" else _EXPERIMENT_TYPES.get(key)
-                if expected is not None and not (isinstance(read, expected[0]) and not isinstance(read, bool)
-                                                 and expected[1](read)):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not {expected[2]}); nothing was changed: "
-                                            f"{self.fix}")
 
     def _recorded_text(self, key: str) -> str | None:
         try:
@@ -593,31 +403,6 @@ class Store:
         return _Transaction(self.connection)
 
 
-# What the experiment's values and the runs' summaries must be for a resume and the analyses
-# to read them: (type, a check of the value, what to call it), by key.
-_RUN_LIMIT = 10**9
-_EXPERIMENT_TYPES: dict[str, tuple[type | tuple[type, ...], Any, str]] = {
-    "runs": (int, lambda value: 0 <= value <= _RUN_LIMIT, "a count of runs"),
-    "seed": (int, lambda value: 0 <= value < 2**63, "a seed from 0 to 2^63 - 1"),
-    "params": (dict, lambda value: True, "a mapping of parameters"),
-    "standin": (dict, lambda value: True, "a mapping of the stand-in's settings"),
-    "prompt_templates": (dict, lambda value: all(isinstance(text, str) for text in value.values()),
-                         "a mapping of template names to texts"),
-    "population": (list, lambda value: all(isinstance(share, list) and len(share) == 2 and isinstance(share[0], str)
-                                           and (share[1] is None or type(share[1]) is int) for share in value),
-                   "a list of [backend, count]"),
-    "variants": (list, lambda value: all(isinstance(variant, dict) for variant in value), "a list of parameter changes"),
-    "scenario": (str, lambda value: True, "a scenario's name"),
-    "scenario_class": (str, lambda value: True, "a class's dotted name"),
-    "scenario_file": (str, lambda value: True, "a file's path"),
-    "scenario_sha256": (str, lambda value: len(value) == 64 and all(char in "0123456789abcdef" for char in value),
-                        "a SHA-256 digest"),
-    "store_version": (int, lambda value: 1 <= value <= 10**6, "a version number"),
-    "backend": (str, lambda value: True, "a backend's name"),
-}
-_SUMMARY_TYPE: tuple[type, Any, str] = (dict, lambda value: True, "a mapping of the run's figures")
-
-
 class _Transaction:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
@@ -627,6 +412,32 @@ class _Transaction:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _opened_to_read(directory: Path | str, *, reader: bool) -> Store:
+    """A read-only store of `directory`, checked whole (agentsim/store_layout.py); `reader`: for a reader
+    (one with no table is refused by `read_only`), else for the writer about to open it."""
+    store = Store.__new__(Store)
+    store.directory = Path(directory)
+    store.path = store.directory / DATABASE
+    store.writable = False
+    store.fix = "restore it from a copy" if reader else "restore it from a copy, or record into a new --out DIR"
+    if not store.path.is_file():
+        raise UserError(f"'{store.directory}' holds no {DATABASE}; give the output directory of a run (e.g. "
+                        f"results/naming_game/TIMESTAMP)")
+    if store.path.stat().st_size == 0:
+        raise DamagedStoreError(f"{store.path} is empty (truncated); nothing was changed: {store.fix}")
+    try:
+        store.connection = open_read_only(store.path)
+    except sqlite3.Error as error:
+        raise DamagedStoreError(f"{store.path} cannot be read ({error}); nothing was changed: {store.fix}") from None
+    try:
+        checked = check_store(store.connection, store.path, reader=reader, fix=store.fix, current=STORE_VERSION)
+    except BaseException:
+        store.connection.close()
+        raise
+    store.has_tables, store.written_version = checked.has_tables, checked.written_version
+    return store
 
 
 def _standin_moved(experiment: dict[str, Any]) -> dict[str, Any]:

@@ -58,9 +58,9 @@ def test_a_version_from_the_file_never_names_a_path(tmp_path: Path, version: Any
     (source / "guessing_game" / "m_guessing_game_v1_1.json").write_text(
         json.dumps(GUESSING | {"meta": GUESSING["meta"] | {"version": version}}))
     out = tmp_path / "deep" / "er" / "out"
-    before = {path for path in tmp_path.rglob("*")}
+    before = set(tmp_path.rglob("*"))
     one_line(cli_in_process("import", "gamabench", str(source), "--out", str(out)), 2, "meta.version", "v1")
-    assert {path for path in tmp_path.rglob("*")} == before and not Path("/tmp/agentsim-escaped-abs").exists()
+    assert set(tmp_path.rglob("*")) == before and not Path("/tmp/agentsim-escaped-abs").exists()
 
 
 def test_a_model_from_the_file_is_one_folder_under_out(tmp_path: Path) -> None:

@@ -310,10 +310,9 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
 
 
 def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> None:
+    from agentsim.analysis.recorded import find_experiments
     from agentsim.games.sign import report as sign_report  # noqa: F401  (registers where the report exists)
     from agentsim.games.sign.report import sign_applies, sign_section
-
-    from agentsim.analysis.recorded import find_experiments
 
     class Context:  # (as the report's: its experiments, read from the stores)
         def __init__(self, root: Path) -> None:
