@@ -50,9 +50,12 @@ def one_line(result: subprocess.CompletedProcess[str], code: int, *words: str) -
 
 
 # --- item 1: an import writes only under --out ---------------------------------------------------
-@pytest.mark.parametrize("version", ["../../../ESCAPED", "/tmp/agentsim-escaped-abs", ["v1"], ""])
+@pytest.mark.parametrize("version", ["../../../ESCAPED", "ABSOLUTE", ["v1"], ""])
 def test_a_version_from_the_file_never_names_a_path(tmp_path: Path, version: Any) -> None:
-    """`meta.version` of `../../../ESCAPED` made ./ESCAPED/agentsim.db beside the user's folders."""
+    """`meta.version` of `../../../ESCAPED` made ./ESCAPED/agentsim.db beside the user's folders (an
+    absolute one wrote anywhere; `['v1']` and `''` became folder names)."""
+    if version == "ABSOLUTE":
+        version = str(tmp_path / "escaped-absolutely")
     source = tmp_path / "deep" / "er" / "raw"
     (source / "guessing_game").mkdir(parents=True)
     (source / "guessing_game" / "m_guessing_game_v1_1.json").write_text(
@@ -60,7 +63,7 @@ def test_a_version_from_the_file_never_names_a_path(tmp_path: Path, version: Any
     out = tmp_path / "deep" / "er" / "out"
     before = set(tmp_path.rglob("*"))
     one_line(cli_in_process("import", "gamabench", str(source), "--out", str(out)), 2, "meta.version", "v1")
-    assert set(tmp_path.rglob("*")) == before and not Path("/tmp/agentsim-escaped-abs").exists()
+    assert set(tmp_path.rglob("*")) == before
 
 
 def test_a_model_from_the_file_is_one_folder_under_out(tmp_path: Path) -> None:
