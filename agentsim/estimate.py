@@ -29,6 +29,7 @@ whichever is longer; the latency is measured by a few timed calls where the back
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -39,12 +40,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .llm.base import estimate_tokens
+from . import event_loop
+from .blocking import run_blocking
+from .configure import ExperimentOptions, configure
+from .errors import UserError
+from .estimate_file import ESTIMATE_FILE
+from .llm.accounting import Budget
+from .llm.base import Request, Sampling, estimate_tokens
 from .llm.prices import price_for
-from .llm.specs import parse_population, parse_spec
+from .llm.specs import build_backend, parse_population, parse_spec
 from .llm.stack import REMOTE
+from .progress import NoView
+from .runner import Experiment
+from .session import run_cell
+from .store import Store
 
-ESTIMATE_FILE = "estimate.json"
 # Chat formats wrap each message in a few tokens of their own (role markers, separators).
 TOKENS_PER_MESSAGE = 4
 # What a call is assumed to take where no timed call could be made (a hosted model, no key).
@@ -132,7 +142,7 @@ class TokenCounter:
             if parsed.target.lower() == "smollm2" or parsed.target.lower().endswith(".gguf"):
                 from llama_cpp import Llama
 
-                from .llm.llamacpp import SMOLLM2, smollm2_path
+                from .llm.llamacpp import SMOLLM2, smollm2_path  # (the local extra: only for a local model)
 
                 path = smollm2_path() if parsed.target.lower() == SMOLLM2 else Path(parsed.target)
                 vocabulary = Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -169,8 +179,6 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
                 counters: dict[str, TokenCounter]) -> tuple[list[RunEstimate], dict[str, Figures]]:
     """Each run's and each backend's calls and tokens, from a stand-in run recorded in
     `directory`; `scenario_of(run)` is the scenario the run played (its cell of a grid)."""
-    from .store import Store
-
     store = Store(directory)
     try:
         runs = {row["run"]: RunEstimate(run=row["run"], seed=int((row["summary"] or {}).get("seed", 0)), rounds=0,
@@ -215,13 +223,6 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
 def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: int) -> tuple[float, float] | None:
     """The median seconds of `calls` real calls of `prompt` to the backend, and what they cost;
     None where the backend cannot be asked (no key, nothing listening)."""
-    import asyncio
-
-    from . import event_loop
-    from .errors import UserError
-    from .llm.accounting import Budget
-    from .llm.specs import build_backend
-
     if calls <= 0 or parse_spec(spec).provider == "stand-in":
         return None
     try:
@@ -249,21 +250,20 @@ def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: 
         return None
 
 
-def estimate(scenario_file: str, *, backend: str, population: str, runs: int | None, seed: int,
-             overrides: dict[str, str], options: Any, timed_calls: int = 3) -> Estimate:
-    """Play the experiment on the stand-in and count what it would ask of `backend` (or the
-    `population`'s backends): see the module's docstring."""
-    from . import api
-    from .blocking import run_blocking
-    from .llm.base import Request
-    from .session import run_cell
-    from .store import Store
-
+def estimate(experiment: ExperimentOptions, *, timed_calls: int = 3) -> Estimate:
+    """Play the experiment the options describe (built as every front door builds it:
+    agentsim/configure.py) on the stand-in and count what it would ask of its backend (or its
+    population's backends): see the module's docstring."""
+    if experiment.resume:
+        raise UserError("estimate plays the whole experiment afresh on the stand-in, not what a resume adds; drop "
+                        "--resume (and --add-runs)")
+    config = configure(experiment)
+    backend, population, options = config.backend, config.population, config.llm
     specs = [spec for spec, _ in parse_population(population)] if population else [backend]
     counters = {spec: TokenCounter(spec) for spec in specs}
     with tempfile.TemporaryDirectory(prefix="agentsim-estimate-") as scratch:
-        played = api.prepare(scenario_file, backend="stand-in", runs=runs, seed=seed, overrides=overrides,
-                             out=Path(scratch) / "standin")
+        played = Experiment(config.on_the_stand_in(Path(scratch) / "standin"), NoView())
+        played.open()
         run_blocking(played.run())
         session = played.session
         scenario = session.scenario
@@ -322,8 +322,6 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
 
 
 def _first_request(directory: Path, scenario: Any, request_type: Any) -> Any:
-    from .store import Store
-
     store = Store(directory)
     try:
         row = next(iter(store.rows("SELECT run, t, agent, attempt FROM calls ORDER BY run, t LIMIT 1")), None)
@@ -334,8 +332,6 @@ def _first_request(directory: Path, scenario: Any, request_type: Any) -> Any:
         store.close()
     sampling = scenario.params.sampling() if hasattr(scenario.params, "sampling") else None
     if sampling is None:
-        from .llm.base import Sampling
-
         sampling = Sampling()
     return request_type(messages=messages, sampling=sampling)
 
@@ -365,18 +361,3 @@ def write(estimate_: Estimate, directory: Path) -> Path:
     path = directory / ESTIMATE_FILE
     path.write_text(json.dumps(estimate_.as_dict(), indent=2), encoding="utf-8")
     return path
-
-
-def read(directory: Path) -> dict[str, Any] | None:
-    """DIR/estimate.json as plain data (checked: a dict of the expected shape), or None."""
-    path = directory / ESTIMATE_FILE
-    try:
-        if path.stat().st_size > 10 * 2**20:
-            return None
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or not isinstance(document.get("totals"), dict):
-        return None
-    return {key: document.get(key) for key in ("scenario", "totals", "cost_usd", "cost_usd_upper", "wall_s",
-                                               "wall_s_upper", "tokenizer", "notes")}

@@ -23,15 +23,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .analysis.recorded import RecordedExperiment
 from .errors import UserError
 from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
+from .store import DATABASE, Store
+from .summaries import total_by_model
 from .tables import BY_MODEL_DTYPES, DECISION_DTYPES, MOVE_DTYPES, ROUND_DTYPES, RUN_DTYPES, typed
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .analysis.recorded import RecordedExperiment
-    from .store import Store
 
 REPORT_DIR = "report"
 
@@ -41,9 +41,6 @@ class Results:
     `variant` column)."""
 
     def __init__(self, directory: str | Path) -> None:
-        from .analysis.recorded import RecordedExperiment  # (`import agentsim` stays light)
-        from .store import DATABASE, Store
-
         self.directory = Path(directory)
         if not Store.exists(self.directory):
             inside = sorted(path.parent for path in self.directory.rglob(DATABASE)) if self.directory.is_dir() else []
@@ -186,8 +183,6 @@ class Results:
         finished runs, or with `per_run` one row per run and model (as by_model.csv)."""
         import pandas as pd
 
-        from .runner import total_by_model
-
         counted = self.store.by_model()
         if per_run:
             rows = by_model_rows(counted)
@@ -206,7 +201,7 @@ class Results:
     def report(self, out: str | Path | None = None) -> Path:
         """Build the report (`python -m agentsim report DIR`): figures (PNG, with their data as
         CSV), tables and `report.html`, under `out` (default DIR/report); returns the HTML's path."""
-        from .analysis.report import REPORT_HTML, build_report
+        from .analysis.report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
 
         target = Path(out) if out is not None else self.directory / REPORT_DIR
         build_report(self.directory, target)

@@ -1,19 +1,69 @@
-"""Scenario files: loading the scenario a file defines, and reading `--set KEY=VALUE` pairs.
+"""The scenario an experiment or a model plays: loaded from a file, or given as a class or an
+object, then changed by `--set KEY=VALUE` pairs or Python values (`scenario_from`).
 
-Shared by the command line and the analysis commands (which rebuild recorded scenarios from
-their files), so neither has to import the other.
+One step of the one builder of an experiment's configuration (agentsim/configure.py: the command
+line, the Python API, `estimate`), and the whole of what Mesa's `PopulationModel(scenario, **params)`
+builds, so that each front door reads a scenario and its parameters alike and refuses a bad one
+in the same words. The analysis commands load recorded scenarios' files with it too.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ScenarioFileError, UserError
+from .errors import ArgumentError, ScenarioFileError, UserError
 from .interrupts import Interrupt
+from .params import StandInSettings
 from .scenario import Scenario
+
+# What a front door takes as the scenario: a file's path, a Scenario subclass, or a Scenario object.
+ScenarioSource = str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]]
+SOURCES = ("a scenario file's path (such as scenarios/naming_game.py), a Scenario class or a Scenario object (such "
+           "as NamingGame or NamingGame(agents=24))")
+
+
+def scenario_from(source: object, changes: Mapping[str, Any] | None = None) -> tuple[Scenario[Any, Any, Any], Any]:
+    """The scenario `source` names (see `ScenarioSource`; a class is built with its defaults)
+    with `changes` applied (`with_changes`), and the file's module (None unless it is a file:
+    its RUNS, POPULATION and VARIANTS are the builder's to read)."""
+    module: Any = None
+    if isinstance(source, (str, Path)):
+        scenario, module = load_scenario(source)
+    elif isinstance(source, type) and issubclass(source, Scenario):
+        scenario = source()
+    elif isinstance(source, Scenario):
+        scenario = source
+    else:
+        raise ArgumentError(f"scenario takes {SOURCES} (got {type(source).__name__} {source!r:.60})")
+    return with_changes(scenario, changes or {}), module
+
+
+def with_changes(scenario: Scenario[Any, Any, Any], changes: Mapping[str, Any]) -> Scenario[Any, Any, Any]:
+    """`scenario` with its parameters and stand-in settings changed: text is read as `--set`
+    reads it (`"max_rounds": "30"`), other values are used as they are (`"agents": 12`); a
+    stand-in setting is `standin.KEY`, or all of them at once `standin=` (a StandInSettings,
+    as Mesa's model parameters give it)."""
+    changes = dict(changes)
+    settings_object = changes.pop("standin", None)
+    texts = {key: value for key, value in changes.items() if isinstance(value, str)}
+    values = {key: value for key, value in changes.items() if not isinstance(value, str)}
+    if texts:
+        scenario = scenario.with_overrides(texts)
+    prefix = StandInSettings.key_prefix
+    settings = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
+    params = {key: value for key, value in values.items() if not key.startswith(prefix)}
+    if params:
+        scenario.params.refuse_unread(*params)
+        scenario = scenario.with_params(**params)
+    if settings_object is not None:
+        scenario = type(scenario)(scenario.params, standin=settings_object)
+    if settings:
+        scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
+    return scenario
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

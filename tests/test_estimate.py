@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
+from agentsim.configure import ExperimentOptions
 from agentsim.estimate import ESTIMATE_FILE, estimate
-from agentsim.llm.specs import BackendOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [
@@ -35,8 +35,8 @@ def test_the_estimate_is_within_ten_percent_of_a_stand_in_run(tmp_path: Path, mo
                                                                 file: str, overrides: dict[str, str], runs: int) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # a hosted model with no key: it still estimates
     scenario = str(ROOT / "scenarios" / file)
-    found = estimate(scenario, backend="anthropic:claude-3-5-haiku-latest", population="", runs=runs, seed=0,
-                     overrides=overrides, options=BackendOptions(), timed_calls=3)
+    found = estimate(ExperimentOptions(scenario=scenario, backend="anthropic:claude-3-5-haiku-latest", runs=runs,
+                                       overrides=overrides), timed_calls=3)
     out = tmp_path / "standin"
     arguments = [argument for key, value in overrides.items() for argument in ("--set", f"{key}={value}")]
     assert cli(scenario, "--runs", str(runs), "--no-live", "--out", str(out), *arguments).returncode == 0

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from helpers import ROOT, JitteryStandIn, run_model
 
-from agentsim.errors import ParameterError
+from agentsim.errors import ParameterError, ScenarioFileError
 from agentsim.games.naming import NamingGame
 from agentsim.model import BackendShare, PopulationModel
 
@@ -92,15 +92,17 @@ def test_scenarios_read_as_their_class_and_what_they_change() -> None:
 
 
 def test_arguments_a_model_cannot_take_are_refused_naming_them() -> None:
-    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
-        PopulationModel("x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"scenario takes a scenario file's path .*, a Scenario class or a Scenario object"):
+        PopulationModel(3)  # type: ignore[arg-type]
+    with pytest.raises(ScenarioFileError, match="scenario file 'x' not found"):  # text is a file's path, as agentsim.run reads it
+        PopulationModel("x")
     with pytest.raises(ParameterError, match="unknown parameter 'agnets'; did you mean 'agents'"):
         PopulationModel(NamingGame, agnets=6)
     with pytest.raises(TypeError, match="seed must be a whole number"):
         PopulationModel(NamingGame, seed=1.5)  # type: ignore[arg-type]
     assert PopulationModel(NamingGame(agents=6), agents=10, seed=1).scenario.params.agents == 10
-    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
-        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus"}, iterations=1, max_steps=1,
+    with pytest.raises(TypeError, match="scenario takes a scenario file's path"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": 3.5}, iterations=1, max_steps=1,
                        display_progress=False)
     with pytest.raises(ValueError, match="seed= or rng=, not both"):
         PopulationModel(NamingGame, seed=1, rng=2)

@@ -11,7 +11,7 @@ import pytest
 from helpers import ROOT, run_experiment
 
 import agentsim
-from agentsim.cli import load_scenario
+from agentsim.scenario_files import load_scenario
 
 FILES = ["prisoners_dilemma.py", "commons_fishing.py", "stag_hunt.py", "sign_schema.py", "naming_game.py"]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from helpers import ROOT, run_experiment
 
-from agentsim.cli import load_scenario
 from agentsim.games.evolution import StagHunt
+from agentsim.scenario_files import load_scenario
 
 
 def _recorded(path: Path, out: Path, overrides: dict[str, str]) -> tuple[list[tuple[Any, ...]], int]:

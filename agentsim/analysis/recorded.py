@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import UserError
+from ..games import discover
 from ..scenario import Scenario
 from ..scenario_files import load_scenario
 from ..store import DATABASE, Store
@@ -343,8 +344,6 @@ def _family_packages() -> set[str]:
     """The packages of the registered game families: `agentsim.games.NAME` for each, and the
     package holding each module a family declares (its commands, report sections, checkpoint
     classes), for a family installed from elsewhere."""
-    from ..games import discover
-
     packages: set[str] = set()
     for family in discover().values():
         packages.add(f"agentsim.games.{family.name}")
