@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .analysis.recorded import RecordedExperiment
-from .errors import UserError
+from .errors import DamagedStoreError, UserError
 from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
 from .store import DATABASE, Store
 from .summaries import total_by_model
@@ -80,9 +80,19 @@ class Results:
         return dict(self._recorded.experiment)
 
     def summary(self) -> dict[str, Any]:
-        """`summary.json` as written at the experiment's end ({} while it runs)."""
+        """`summary.json` as written at the experiment's end ({} while it runs); one that does not
+        read back as a mapping is refused in one line (the store, which the tables read, is the record)."""
         path = self.directory / "summary.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if not path.is_file():
+            return {}
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            document = None
+        if not isinstance(document, dict):
+            raise DamagedStoreError(f"{path} is damaged (not a JSON object); the runs are in the store: "
+                                    f"results.runs() reads them")
+        return document
 
     # --- tables --------------------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:

@@ -31,6 +31,8 @@ from test_gamabench import BAR, GUESSING, write_raw
 from test_import_ainorms import population_run, write_zip
 from test_resume import recorded_rounds
 
+import agentsim
+from agentsim.errors import UserError
 from agentsim.store import DATABASE
 
 SCENARIO = str(ROOT / "scenarios" / "naming_game.py")
@@ -222,6 +224,12 @@ def test_report_reads_the_store_whatever_summary_json_says(finished: Path, tmp_p
     (out / "summary.json").write_text(summary)
     result = cli_in_process("report", str(out), "--out", str(tmp_path / "report"))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    with agentsim.open(out) as results:  # the API's summary() says so in one line where it is no mapping
+        if summary.startswith('{"'):
+            assert results.summary() == {"runs": "x"} and len(results.runs()) == 2
+        else:
+            with pytest.raises(UserError, match=r"summary\.json is damaged"):
+                results.summary()
 
 
 def _set_experiment(out: Path, key: str, value: str) -> None:
