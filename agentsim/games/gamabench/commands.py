@@ -21,7 +21,8 @@ def import_gamabench(argv: list[str]) -> int:
                                        "results directory: an experiment per game, model, prompt version and "
                                        "condition, a run per file, marked as imported.")
     parser.add_argument("source", type=Path, help="GAMA-Bench's raw_results/ directory (or a game folder of it)")
-    parser.add_argument("--out", type=Path, required=True, help="a new results directory to write")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new results directory to write (written whole, or not at all)")
     options = parser.parse_args(argv)
     with import_outcome(options.out):
         from .importer import import_runs

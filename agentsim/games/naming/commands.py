@@ -298,7 +298,8 @@ def import_ainorms(argv: list[str]) -> int:
                                        "directories agentsim's analyses and `report` read. Pickles are read as plain "
                                        "data only: one that names any global is refused and nothing in it runs.")
     parser.add_argument("source", type=Path, help="an AI-norms zip (data/llama31_data.zip), a .pkl, or a directory")
-    parser.add_argument("--out", type=Path, required=True, help="where the results directories go")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new results directory to write (written whole, or not at all)")
     parser.add_argument("--max-rounds", type=int, default=60,
                         help="agentsim rounds (N/2 interactions) a committed minority has to flip the convention "
                              "(default 60: the paper's 30 population rounds of N interactions)")
