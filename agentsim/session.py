@@ -641,9 +641,10 @@ def scenario_digest(path: str | Path) -> str | None:
 
 def check_scenario_digest(recorded: dict[str, Any], scenario_file: str | Path, *, out: Path, changed: bool) -> None:
     """A resume runs the scenario file its runs started with: one whose content differs from the
-    digest recorded then is refused (before it is loaded, from the command line) unless
-    `changed` says to continue with it as it is now. A store from before digests were recorded,
-    or a run of no file (the Python API's scenario object), has nothing to compare."""
+    digest recorded then is refused unless `changed` says to continue with it as it is now; the
+    file the store names is checked before it is loaded (agentsim/configure.py), one the user
+    named before anything under `out` is written (`Session`). A store from before digests were
+    recorded, or a run of no file (the Python API's scenario object), has nothing to compare."""
     digest = recorded.get("scenario_sha256")
     if changed or not scenario_file or not isinstance(digest, str):
         return

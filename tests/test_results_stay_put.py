@@ -264,10 +264,12 @@ def test_a_resume_refuses_an_edited_scenario_file_before_running_it(tmp_path: Pa
     marker = tmp_path / "the-edited-file-ran"
     scenario.write_text(scenario.read_text() + f"\nfrom pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n")
     before = hashes(out)
-    for arguments in (("--resume", "--out", str(out)), (str(scenario), "--resume", "--out", str(out))):
-        result = cli(*arguments, "--no-live")
-        one_line(result, 2, "is not the one the runs", "--scenario-changed")
-        assert not marker.exists() and hashes(out) == before
+    one_line(cli("--resume", "--out", str(out), "--no-live"), 2, "is not the one the runs", "--scenario-changed")
+    assert not marker.exists() and hashes(out) == before  # the file the store names: refused before it ran
+    one_line(cli(str(scenario), "--resume", "--out", str(out), "--set", "agents=6", "--set", "max_rounds=3",
+                 "--no-live"), 2, "is not the one the runs", "--scenario-changed")
+    assert hashes(out) == before  # a file the user names runs (they named it), and is refused before a write
+    marker.unlink(missing_ok=True)
     assert cli("--resume", "--out", str(out), "--scenario-changed", "--no-live").returncode == 0
     assert marker.exists()  # asked for by name: the file as it is now
     recorded = sqlite3.connect(out / DATABASE).execute("SELECT value FROM experiment WHERE key = 'scenario_sha256'")
