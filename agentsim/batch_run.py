@@ -8,18 +8,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError, BackendFailedError, BackendSpecError
-from .llm.accounting import AccountedModel, answer_cost
+from .llm.accounting import AccountedModel, answer_cost, reservation
 from .llm.base import Completion, LanguageModel, Request
-from .llm.batches import estimated_cost, first_requests, prefetch
+from .llm.batches import first_requests, prefetch
 from .llm.cache import CachedModel
+from .llm.prices import FREE, price_for
+from .llm.providers import batch_providers
 from .llm.specs import parse_spec
 from .llm.stack import layer
 from .secrets import redact
 
 if TYPE_CHECKING:
     from .scenario import Scenario
-
-BATCH_PROVIDERS = ("openai", "anthropic")
 
 
 def refuse_unbatchable(scenarios: Sequence[Scenario[Any, Any, Any]], specs: Sequence[str]) -> None:
@@ -34,9 +34,11 @@ def refuse_unbatchable(scenarios: Sequence[Scenario[Any, Any, Any]], specs: Sequ
 
 
 def require_batch_backend(specs: Sequence[str]) -> None:
-    """--batch (of a run, `comprehension` or `check-model`) needs one backend with a batch API."""
-    if len(specs) != 1 or parse_spec(specs[0]).provider not in BATCH_PROVIDERS:
-        raise BackendSpecError(f"--batch needs one openai: or anthropic: backend (got {', '.join(specs)}); drop --batch "
+    """--batch (of a run, `comprehension` or `check-model`) needs one backend whose provider has a
+    batch API (its descriptor says so: llm/providers.py)."""
+    if len(specs) != 1 or parse_spec(specs[0]).provider_info.batch is None:
+        batched = " or ".join(batch_providers())
+        raise BackendSpecError(f"--batch needs one {batched} backend (got {', '.join(specs)}); drop --batch "
                                f"or choose --backend openai:MODEL / anthropic:MODEL")
 
 
@@ -84,15 +86,15 @@ async def prefetch_into(stack: LanguageModel, requests: Iterable[Request], *, po
     cached, accounted = layer(stack, CachedModel), layer(stack, AccountedModel)
     if not isinstance(cached, CachedModel) or not isinstance(accounted, AccountedModel):
         raise BackendSpecError("--batch keeps the batches' answers in the response cache; drop --no-cache")
-    model = accounted.model
+    model, sources = accounted.model, accounted.prices
+    bound = price_for(model, sources) or FREE
 
     def price(completion: Completion) -> float:
-        return answer_cost(model, completion)
+        return answer_cost(model, completion, sources)
 
     try:
         return await prefetch(requests, backend=innermost(stack), identity=cached.identity, store=cached.store,
-                              reserve=accounted.budget.reserve, settle=accounted.budget.settle, price=price,
-                              estimate=lambda request: estimated_cost(price, request), progress=progress,
-                              poll_s=poll_s, attempts=attempts)
+                              budget=accounted.budget, price=price, estimate=lambda request: reservation(bound, request),
+                              progress=progress, poll_s=poll_s, attempts=attempts)
     except BackendError as error:  # batches that failed for good, a key refused: one line and exit 3, as a run's call
         raise BackendFailedError(redact(str(error))) from None

@@ -27,9 +27,10 @@ from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUN_COLUMNS, RUNS_CSV, by_mode
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, load_user_prices, price_for, priced
-from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
-from .llm.stack import REMOTE, layer
+from .llm.prices import PRICES_HELP, load_user_prices
+from .llm.providers import is_stand_in
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
+from .llm.stack import layer
 from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
@@ -242,14 +243,14 @@ class Session:
 
             refuse_unbatchable([self.scenario, *self.variant_scenarios], [spec for spec, _ in self.shares])
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
-        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+        if config.llm.base_url and not any(parse_spec(spec).provider_info.base_url for spec, _ in self.shares):
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
                                    f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
                                    f"such as --backend openai:MODEL")
         load_user_prices()  # a table that does not read stops here, not at the first answer
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
-            _require_prices([spec for spec, _ in self.shares])
+            _require_prices([spec for spec, _ in self.shares], config.llm)
         rules = self.scenario.standin_part().rules
         self.backends = {spec: build_backend(spec, config.llm, self.budget, warn, rules=rules) for spec, _ in self.shares}
         if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
@@ -480,7 +481,7 @@ class Session:
     def standin_ignored(self) -> dict[str, Any]:
         """The parameters this experiment changes that the stand-in's rule does not read (each
         with its value; a grid's variants included), where any agent answers on the stand-in."""
-        if self.config.scenario.rule_agents or not any(spec.startswith("stand-in") for spec, _ in self.shares):
+        if self.config.scenario.rule_agents or not any(is_stand_in(spec) for spec, _ in self.shares):
             return {}
         ignored: dict[str, Any] = {}
         for scenario in [self.scenario, *self.variant_scenarios]:
@@ -573,8 +574,8 @@ class Session:
         found: dict[str, Any] = {}
         for text, _ in self.shares:
             spec = parse_spec(text)
-            if spec.provider in REMOTE:
-                price = price_for(spec.target)
+            if spec.provider_info.billed:
+                price = backend_price(text, self.config.llm)
                 found[spec.target] = price.as_dict() if price is not None else None
         return found
 
@@ -674,11 +675,6 @@ def _render_every_prompt(codec: Any, seed: int) -> None:
         codec.reminder(situation, codec.parse("", situation))
 
 
-def is_stand_in(spec: str) -> bool:
-    """Whether a backend spec is the built-in stand-in (`stand-in` or `stand-in:LABEL`)."""
-    return spec == "stand-in" or spec.startswith("stand-in:")
-
-
 
 def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
     """The config with `user:password@` taken out of every URL it names: credentials are used
@@ -690,12 +686,12 @@ def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
                                population=strip_credentials(config.population), llm=llm)
 
 
-def _require_prices(specs: list[str]) -> None:
+def _require_prices(specs: list[str], options: BackendOptions) -> None:
     """--max-cost is hard only if every model it pays for has a price: an unknown one would
     cost nothing in the budget's eyes."""
     for text in specs:
         spec = parse_spec(text)
-        if spec.provider in REMOTE and not priced(spec.target):
+        if spec.provider_info.billed and backend_price(text, options) is None:
             raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
                                    f"'{redact(text)}') has none in genai-prices' table or AGENTSIM_PRICES: give it with {PRICES_HELP}, "
                                    f"or drop --max-cost")

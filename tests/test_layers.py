@@ -155,7 +155,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "agentsim.interrupts", "agentsim.event_loop", "agentsim.blocking", "agentsim.checkpoints",
               "agentsim.collection", "agentsim.sqlite_reading", "agentsim.staging")),
     ("llm", ("agentsim.llm",)),
-    ("core", ("agentsim.scenario", "agentsim.scenario_files", "agentsim.codec", "agentsim.parts", "agentsim.figures",
+    ("core", ("agentsim.scenario", "agentsim.scenario_files", "agentsim.codec", "agentsim.parts", "agentsim.figures", "agentsim.views",
               "agentsim.model", "agentsim.agents", "agentsim.policies", "agentsim.scheduler", "agentsim.records",
               "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.store_layout", "agentsim.tables", "agentsim.flat",
               "agentsim.summaries", "agentsim.prompts", "agentsim.variants", "agentsim.model_fitness",

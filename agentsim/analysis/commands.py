@@ -113,15 +113,21 @@ def import_runs(argv: list[str]) -> int:
 def watch(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim watch",
                            description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "
-                                       "and after they end: each run's figures, calls and status, updated every second. "
-                                       "It reads the store only: nothing under DIR is written.")
-    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+                                       "and after they end: each run's figures, charts, calls and status, updated every "
+                                       "second; a click on a chart's round shows its prompts and replies. It reads the "
+                                       "store only: nothing under DIR is written. A scenario class defined in a file is "
+                                       "found from the file the runs recorded, where it is still there; else pass --scenario.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively); it may not exist yet: the page "
+                                          "waits for the run that records there")
     parser.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0: any free one)")
     scenario_option(parser)
     options = parser.parse_args(argv)
     if not 0 <= options.port <= 65535:
         raise UserError(f"--port must be from 0 to 65535 (got {options.port})")
-    directory = results_directory(options.directory)
+    directory = Path(options.directory)
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"'{options.directory}' is a file, not a directory; give the output directory of a run "
+                        f"(one that does not exist yet is waited for)")
     import asyncio
     import functools
 
@@ -162,9 +168,9 @@ def estimate_command(argv: list[str]) -> int:
                     "with its real prompts (agentsim/estimate.py).")
     add_experiment_arguments(parser, scenario_help="the scenario file to estimate, e.g. scenarios/naming_game.py",
                              resume=False, execution=False)
-    parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
-                        help="time N real calls of the backend for its latency where it answers (0: assume it); they "
-                             "are paid for")
+    parser.add_argument("--timed-calls", type=int, default=0, metavar="N",
+                        help="time N real calls of the backend for its latency, where it answers; they are paid for "
+                             "(default 0: the latency is assumed, and no paid API is called)")
     arguments = parser.parse_args(argv)
     if arguments.scenario is None:
         raise UserError("give a scenario file: python -m agentsim estimate scenarios/naming_game.py --backend SPEC")

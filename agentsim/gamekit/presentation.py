@@ -25,14 +25,16 @@ A fallback (no reply gave it) plays its part (its payoffs) but is in no mean and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import checkpoints
 from ..figures import LiveFigures
 from ..parts import Readout
+from ..views import Views
 from .guard import game_code
+from .views import kit_series, kit_views, shown
 
 if TYPE_CHECKING:
     from ..model import PopulationModel
@@ -62,6 +64,7 @@ class KitMetrics:
             "payoffs": [[index, amount] for index, amount in sorted(round_.payoffs.items())],
             "eliminated": [[index, why] for index, why in sorted(round_.eliminated.items())],
             "winners": list(round_.winners),
+            "choices": {asked.ask.move: asked.ask.choice.spec() for _, asked in sorted(round_.asked.items())},
             "data": dict(round_.data),
             "ended": round_.ended,
         })
@@ -143,11 +146,6 @@ def summarize(kind: str, actions: Sequence[str]) -> dict[str, Any]:
         counts = Counter(actions)
         summary["shares"] = {option: count / len(actions) for option, count in counts.most_common()}
     return summary
-
-
-def shown(move: str) -> str:
-    """A move's name as figures show it: the default move, "choose", as "choice"."""
-    return "choice" if move == "choose" else move
 
 
 def metrics_of(model: PopulationModel) -> KitMetrics:
@@ -242,3 +240,17 @@ class KitReadout(Readout["KitState"]):
 
     def live_figures(self, model: PopulationModel[KitState]) -> LiveFigures:
         return live_figures(model)
+
+    def views(self, model: PopulationModel[KitState], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """Each move's choices per round within its bounds, the payoffs, the score as it accrues
+        (gamekit/views.py), from the store's round lines."""
+        state = model.state
+        return kit_views([line for _, line in sorted(rounds.items())], done=model.rounds_done,
+                         total=self.game.max_rounds(), score=self.game.score,
+                         eliminated=len(state.out) if state is not None else 0,
+                         ended=state.ended if state is not None else None)
+
+    def model_series(self, model: PopulationModel[KitState]) -> dict[str, float | str | None]:
+        """Mesa's columns: the first move's mean choice, the mean payoff and fallbacks of the
+        latest round, the game's score so far (gamekit/views.py)."""
+        return kit_series(metrics_of(model).lines(), self.game.score)
