@@ -134,7 +134,7 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         if not Path(source).is_file():
             raise ScenarioFileError(f"the scenario file recorded in {out}, '{source}', is not there any more; name it: "
                                     f"python -m agentsim FILE --resume --out {out}")
-    if options.resume and options.scenario is None:  # the file the store names: checked before it runs
+        # the file the store names, checked before it runs: the file the runs started with
         check_scenario_digest(recorded, source, out=out, changed=options.scenario_changed)
     scenario, module = scenario_from(source)
     overrides = dict(options.overrides)
