@@ -61,9 +61,11 @@ def _deferred(name: str, module: str) -> Callable[[list[str]], int]:
     return main
 
 
-def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def command(name: str, summary: str | None = None, *,
+            stopped: str | None = None) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     """Register the decorated function as the subcommand `name` (a later one replaces it);
-    without `summary`, the one its family declared stays (`declare`)."""
+    without `summary`, the one its family declared stays (`declare`); `stopped`: what a signal
+    that stops it leaves, for its one line (by default: nothing recorded changed)."""
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             signals = len(interrupts.received)
@@ -73,7 +75,7 @@ def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[s
                 if isinstance(error, KeyboardInterrupt) or len(interrupts.received) > signals:
                     # A signal, wherever it landed: while a module imported (an ImportError), inside a
                     # library, or in the command's own code: one line and 130 / 143, never a traceback.
-                    return _interrupted(name, getattr(error, "outcome", None))
+                    return _interrupted(name, getattr(error, "outcome", None) or stopped)
                 if isinstance(error, UserError):
                     print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
                     return EXIT_USER_ERROR
@@ -82,7 +84,7 @@ def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[s
                     return error.exit_code
                 raise
             if len(interrupts.received) > max(signals, _ANSWERED[0]):  # a signal some library swallowed: still answered
-                return _interrupted(name, None)
+                return _interrupted(name, "it went on to its end (a library held the signal back): what it wrote stands")
             return code
         main.__doc__ = function.__doc__
         SUBCOMMANDS[name] = main
