@@ -110,7 +110,8 @@ def import_runs(argv: list[str]) -> int:
     return SUBCOMMANDS[IMPORT_PREFIX + kind](rest)
 
 
-@command("watch", "a web page that follows a results directory while its runs record and after (--port P)")
+@command("watch", "a web page that follows a results directory while its runs record and after (--port P)",
+         stops_on_signal=True)
 def watch(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim watch",
                            description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "

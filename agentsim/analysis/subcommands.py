@@ -61,11 +61,13 @@ def _deferred(name: str, module: str) -> Callable[[list[str]], int]:
     return main
 
 
-def command(name: str, summary: str | None = None, *,
-            stopped: str | None = None) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def command(name: str, summary: str | None = None, *, stopped: str | None = None,
+            stops_on_signal: bool = False) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     """Register the decorated function as the subcommand `name` (a later one replaces it);
     without `summary`, the one its family declared stays (`declare`); `stopped`: what a signal
-    that stops it leaves, for its one line (by default: nothing recorded changed)."""
+    that stops it leaves, for its one line (by default: nothing recorded changed);
+    `stops_on_signal`: a command a signal ends as it should (a server: `watch`), whose own exit
+    code stands once it has taken the signal itself."""
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             signals = len(interrupts.received)
@@ -83,7 +85,8 @@ def command(name: str, summary: str | None = None, *,
                     print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
                     return error.exit_code
                 raise
-            if len(interrupts.received) > max(signals, _ANSWERED[0]):  # a signal some library swallowed: still answered
+            if not stops_on_signal and len(interrupts.received) > max(signals, _ANSWERED[0]):
+                # a signal some library swallowed: still answered
                 return _interrupted(name, "it went on to its end (a library held the signal back): what it wrote stands")
             return code
         main.__doc__ = function.__doc__
