@@ -309,7 +309,8 @@ class Session:
             **identity,
             "runs": max(self.config.replicates, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
-            **({"scenario_sha256": scenario_digest(config.scenario_file)} if config.scenario_file else {}),
+            **({"scenario_sha256": digest} if config.scenario_file and (digest := scenario_digest(config.scenario_file))
+               else {}),
             "code_version": self.code_version,
             "checkpoint_format": CHECKPOINT_FORMAT,
             # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
