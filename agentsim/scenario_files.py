@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,13 @@ from typing import Any
 from .errors import ArgumentError, ScenarioFileError, UserError
 from .interrupts import Interrupt
 from .params import StandInSettings
-from .scenario import Scenario
+from .scenario import GivesScenario, Scenario, as_scenario
 
-# What a front door takes as the scenario: a file's path, a Scenario subclass, or a Scenario object.
-ScenarioSource = str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]]
+# What a front door takes as the scenario: a file's path, a Scenario subclass, or a Scenario object,
+# or a game on the layer (agentsim.gamekit: a Game subclass or object, which its engine wraps).
+ScenarioSource = str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]] | GivesScenario | type[GivesScenario]
 SOURCES = ("a scenario file's path (such as scenarios/naming_game.py), a Scenario class or a Scenario object (such "
-           "as NamingGame or NamingGame(agents=24))")
+           "as NamingGame or NamingGame(agents=24)), or a game on the layer (a Game class or object)")
 
 
 def scenario_from(source: object, changes: Mapping[str, Any] | None = None) -> tuple[Scenario[Any, Any, Any], Any]:
@@ -33,10 +35,8 @@ def scenario_from(source: object, changes: Mapping[str, Any] | None = None) -> t
     module: Any = None
     if isinstance(source, (str, Path)):
         scenario, module = load_scenario(source)
-    elif isinstance(source, type) and issubclass(source, Scenario):
-        scenario = source()
-    elif isinstance(source, Scenario):
-        scenario = source
+    elif (made := as_scenario(source)) is not None:  # a Scenario, or a layer game's engine (class or object)
+        scenario = made
     else:
         raise ArgumentError(f"scenario takes {SOURCES} (got {type(source).__name__} {source!r:.60})")
     return with_changes(scenario, changes or {}), module
@@ -88,6 +88,8 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
         raise ScenarioFileError(f"scenario file '{path}' is not a Python file; give a .py scenario file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # its classes are found by name (analyses, a Ray worker's plan)
+    # (and so is the package above it, without which pickle cannot import the module by name)
+    sys.modules.setdefault("agentsim_scenarios", types.ModuleType("agentsim_scenarios"))
     try:
         spec.loader.exec_module(module)
     except SyntaxError as error:
@@ -103,18 +105,36 @@ def load_scenario(path: str | Path) -> tuple[Scenario[Any, Any, Any], Any]:
     except Exception as error:  # the file's own code failed: report it as the user's to fix
         raise ScenarioFileError(f"scenario file '{path}' failed to load ({type(error).__name__}: {error}); fix the file") from None
     candidate = getattr(module, "scenario", None)
-    if isinstance(candidate, Scenario):
-        return candidate, module
-    objects = [value for value in vars(module).values() if isinstance(value, Scenario)]
+    if candidate is not None and not isinstance(candidate, type) and as_scenario(candidate) is not None:
+        return _built(candidate, path), module
+    objects = [value for value in vars(module).values() if not isinstance(value, type) and _scenario_like(value)]
     if len(objects) == 1:
-        return objects[0], module
+        return _built(objects[0], path), module
     classes = [value for value in vars(module).values()
-               if isinstance(value, type) and issubclass(value, Scenario) and value.__module__ == name]
+               if isinstance(value, type) and _scenario_like(value) and value.__module__ == name]
     if not objects and len(classes) == 1:
-        return classes[0](), module
+        return _built(classes[0], path), module
     raise ScenarioFileError(
         f"scenario file '{path}' defines {'several scenarios' if objects or classes else 'no scenario'}; "
         f"assign the one to run to a variable named `scenario`")
+
+
+def _scenario_like(value: Any) -> bool:
+    """A Scenario (object or class), or a game on the layer (one that gives its scenario)."""
+    kind = value if isinstance(value, type) else type(value)
+    return issubclass(kind, Scenario) or callable(getattr(kind, "__scenario__", None))
+
+
+def _built(value: Any, path: str | Path) -> Scenario[Any, Any, Any]:
+    """The scenario of a file's object or class (built with its defaults); a UserError while
+    building it (parameters a class refuses) named with the file."""
+    try:
+        scenario = as_scenario(value)
+    except UserError as error:
+        raise ScenarioFileError(f"scenario file '{path}': {error}") from None
+    if scenario is None:
+        raise ScenarioFileError(f"scenario file '{path}': {value!r} gives no scenario; fix the file")
+    return scenario
 
 
 def file_runs(module: Any, path: str | Path, fix: str) -> int:

@@ -197,7 +197,7 @@ def test_batch_run_rows_carry_a_layer_games_series() -> None:
             assert row["mean_choice"] == pytest.approx(sum(chosen) / len(chosen)), file
             assert row["mean_payoff"] == pytest.approx(lines[-1]["mean_payoff"]), file
             if scored:
-                assert row["score"] == pytest.approx(model.scenario.score(lines)) and 0 <= row["score"] <= 100
+                assert row["score"] == pytest.approx(model.scenario.game.score(lines)) and 0 <= row["score"] <= 100
 
 
 @pytest.mark.parametrize(("file", "params", "columns"), [

@@ -38,6 +38,7 @@ from servers import ServerThread, standin_server  # noqa: F401  (the fixture)
 
 from agentsim.llm.base import Request
 from agentsim.llm.standin import StandInModel
+from agentsim.store import Store
 
 pytestmark = pytest.mark.slow  # runs of seconds each, watched
 
@@ -594,7 +595,10 @@ def test_watch_follows_a_prisoners_dilemma(tmp_path: Path, standin_server: Any) 
     assert final["status"] == "done" and final["round"] == summary["rounds"] == 12
     assert final["calls"] == summary["calls"] > 0
     assert final["success"] is None  # the dilemma declares no success rate: none shown, not 0%
-    assert dict(final["shares"])["C"] == pytest.approx(summary["cooperation_rate"])
-    assert dict(final["lines"])["cooperation"].startswith(f"{summary['cooperation_rate']:.0%} of choices")
+    store = Store(out)
+    (last,) = [json.loads(stats) for (stats,) in store.rows("SELECT stats FROM rounds WHERE run = 1 AND round = 11")]
+    store.close()
+    assert dict(final["shares"])["C"] == pytest.approx(last["moves"]["choose"]["shares"].get("C", 0))  # the last round's
+    assert dict(final["lines"])["mean payoff"].endswith("per player-round in round 12")
     assert final["coloured"] == -1  # anyone may meet anyone: no graph
     check_unchanged(watched)

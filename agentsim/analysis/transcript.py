@@ -42,6 +42,7 @@ class Call:
     payoff: float | None
     new_messages: tuple[Message, ...]  # what this attempt added to the conversation
     fallback: bool = False  # the move no reply gave: drawn by the codec's fallback rule
+    first: bool = False  # the first call of a decision (an agent asked again in an encounter has several)
 
 
 class Rows(Protocol):
@@ -123,7 +124,8 @@ def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int |
     replies: list[str] = []
     shown = 0
     for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in rows:
-        if attempt == 0:
+        first = attempt == 0 or bool(row_context)  # a decision starts at its row with a context
+        if first:
             context, replies, shown = row_context, [], 0
         if context is None:
             continue
@@ -136,7 +138,7 @@ def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int |
             replies.append(reply)
             shown += 1  # the reply is printed as the reply, not again as an assistant message
         yield Call(run_id, None if round_number is None else round_number + base, t, agent_id, model or "", attempt, reply,
-                   parsed, error, action, payoff, new, bool(fell))
+                   parsed, error, action, payoff, new, bool(fell), first)
 
 
 def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = None, agent: int | None = None,
@@ -177,8 +179,9 @@ def call_text(call: Call, seed: int | None) -> str:
     messages it added, the reply, how it was read and what was played); `watch` shows the same."""
     parts = []
     where = f"round {call.round}" if call.round is not None else "round ?"
-    if call.attempt == 0:
-        parts.append(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
+    if call.first:
+        again = " · asked again" if call.attempt else ""  # a later move of the agent in the same encounter
+        parts.append(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}){again} ===\n")
     parts.extend(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
     if call.reply is not None:
         parts.append(f"[reply, attempt {call.attempt}]\n{call.reply}\n")

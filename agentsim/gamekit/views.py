@@ -139,7 +139,7 @@ def _payoff_band(line: Line) -> tuple[float, float, float] | None:
 def kit_series(lines: Sequence[Line], score: Callable[[Sequence[Line]], float | None]) -> dict[str, float | str | None]:
     """Mesa's columns of a layer game, one row per round: its first move's mean choice in the
     latest round (a number's mean, a split's first part; NaN for options), the latest round's
-    mean payoff per choice, its fallbacks, and the game's score over the rounds so far (NaN
+    mean payoff per player-round chosen, its fallbacks, and the game's score over the rounds so far (NaN
     where there is none yet: a column keeps its float dtype)."""
     latest = lines[-1] if lines else {}
     moves = moves_in(lines)

@@ -7,13 +7,13 @@ owns its rules, prompts, state, metrics and report, and tells the framework abou
 from its `__init__`:
 
     register_family(Family(
-        name="dilemma",
-        summary="the repeated Prisoner's Dilemma with reputation",
-        scenario_names=("prisoners_dilemma",),              # what its runs record as `scenario`
-        commands="agentsim.games.dilemma.commands",          # where its subcommands register ...
-        subcommands={"cooperation": "cooperation per round and per model"},  # ... imported when one runs
-        report_sections=("agentsim.games.dilemma.report",),  # registers its report sections (imported for a report)
-        checkpoint_classes=("agentsim.games.dilemma.metrics:DilemmaState",),  # what its checkpoints may hold
+        name="commons",
+        summary="GovSim's commons (Piatti et al. 2024)",
+        scenario_names=("commons",),                           # what its runs record as `scenario`
+        commands="agentsim.games.commons.commands",            # where its subcommands register ...
+        subcommands={"commons-transcript": "a run month by month"},  # ... imported when one runs
+        report_sections=("agentsim.games.commons.report",),    # registers its report sections (imported for a report)
+        checkpoint_classes=("agentsim.games.commons.state:CommonsState",),  # what its checkpoints may hold
     ))
 
 `discover()` imports every family (the subpackages here, then the entry points) once; the
