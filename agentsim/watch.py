@@ -255,7 +255,7 @@ class Followed:
     def _from_recorded_file(self, experiment: dict[str, Any], changes: dict[str, Any]) -> Any:
         """The scenario from the file the runs were started with, where it is still there
         (`usable_scenario_file`: outside DIR, defining the recorded class, of the recorded
-        content where a digest was recorded); None otherwise, and nothing of it run."""
+        digest); None otherwise, and nothing of it run."""
         from .analysis.recorded import rebuild_scenario
         from .scenario_files import load_scenario
 
@@ -508,8 +508,8 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
     """The scenario file the runs recorded, where `watch` may load it without `--scenario`:
     an absolute path to a `.py` file that is still there, outside the watched directory (a
     results directory never brings code of its own), whose text (read, not run) defines the
-    recorded class, and whose content matches the digest recorded with the runs, where one
-    was. None otherwise."""
+    recorded class, and whose content matches the digest recorded with the runs (runs
+    recorded before digests were need `--scenario FILE`). None otherwise."""
     text = experiment.get("scenario_file")
     if not isinstance(text, str) or not text.endswith(".py") or not Path(text).is_absolute():
         return None
@@ -521,9 +521,9 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
         source = resolved.read_bytes()
     except OSError:
         return None
-    digest = experiment.get("scenario_digest") or experiment.get("scenario_sha256")
-    if isinstance(digest, str) and digest.removeprefix("sha256:") != hashlib.sha256(source).hexdigest():
-        return None
+    digest = experiment.get("scenario_sha256")
+    if not isinstance(digest, str) or digest != hashlib.sha256(source).hexdigest():
+        return None  # without a recorded digest there is no telling that this is the file the runs used
     recorded = str(experiment.get("scenario_class") or "")
     module, _, name = recorded.rpartition(".")
     try:
