@@ -154,11 +154,11 @@ def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_r
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("agentsim.version", "agentsim.errors", "agentsim.params", "agentsim.secrets", "agentsim.seeding",
               "agentsim.interrupts", "agentsim.event_loop", "agentsim.blocking", "agentsim.checkpoints",
-              "agentsim.collection")),
+              "agentsim.collection", "agentsim.sqlite_reading", "agentsim.staging")),
     ("llm", ("agentsim.llm",)),
     ("core", ("agentsim.scenario", "agentsim.scenario_files", "agentsim.codec", "agentsim.parts", "agentsim.figures", "agentsim.views",
               "agentsim.model", "agentsim.agents", "agentsim.policies", "agentsim.scheduler", "agentsim.records",
-              "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.tables", "agentsim.flat",
+              "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.store_layout", "agentsim.tables", "agentsim.flat",
               "agentsim.summaries", "agentsim.prompts", "agentsim.variants", "agentsim.model_fitness",
               "agentsim.progress", "agentsim.gamekit", "agentsim.games", "agentsim.batch_run",
               "agentsim.estimate_file")),

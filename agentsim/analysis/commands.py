@@ -90,7 +90,8 @@ def transcript(argv: list[str]) -> int:
     return 0
 
 
-@command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)")
+@command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)",
+         stopped="nothing was imported: an import leaves --out as it was until it is whole")
 def import_runs(argv: list[str]) -> int:
     """One verb for every reader of published runs: a family declares `import-KIND` and
     `import KIND` finds it, so a new reader needs no edit here. A reader accepts plain data
@@ -109,7 +110,8 @@ def import_runs(argv: list[str]) -> int:
     return SUBCOMMANDS[IMPORT_PREFIX + kind](rest)
 
 
-@command("watch", "a web page that follows a results directory while its runs record and after (--port P)")
+@command("watch", "a web page that follows a results directory while its runs record and after (--port P)",
+         stops_on_signal=True)
 def watch(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim watch",
                            description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "

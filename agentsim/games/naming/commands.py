@@ -27,6 +27,7 @@ from ...llm.providers import STAND_IN
 from ...llm.specs import BackendOptions
 from ...params import finite_float
 from ...scenario_files import load_scenario, parse_overrides, scenario_from
+from ...staging import import_outcome
 
 
 @command("bias")
@@ -309,20 +310,19 @@ def import_ainorms(argv: list[str]) -> int:
                                        "directories agentsim's analyses and `report` read. Pickles are read as plain "
                                        "data only: one that names any global is refused and nothing in it runs.")
     parser.add_argument("source", type=Path, help="an AI-norms zip (data/llama31_data.zip), a .pkl, or a directory")
-    parser.add_argument("--out", type=Path, required=True, help="where the results directories go")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new results directory to write (written whole, or not at all)")
     parser.add_argument("--max-rounds", type=int, default=60,
                         help="agentsim rounds (N/2 interactions) a committed minority has to flip the convention "
                              "(default 60: the paper's 30 population rounds of N interactions)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     options = parser.parse_args(argv)
-    from .ainorms import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
-        ImportSettings,
-        first_choice_tests,
-        import_source,
-    )
+    with import_outcome(options.out):
+        # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        from .ainorms import ImportSettings, first_choice_tests, import_source
 
-    settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
-    result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
+        settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
+        result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
         print(f"skipped (meta-prompting: not runs agentsim reads): {where}",
               file=sys.stderr)

@@ -53,7 +53,7 @@ def network_runs(directory: Path | str) -> list[dict[str, Any]]:
         raise UserError(f"no runs found under '{root}'; run scenarios/network_topology.py with --out {root} first")
     runs: list[dict[str, Any]] = []
     for database in databases:
-        store = Store(database.parent)
+        store = Store.read_only(database.parent)
         try:
             runs.extend(row["summary"] for row in store.runs() if row["summary"] and "topology" in row["summary"])
         finally:
