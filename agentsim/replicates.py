@@ -65,7 +65,7 @@ class StoreSink:
         self.store.stage(recorder)
 
     def unstage(self, run: int) -> None:
-        self.store.unstage(run)
+        self.store.staged.drop(run)
 
     def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None:
         self.store.set_status(run, status, stop_reason=stop_reason, summary=summary)

@@ -144,19 +144,33 @@ class Scenario(Generic[P, S, St]):
     def with_params(self, **changes: Any) -> Self:
         return type(self)(self.params.replace(**changes), standin=self.standin)
 
-    def with_overrides(self, overrides: dict[str, str]) -> Self:
-        """`--set KEY=VALUE` pairs: parameters, and the stand-in's settings as `standin.KEY`."""
+    def with_overrides(self, overrides: Mapping[str, str], values: Mapping[str, Any] | None = None) -> Self:
+        """`--set KEY=VALUE` pairs: parameters, and the stand-in's settings as `standin.KEY`;
+        with `values` (Python's own, used as they are) in the same change."""
         prefix = StandInSettings.key_prefix
-        settings = {key.removeprefix(prefix): text for key, text in overrides.items() if key.startswith(prefix)}
-        params = {key: text for key, text in overrides.items() if not key.startswith(prefix)}
-        for key in params:
+        changes = {**overrides, **(values or {})}
+        settings = {key.removeprefix(prefix): value for key, value in changes.items() if key.startswith(prefix)}
+        texts = {key: text for key, text in overrides.items() if not key.startswith(prefix)}
+        others = {key: value for key, value in (values or {}).items() if not key.startswith(prefix)}
+        for key in texts | others:
             if key.startswith("standin_") and key not in self.params.field_names():  # the spelling before store version 5
                 known = ", ".join(prefix + name for name in sorted(self.standin.field_names())) or "this scenario has none"
                 raise ParameterError(f"unknown parameter '{key}': the stand-in's settings are set as {prefix}KEY=VALUE ({known})")
-        if settings and self.rule_agents:
+        return type(self)(self.params.with_overrides(texts, others), standin=self.standin).with_standin(settings)
+
+    def with_standin(self, changes: Mapping[str, Any]) -> Self:
+        """A copy with the stand-in's settings changed (`standin.KEY` without its prefix): text
+        read as `--set` reads it, any other value used as it is. Rule agents ask no stand-in,
+        so any change is refused for them, in one line, however it was given."""
+        if not changes:
+            return self
+        if self.rule_agents:
             raise ParameterError(f"{type(self).__name__}'s agents follow a rule and ask no stand-in; "
-                                 f"drop {', '.join(prefix + key for key in settings)}")
-        return type(self)(self.params.with_overrides(params), standin=self.standin.with_overrides(settings))
+                                 f"drop {', '.join(StandInSettings.key_prefix + key for key in changes)}")
+        texts = {key: value for key, value in changes.items() if isinstance(value, str)}
+        values = {key: value for key, value in changes.items() if not isinstance(value, str)}
+        self.standin.refuse_unread(*values)
+        return type(self)(self.params, standin=self.standin.with_overrides(texts).replace(**values))
 
     def for_experiment(self, seed: int) -> Self:
         """Resolve what is drawn once per experiment (a random name pool), shared by all runs."""
@@ -250,6 +264,44 @@ class Scenario(Generic[P, S, St]):
         """What a run of this game shows: live figures, Mesa's series, the run's summary
         (agentsim/parts.py); made once per run, as `model.readout`."""
         return Readout()
+
+
+class GivesScenario(Protocol):
+    """An object a front door runs through the scenario it gives (a game on the layer,
+    agentsim.gamekit, gives its engine): `as_scenario` calls `__scenario__()`, and its class's
+    `__scenario_class__()` is the scenario class a recorded run is rebuilt with."""
+
+    def __scenario__(self) -> Scenario[Any, Any, Any]: ...
+
+    @classmethod
+    def __scenario_class__(cls) -> type[Scenario[Any, Any, Any]]: ...
+
+
+def scenario_class(value: type) -> type[Scenario[Any, Any, Any]] | None:
+    """The scenario class a class stands for: a Scenario subclass itself, a game class's engine
+    class (`__scenario_class__`); None for any other class."""
+    if issubclass(value, Scenario):
+        return value
+    make = getattr(value, "__scenario_class__", None)
+    made = make() if callable(make) else None
+    return made if isinstance(made, type) and issubclass(made, Scenario) else None
+
+
+def as_scenario(value: object) -> Scenario[Any, Any, Any] | None:
+    """`value` as the scenario a run runs: a Scenario object as it is, a Scenario class built
+    with its defaults, and an object that gives one through `__scenario__()` or a class through
+    `__scenario_class__()` (a game on the layer, agentsim.gamekit, whose engine wraps it); None
+    for anything else. The one
+    place a front door (a scenario file, `agentsim.run`, `PopulationModel`) turns what it was
+    given into a scenario, without importing the layer above the core."""
+    if isinstance(value, type):
+        made_class = scenario_class(value)
+        return made_class() if made_class is not None else None
+    if isinstance(value, Scenario):
+        return value
+    make = getattr(type(value), "__scenario__", None)
+    made = make(value) if callable(make) else None
+    return made if isinstance(made, Scenario) else None
 
 
 def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -19,16 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .checkpoints import CHECKPOINT_FORMAT, CheckpointError
 from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, UserError
+from .estimate_file import read as read_estimate
 from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUN_COLUMNS, RUNS_CSV, by_model_rows, run_table_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, load_user_prices, price_for, priced
-from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
-from .llm.stack import REMOTE, layer
+from .llm.prices import PRICES_HELP, load_user_prices
+from .llm.providers import STAND_IN, is_stand_in
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
+from .llm.stack import layer
 from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
@@ -36,6 +38,7 @@ from .secrets import redact, strip_credentials
 from .store import DATABASE, MOVES, RECORD_LEVELS, SAME_DRAWS_SINCE, Store, recorded_level
 from .summaries import merge_by_model, sum_usage, total_by_model
 from .variants import variant_cell, variant_scenario
+from .version import __version__
 
 SUMMARY = "summary.json"
 MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
@@ -83,12 +86,15 @@ class DirectoryLock:
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
     """What the user asked for: the scenario, where to record it, the backends, how many
-    seeded replicates and where they execute (validated here, and in `Session.open`)."""
+    seeded replicates and where they execute. Every front door (the command line, the Python
+    API, `estimate`, the Ray driver's workers) gets it from one builder (agentsim/configure.py);
+    each value is checked here, once, in the command line's words, and what needs the scenario
+    or the directory in `Session.open`."""
 
     scenario: Scenario[Any, Any, Any]
     out: Path
-    backend: str = "stand-in"
-    runs: int = 1
+    backend: str = STAND_IN
+    runs: int = 1  # each variant's replicates (`replicates` counts them all)
     seed: int = 0
     resume: bool = False
     # With `resume`: replicates added to the recorded ones (per variant, as `runs` counts);
@@ -112,14 +118,38 @@ class ExperimentConfig:
     # What the runs record (store.RECORD_LEVELS: moves, rounds, summary); None: moves for a new
     # experiment, the recorded level on a resume.
     record: str | None = None
+    # With `resume`: continue with the scenario file as it is now although its content differs
+    # from the file's the runs started with (`--scenario-changed`; its digest is then recorded anew).
+    scenario_changed: bool = False
 
     def __post_init__(self) -> None:
         if self.record is not None and self.record not in RECORD_LEVELS:
             raise ParameterError(f"--record must be one of {', '.join(RECORD_LEVELS)} (got {self.record!r})")
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or not 1 <= self.runs <= MAX_RUNS:
+            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {self.runs}); run more as "
+                                 f"separate experiments with --seed")
+        if isinstance(self.add_runs, bool) or not isinstance(self.add_runs, int) or not 0 <= self.add_runs <= MAX_RUNS:
+            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {self.add_runs})")
+        if self.add_runs and not self.resume:
+            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
+                                 "give the number of runs with --runs")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not MIN_SEED <= self.seed <= MAX_SEED - self.runs:
+            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {self.seed})")
+        if not (math.isfinite(self.checkpoint_seconds) and 0 <= self.checkpoint_seconds <= 86_400):
+            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
+                                 f"(got {self.checkpoint_seconds})")
         if self.executor not in EXECUTORS:
             raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
         if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
             raise ParameterError(f"--cpus-per-run must be a number of CPUs from 0.01 to 1024 (got {self.cpus_per_run})")
+        if (self.ray_address or self.cpus_per_run != 1.0) and self.executor != RAY:
+            flag = "--ray-address" if self.ray_address else "--cpus-per-run"
+            raise ParameterError(f"{flag} is for --executor ray; add --executor ray or drop it")
+
+    @property
+    def replicates(self) -> int:
+        """Every run of the experiment: `runs` for each variant of the grid (or the one scenario)."""
+        return self.runs * max(1, len(self.variants))
 
     @property
     def backend_label(self) -> str:
@@ -128,6 +158,12 @@ class ExperimentConfig:
         if self.scenario.rule_agents:
             return RULE_AGENTS
         return self.population or self.backend
+
+    def on_the_stand_in(self, out: Path) -> ExperimentConfig:
+        """The same experiment (scenario, grid, runs, seeds) played afresh on the stand-in, in
+        process, into `out`: what `--batch` and `estimate` play to find the calls it will make."""
+        return dataclasses.replace(self, out=out, backend=STAND_IN, population="", llm=BackendOptions(),
+                                   resume=False, add_runs=0, executor=LOCAL, ray_address="", cpus_per_run=1.0)
 
 
 _FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
@@ -198,23 +234,8 @@ class Session:
         """Check everything the user could get wrong, before any run starts (and, unless the
         output directory is new, before anything in it changes). `warn` takes the backends'
         warnings as they happen."""
-        config = self.config = _without_credentials(self.config)
-        if config.add_runs and not config.resume:
-            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
-                                 "give the number of runs with --runs")
-        if not 0 <= config.add_runs <= MAX_RUNS:
-            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {config.add_runs})")
-        if not 1 <= config.runs <= MAX_RUNS:
-            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
-                                 f"separate experiments with --seed")
-        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
-            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
-        if not (math.isfinite(config.checkpoint_seconds) and 0 <= config.checkpoint_seconds <= 86_400):
-            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
-                                 f"(got {config.checkpoint_seconds})")
+        config = self.config = _without_credentials(self.config)  # (its values were checked when it was made)
         self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
-        if config.variants:  # from here on, `runs` counts every variant's replicates
-            self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
         self.scenario = config.scenario.for_experiment(config.seed)
         for scenario in [self.scenario, *self.variant_scenarios]:
             agents = getattr(scenario.params, "agents", None)
@@ -226,18 +247,18 @@ class Session:
                 _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         if config.llm.batch:
-            from .batch_run import refuse_unbatchable
+            from .batch_run import refuse_unbatchable  # lazy: the batch APIs and aiohttp, only with --batch
 
-            refuse_unbatchable(self)
+            refuse_unbatchable([self.scenario, *self.variant_scenarios], [spec for spec, _ in self.shares])
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
-        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+        if config.llm.base_url and not any(parse_spec(spec).provider_info.base_url for spec, _ in self.shares):
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
                                    f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
                                    f"such as --backend openai:MODEL")
         load_user_prices()  # a table that does not read stops here, not at the first answer
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
-            _require_prices([spec for spec, _ in self.shares])
+            _require_prices([spec for spec, _ in self.shares], config.llm)
         rules = self.scenario.standin_part().rules
         self.backends = {spec: build_backend(spec, config.llm, self.budget, warn, rules=rules) for spec, _ in self.shares}
         if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
@@ -245,8 +266,6 @@ class Session:
                                    "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
         self._check_directory()
-        from .estimate import read as read_estimate
-
         self.estimate = read_estimate(config.out)
         self.lock = DirectoryLock.acquire(config.out)
         try:
@@ -273,46 +292,16 @@ class Session:
 
     def _open_store(self, identity: dict[str, Any]) -> None:
         config = self.config
+        if config.resume:
+            recorded = self._check_resumable(identity)
         if Store.exists(config.out):
-            store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
-            recorded = store.experiment()
-            if recorded and not config.resume and store.runs():
+            store = Store(config.out, checked=config.resume)  # (a resume's checks read it whole just now)
+            if not config.resume and store.experiment() and store.runs():
                 if _holds_results(store):
                     store.close()
                     raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
                 for row in store.runs():  # runs that failed before recording anything (a typo in a template)
                     store.discard_run(row["run"])
-            if config.resume and "scenario" not in recorded:  # (a store always records its own version)
-                store.close()
-                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
-            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
-                store.close()
-                raise OutputDirError(
-                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
-                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
-                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
-            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
-            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
-                # (a directory whose experiment recorded no run yet is started afresh)
-                if recorded and config.resume and recorded.get(key) != value:
-                    store.close()
-                    raise OutputDirError(
-                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
-                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
-                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
-                        f"use --out NEW_DIR")
-            if recorded and config.resume:
-                self._resolve_record(recorded.get("record", MOVES), store)
-                self._check_templates(recorded.get("prompt_templates") or {}, store)
-                self._check_code_version(recorded)
-                try:
-                    store.verify_checkpoints()
-                    self._check_checkpoints(store)
-                except BaseException:
-                    store.close()
-                    raise
-            if recorded and config.resume:
-                self._check_run_count(int(recorded.get("runs", 0)), store)
             self.store = store
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
@@ -328,8 +317,10 @@ class Session:
             self.budget.journal = lambda spent: store.set_experiment({"budget_spent": spent})
         self.store.set_experiment({
             **identity,
-            "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
+            "runs": max(self.config.replicates, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
+            **({"scenario_sha256": digest} if config.scenario_file and (digest := scenario_digest(config.scenario_file))
+               else {}),
             "code_version": self.code_version,
             "checkpoint_format": CHECKPOINT_FORMAT,
             # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
@@ -345,15 +336,46 @@ class Session:
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
 
-    def _resolve_record(self, recorded: str, store: Store) -> None:
+    def _resolve_record(self, recorded: str) -> None:
         """A resume records what its runs recorded so far (`--record` may only repeat it): a
         run is one level from its first encounter to its last."""
         given = self.config.record
         if given is not None and given != recorded:
-            store.close()
             raise ParameterError(f"{self.config.out} records its runs at --record {recorded} and a resume continues at "
                                  f"that level; drop --record {given}, or start afresh with --out NEW_DIR")
         self.config = dataclasses.replace(self.config, record=recorded)
+
+    def _check_resumable(self, identity: dict[str, Any]) -> dict[str, Any]:
+        """Everything a resume relies on, on the store opened read-only, before anything under
+        the directory changes: the store whole (`Store.read_only`), the same experiment, the
+        same scenario file, prompts and checkpoints' format, every run's row and checkpoint, the
+        count of runs. Returns what the experiment recorded."""
+        config = self.config
+        with Store.read_only(config.out, resume=True) as store:
+            recorded = store.experiment()
+            if "scenario" not in recorded:  # (a store always records its own version)
+                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
+            if store.written_version < SAME_DRAWS_SINCE:
+                raise OutputDirError(
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
+                if recorded.get(key) != value:
+                    raise OutputDirError(
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
+            check_scenario_digest(recorded, config.scenario_file, out=config.out, changed=config.scenario_changed)
+            self._resolve_record(recorded_level(recorded))
+            self._check_templates(recorded.get("prompt_templates") or {}, store)
+            self._check_code_version(recorded)
+            store.verify_checkpoints()
+            self._check_checkpoints(store)
+            self._check_run_count(int(recorded.get("runs", 0)), store)
+        return recorded
 
     def _check_run_count(self, recorded: int, store: Store) -> None:
         """A resume continues the runs the experiment recorded, no more and no fewer: the
@@ -361,9 +383,9 @@ class Session:
         file's RUNS or a --runs differs (with a paid model, runs nobody asked for cost money)."""
         config, cells = self.config, max(1, len(self.config.variants))
         wanted = recorded + config.add_runs * cells
-        if recorded and config.runs != wanted:
+        if recorded and config.replicates != wanted:
             store.close()
-            given, had = config.runs // cells, recorded // cells
+            given, had = config.runs, recorded // cells
             if config.add_runs:
                 raise ParameterError(f"--add-runs {config.add_runs} adds to the {had} runs recorded in {config.out}; "
                                      f"drop --runs {given}")
@@ -378,17 +400,24 @@ class Session:
         layout, types, ranges and counters: `model.checked_state`), and the encounters the
         checkpoint says were completed are the ones the store holds. One line naming the run
         otherwise, and the directory as it was."""
-        from .model import BackendShare, PopulationModel  # (the session builds no model otherwise)
+        from .model import BackendShare, PopulationModel  # lazy: Mesa; the session builds no model otherwise
 
         recorded_runs = store.experiment().get("runs", 0)
         encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))
+        marks = dict(store.rows("SELECT run, t FROM checkpoints"))
         for row in store.runs():
             run = row["run"]
-            if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.runs) or row["status"] not in RUN_STATUSES:
+            if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.replicates) or row["status"] not in RUN_STATUSES:
                 raise DamagedStoreError(f"{store.path}: the runs table's row {run!r} is damaged (run {run!r}, status "
                                         f"{row['status']!r}); {_NOTHING_CHANGED}")
+            refuse_inconsistent_row(store, row)
             blob = store.checkpoint(run)
-            if row["status"] == "done" or blob is None:
+            if row["status"] == "done":
+                continue
+            if blob is None:
+                if encounters.get(run, 0):  # (a run is forgotten only if it had recorded nothing: `starting_point`)
+                    raise DamagedStoreError(f"{store.path}: run {run} records {encounters[run]} encounters and no "
+                                            f"checkpoint to continue them from; {_NOTHING_CHANGED}")
                 continue
             scenario, seed, _ = run_cell(self.scenario, self.variant_scenarios, self.config.seed, run - 1)
             model = PopulationModel(scenario, seed=seed, replicate=run - 1, run_id=run,
@@ -407,6 +436,10 @@ class Session:
             if held != model.completed if self.config.record == MOVES else held > model.completed:
                 raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
                                         f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
+            if marks.get(run) != model.encounters_begun:
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is marked t={marks.get(run)!r} and its "
+                                        f"state began {model.encounters_begun} encounters; {_NOTHING_CHANGED}")
+            refuse_unruled_stop(store, run, model)
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -471,7 +504,7 @@ class Session:
     def standin_ignored(self) -> dict[str, Any]:
         """The parameters this experiment changes that the stand-in's rule does not read (each
         with its value; a grid's variants included), where any agent answers on the stand-in."""
-        if self.config.scenario.rule_agents or not any(spec.startswith("stand-in") for spec, _ in self.shares):
+        if self.config.scenario.rule_agents or not any(is_stand_in(spec) for spec, _ in self.shares):
             return {}
         ignored: dict[str, Any] = {}
         for scenario in [self.scenario, *self.variant_scenarios]:
@@ -567,8 +600,8 @@ class Session:
         found: dict[str, Any] = {}
         for text, _ in self.shares:
             spec = parse_spec(text)
-            if spec.provider in REMOTE:
-                price = price_for(spec.target)
+            if spec.provider_info.billed:
+                price = backend_price(text, self.config.llm)
                 found[spec.target] = price.as_dict() if price is not None else None
         return found
 
@@ -584,6 +617,69 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def refuse_inconsistent_row(store: Store, row: dict[str, Any]) -> None:
+    """A run's row as a run writes it: its status and stop reason those its summary was written
+    with (one call writes the three), none of them before the run ended (`running`)."""
+    summary, run = row["summary"], row["run"]
+    written = (summary.get("status", row["status"]), summary.get("stop_reason", row["stop_reason"])) if summary else \
+        ("running", None)
+    if (row["status"], row["stop_reason"]) != written:
+        raise DamagedStoreError(f"{store.path}: the runs table's row {run} is damaged (status {row['status']!r} and stop "
+                                f"reason {row['stop_reason']!r}, its summary written with {written[0]!r} and "
+                                f"{written[1]!r}); {_NOTHING_CHANGED}")
+
+
+def refuse_unruled_stop(store: Store, run: int, model: Any) -> None:
+    """A restored run stopped (`stop_reason`) exactly when its scenario's stop rule says so of
+    the state restored: a reason the rule does not give would end the run where it never
+    stopped, none where it gives one would play it past its stop."""
+    try:
+        ruled = model.scenario.stop_reason(model)
+    except Exception as error:  # a rule that cannot read the restored state: the state is not the run's
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (its stop rule fails on it: "
+                                f"{type(error).__name__}); {_NOTHING_CHANGED}") from None
+    if (model.stop_reason is None) != (ruled is None):
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (it says the run stopped for "
+                                f"{model.stop_reason!r}, and the scenario's rule says {ruled!r} of its state); "
+                                f"{_NOTHING_CHANGED}")
+
+
+def recorded_runs(recorded: dict[str, Any], cells: int, out: Path) -> int | None:
+    """The runs per cell a resume continues, from what the experiment recorded (None: none
+    recorded); a count no experiment could have is the store's damage, not a --runs."""
+    count = recorded.get("runs")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    if count // cells > MAX_RUNS:
+        raise DamagedStoreError(f"{out / DATABASE} records {count} runs, more than the {MAX_RUNS} an experiment holds "
+                                f"({'per variant' if cells > 1 else 'at most'}): it is damaged; {_NOTHING_CHANGED}")
+    return count // cells
+
+
+def scenario_digest(path: str | Path) -> str | None:
+    """The SHA-256 of a scenario file's content (what a resume checks it runs), None if unreadable."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def check_scenario_digest(recorded: dict[str, Any], scenario_file: str | Path, *, out: Path, changed: bool) -> None:
+    """A resume runs the scenario file its runs started with: one whose content differs from the
+    digest recorded then is refused unless `changed` says to continue with it as it is now; the
+    file the store names is checked before it is loaded (agentsim/configure.py), one the user
+    named before anything under `out` is written (`Session`). A store from before digests were
+    recorded, or a run of no file (the Python API's scenario object), has nothing to compare."""
+    digest = recorded.get("scenario_sha256")
+    if changed or not scenario_file or not isinstance(digest, str):
+        return
+    now = scenario_digest(scenario_file)
+    if now != digest:
+        raise OutputDirError(f"the scenario file {scenario_file} is not the one the runs in {out} started with (its "
+                             f"content changed since: SHA-256 {str(now)[:12]}, recorded {digest[:12]}); restore it to "
+                             f"continue them, or add --scenario-changed to continue them with the file as it is now")
 
 
 def refuse_linked_store(out: Path) -> None:
@@ -605,11 +701,6 @@ def _render_every_prompt(codec: Any, seed: int) -> None:
         codec.reminder(situation, codec.parse("", situation))
 
 
-def is_stand_in(spec: str) -> bool:
-    """Whether a backend spec is the built-in stand-in (`stand-in` or `stand-in:LABEL`)."""
-    return spec == "stand-in" or spec.startswith("stand-in:")
-
-
 
 def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
     """The config with `user:password@` taken out of every URL it names: credentials are used
@@ -621,12 +712,12 @@ def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
                                population=strip_credentials(config.population), llm=llm)
 
 
-def _require_prices(specs: list[str]) -> None:
+def _require_prices(specs: list[str], options: BackendOptions) -> None:
     """--max-cost is hard only if every model it pays for has a price: an unknown one would
     cost nothing in the budget's eyes."""
     for text in specs:
         spec = parse_spec(text)
-        if spec.provider in REMOTE and not priced(spec.target):
+        if spec.provider_info.billed and backend_price(text, options) is None:
             raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
                                    f"'{redact(text)}') has none in genai-prices' table or AGENTSIM_PRICES: give it with {PRICES_HELP}, "
                                    f"or drop --max-cost")

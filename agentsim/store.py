@@ -30,6 +30,11 @@ the exact messages from it (`Store.messages`), which keeps a naming-game interac
 bytes with every prompt recoverable. Rows reach the file only together with the checkpoint of
 the state they lead to, in one transaction: a run killed at any moment resumes from its last
 checkpoint without losing or duplicating a row.
+
+A run and `--resume` open the file to write it (`Store(DIR)`), every reader to read it
+(`Store.read_only(DIR)`: nothing under DIR is written, SQLite's side files included,
+agentsim/sqlite_reading.py); both check it whole first and refuse, in one line, a store that is
+damaged, not agentsim's, or not laid out as its version says (agentsim/store_layout.py).
 """
 
 from __future__ import annotations
@@ -43,17 +48,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checkpoints import CheckpointError, loads
-from .errors import DamagedStoreError, OutputDirError
-from .records import EncounterRecord
+from .errors import DamagedStoreError, OutputDirError, UserError
+from .records import CallRecord, EncounterRecord
+from .sqlite_reading import open_read_only
+from .store_layout import APPLICATION_ID, MOVES_VIEW, VIEWS, check_store
 
 if TYPE_CHECKING:
     from .llm.base import Message
     from .scenario import Scenario
 
 DATABASE = "agentsim.db"
-# SQLite's application_id of an agentsim database ("AGSM"): agentsim never writes into a file
-# that is not its own. Databases written before it was set carry 0 and agentsim's tables.
-APPLICATION_ID = 0x4147534D
 # The store's version, in `experiment`: 2 added decisions.fallback (and the application_id); 3
 # draws option orders with `random.Random.sample` on the run's generator (before, one draw was
 # decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
@@ -66,9 +70,6 @@ APPLICATION_ID = 0x4147534D
 # earlier file moves it to a table of its own, `first_token_probabilities`, read by no analysis.
 STORE_VERSION = 6
 SAME_DRAWS_SINCE = 3
-
-_MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
-    SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
 
 # One transaction: a disk that fills while the tables are made leaves all of them or none.
 _SCHEMA = """
@@ -85,17 +86,11 @@ CREATE TABLE IF NOT EXISTS decisions (
     run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
     context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
     probabilities TEXT, fallback INTEGER, sampled_locally INTEGER, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
-{moves}
-CREATE VIEW IF NOT EXISTS calls AS
-    SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
-    FROM decisions WHERE reply IS NOT NULL;
-CREATE VIEW IF NOT EXISTS decisions_by_model AS
-    SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
+{views}
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
 COMMIT;
-""".replace("{moves}", _MOVES_VIEW + ";")
-
+""".replace("{views}", "".join(view + ";\n" for view in VIEWS))
 
 # What a run records (`--record`, the experiment's `record`): every encounter and decision
 # (`moves`, the default); the per-round tallies and the encounters of a sample of agents
@@ -156,31 +151,43 @@ class Recorder:
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
         calls, moves = record.calls, record.moves
-        if len(calls) == len(moves):  # the usual: one call per move, in order, answered at once
+        count = len(moves)
+        if len(calls) == count and (count == 1 or (count == 2 and moves[0].agent != moves[1].agent)
+                                    or len({move.agent for move in moves}) == count):
+            # the usual: one call per move, of agents asked once, in order, answered at once
             answered = self.answered
             for call, move in zip(calls, moves):
-                if call.agent != move.agent or call.error is not None or call.probabilities:
+                if call.agent != move.agent or call.attempt or call.error is not None or call.probabilities:
                     break
             else:
                 for call, move in zip(calls, moves):
-                    answered.append((run, t, move.agent, call.attempt, move.action, move.payoff, call.action, call.context,
+                    answered.append((run, t, move.agent, 0, move.action, move.payoff, call.action, call.context,
                                      call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
                 self._spill_if_full()
                 return
+        # An agent a game asks again in the same encounter (a layer game's later move) has its
+        # decisions one after another, each starting with a first attempt (0): each move takes
+        # the next, and its rows continue the agent's count of attempts in the encounter.
+        recorded: dict[int, int] = {}  # the rows each agent has so far in this encounter
         for move in moves:
-            own = [call for call in calls if call.agent == move.agent]
             agent = move.agent
+            own = [call for call in calls if call.agent == agent] if calls else calls
+            offset = recorded.get(agent, 0)
+            if offset or any(call.attempt == 0 for call in own[1:]):
+                own = _next_decision(own, offset)
+            recorded[agent] = offset + max(len(own), 1)
             if not own:
-                self.bare.append((run, t, agent, 0, move.action, move.payoff))
+                self.bare.append((run, t, agent, offset, move.action, move.payoff))
                 continue
             last = own[-1]
             for call in own:
+                attempt = offset + call.attempt
                 if call is last and call.error is None and not call.probabilities:
-                    self.answered.append((run, t, agent, call.attempt, move.action, move.payoff, call.action, call.context,
+                    self.answered.append((run, t, agent, attempt, move.action, move.payoff, call.action, call.context,
                                           call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
                     continue
                 final = call is last
-                self.decisions.append((run, t, agent, call.attempt, move.action if final else None,
+                self.decisions.append((run, t, agent, attempt, move.action if final else None,
                                        move.payoff if final else None, call.action, call.context, call.reply,
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
                                        json.dumps(dict(call.probabilities)) if call.probabilities else None,
@@ -206,23 +213,79 @@ class Recorder:
         self.spill_at = STAGE_ROWS
 
 
+def _next_decision(own: list[CallRecord], offset: int) -> list[CallRecord]:
+    """The calls of an agent's decision that starts at its `offset`-th call of the encounter
+    (its first attempt, 0, up to the next decision's first attempt)."""
+    rest = own[offset:]
+    end = next((index for index, call in enumerate(rest) if index and call.attempt == 0), len(rest))
+    return rest[:end]
+
+
+class StagedRows:
+    """Runs' rows set aside before their checkpoint, in temporary tables beside the database (a
+    file of SQLite's own, not the database, and in memory no more than its page cache), until
+    the commit that writes the checkpoint copies them in (`Store.commit`)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.runs: set[int] = set()  # runs with rows set aside
+
+    def add(self, recorder: Recorder) -> None:
+        if not self.runs:
+            self.connection.execute("PRAGMA temp.cache_size=-8192")  # 8 MiB; the rest spills to the temporary file
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_{table} AS SELECT * FROM main.{table} "
+                                        f"WHERE 0")
+        self.runs.add(recorder.run)
+        _insert(self.connection, recorder, "temp")
+
+    def copy(self, run: int) -> None:
+        """Run `run`'s rows set aside, into the database, in the order they came (in the caller's transaction)."""
+        if run in self.runs:
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"INSERT INTO main.{table} SELECT * FROM temp.staged_{table} WHERE run = ? "
+                                        f"ORDER BY rowid", (run,))
+
+    def drop(self, run: int) -> None:
+        """Forget run `run`'s rows set aside (copied now, or dropped with the run's buffer: a run
+        stopped for its fallbacks records nothing since its last checkpoint)."""
+        if run in self.runs:
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"DELETE FROM temp.staged_{table} WHERE run = ?", (run,))
+            self.runs.discard(run)
+
+
 class Store:
-    def __init__(self, directory: Path | str, *, check_checkpoints: bool = False) -> None:
-        """Open (or create) the database of `directory`. An existing file is checked before
-        anything is written to it: refused if damaged or not agentsim's, and with
-        `check_checkpoints` (a resume) if a checkpoint does not read back."""
+    """An output directory's database: opened to write by a run and `--resume` only
+    (`Store(DIR)`), by every reader to read (`Store.read_only(DIR)`)."""
+
+    directory: Path
+    path: Path
+    connection: sqlite3.Connection
+    writable: bool  # opened by a run or a resume; False: by a reader, which writes nothing
+    written_version: int  # the store version the file was written with
+    has_tables: bool
+    fix: str  # what a refusal tells the user to do
+
+    def __init__(self, directory: Path | str, *, checked: bool = False) -> None:
+        """Open (or create) the database of `directory` to write it: a run's and `--resume`'s
+        only (every reader opens it with `Store.read_only`). An existing file is checked whole
+        through a read-only connection before anything is written to it: refused if damaged,
+        not agentsim's, or missing a table or column its version has, or holding a value of the
+        wrong type; `checked`: the caller has just checked it so (`read_only(resume=True)`),
+        under the directory's lock."""
         self.directory = Path(directory)
         self.path = self.directory / DATABASE
+        self.writable = True
+        self.fix = "restore it from a copy, or record into a new --out DIR"
         existing = self.path.is_file() and self.path.stat().st_size > 0
+        if existing and not checked:
+            with _opened_to_read(self.directory, reader=False) as looked:
+                existing = looked.has_tables
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
-        self._staged: set[int] = set()  # runs with rows set aside by `stage`
+        self.staged = StagedRows(self.connection)  # rows set aside by `stage` until their checkpoint
         try:
-            if existing:
-                existing = self._check_own()
-                self._check_json()
-                if check_checkpoints:
-                    self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
             self.connection.execute("PRAGMA cache_size=-16384")  # 16 MiB: b-tree inserts stay in memory
@@ -236,28 +299,27 @@ class Store:
             self.connection.close()
             raise
 
-    def _check_own(self) -> bool:
-        """Refuse, before writing anything, a file that is damaged or not agentsim's; say whether
-        it holds any table (one with none is new: a disk that filled as agentsim made them)."""
-        where = self.path
-        try:
-            application = self.connection.execute("PRAGMA application_id").fetchone()[0]
-            tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            verdict = self.connection.execute("PRAGMA quick_check").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise DamagedStoreError(f"{where} is damaged or not a database ({error}); nothing was changed: restore it "
-                                    f"from a copy, or record into a new --out DIR") from None
-        if application != APPLICATION_ID and tables and not (application == 0 and {"experiment", "runs"} <= tables):
-            raise OutputDirError(f"{where} is an SQLite database agentsim did not create; agentsim never writes into "
-                                 f"it: choose another --out DIR")
-        if verdict != "ok":
-            raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: restore it from a copy, "
-                                    f"or record into a new --out DIR")
-        return bool(tables)
+    @classmethod
+    def read_only(cls, directory: Path | str, *, resume: bool = False) -> Store:
+        """The store of `directory` opened to read, as every reader opens it (report, transcript,
+        the analyses, `agentsim.open`, watch, an import's checks, a resume's checks): nothing
+        under the directory is written, not even SQLite's side files (agentsim/sqlite_reading.py),
+        and no table is ever made. A file that is missing, empty, damaged, not agentsim's, records
+        no experiment, or lacks a table or column its version has, or holds a value of the wrong
+        type, is refused in one line (a UserError) before anything is read from it. A store of
+        an earlier version is read in this one's layout through temporary views (in memory).
+        `resume`: for a resume's checks (its refusals name a new --out DIR; a store that records
+        no experiment is the resume's to refuse)."""
+        store = _opened_to_read(directory, reader=not resume)
+        if not resume and (not store.has_tables or "scenario" not in store.experiment()):
+            store.close()
+            raise DamagedStoreError(f"{store.path} records no experiment (a run that stopped before it began, or "
+                                    f"another program's database); give the output directory of a run")
+        return store
 
     def _recorded_version(self) -> int:
         row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
-        return int(row[0]) if row else 1
+        return int(json.loads(row[0])) if row else 1
 
     def _upgrade(self) -> None:
         """Bring a database written by an earlier agentsim to this layout."""
@@ -273,7 +335,7 @@ class Store:
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN fallback INTEGER")
                 self.connection.execute("UPDATE decisions SET fallback = 1 WHERE payoff IS NOT NULL AND error IS NOT NULL")
                 self.connection.execute("DROP VIEW IF EXISTS moves")
-                self.connection.execute(_MOVES_VIEW)
+                self.connection.execute(MOVES_VIEW)
             if "sampled_locally" not in columns:  # written before --sample-locally
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
             approximate = "SELECT run, t, agent, attempt, probabilities FROM decisions WHERE probabilities IS NOT NULL"
@@ -287,15 +349,12 @@ class Store:
     def _move_standin_settings(self) -> None:
         """Before version 5 the stand-in's settings were parameters named standin_KEY; they
         are the experiment's `standin` {KEY: value} now, which a resume compares and the
-        analyses read."""
-        experiment = self.experiment()
-        params = experiment.get("params")
-        if not isinstance(params, dict) or "standin" in experiment:
-            return
-        settings = {key.removeprefix("standin_"): params.pop(key) for key in sorted(params) if key.startswith("standin_")}
+        analyses read (a reader sees them moved: `experiment`)."""
+        recorded = self.experiment()
+        moved = _standin_moved(recorded)
         self.connection.executemany("INSERT OR REPLACE INTO experiment VALUES (?, ?)",
-                                    [(key, json.dumps(value, sort_keys=True))
-                                     for key, value in (("params", params), ("standin", settings))])
+                                    [(key, json.dumps(moved[key], sort_keys=True)) for key in ("params", "standin")
+                                     if key in moved and moved[key] != recorded.get(key)])
 
     def verify_checkpoints(self) -> None:
         """Every checkpoint reads back as this agentsim's plain data, before a resume changes
@@ -309,35 +368,11 @@ class Store:
             except CheckpointError as error:
                 if not error.incompatible:
                     raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({error}); nothing "
-                                            f"was changed: restore the database from a copy, or record into a new "
-                                            f"--out DIR") from None
+                                            f"was changed: {self.fix}") from None
                 written = self._recorded_text("code_version") or "an older agentsim"
                 raise OutputDirError(f"{self.path}: the checkpoint of run {run} cannot be continued by this agentsim "
                                      f"({error}; written by {written}); finish the runs with the agentsim that started "
                                      f"them, or start afresh with --out NEW_DIR") from None
-
-    def _check_json(self) -> None:
-        """The experiment's values and the runs' summaries read back (a resume and the analyses
-        read them), before anything changes."""
-        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        checks = [("experiment", "SELECT key, value FROM experiment"), ("runs", "SELECT run, summary FROM runs")]
-        for table, sql in checks:
-            if table not in tables:
-                continue
-            for key, value in self.connection.execute(sql):
-                if value is None and table == "runs":
-                    continue
-                what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
-                try:
-                    read = json.loads(value)
-                except (TypeError, ValueError, RecursionError):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not JSON); nothing was changed: restore "
-                                            f"the database from a copy, or record into a new --out DIR") from None
-                expected = _SUMMARY_TYPE if table == "runs" else _EXPERIMENT_TYPES.get(key)
-                if expected is not None and not (isinstance(read, expected[0]) and not isinstance(read, bool)
-                                                 and expected[1](read)):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not {expected[2]}); nothing was changed: "
-                                            f"restore the database from a copy, or record into a new --out DIR")
 
     def _recorded_text(self, key: str) -> str | None:
         try:
@@ -351,12 +386,22 @@ class Store:
         return (Path(directory) / DATABASE).is_file()
 
     def close(self) -> None:
-        self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        """Let go of the file (a writer first folds its WAL back into it, so that nothing but
+        agentsim.db is left once it is closed)."""
+        if self.writable:
+            self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.connection.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
 
     # --- the experiment ------------------------------------------------------------------
     def experiment(self) -> dict[str, Any]:
-        return {key: json.loads(value) for key, value in self.connection.execute("SELECT key, value FROM experiment")}
+        recorded = {key: json.loads(value) for key, value in self.connection.execute("SELECT key, value FROM experiment")}
+        return recorded if self.writable or self.written_version >= 5 else _standin_moved(recorded)
 
     def set_experiment(self, values: dict[str, Any]) -> None:
         with self._transaction():
@@ -398,38 +443,19 @@ class Store:
         checkpoint they lead to."""
         with self._transaction():
             connection = self.connection
-            if recorder.run in self._staged:
-                for table in ("encounters", "decisions", "rounds"):
-                    connection.execute(f"INSERT INTO main.{table} SELECT * FROM temp.staged_{table} WHERE run = ? "
-                                       f"ORDER BY rowid", (recorder.run,))
+            self.staged.copy(recorder.run)
             _insert(connection, recorder, "main")
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
-        if recorder.run in self._staged:
-            self.unstage(recorder.run)
+        self.staged.drop(recorder.run)
         recorder.clear()
 
     def stage(self, recorder: Recorder) -> None:
-        """Set a run's buffered rows aside in temporary tables (a file of SQLite's own, not this
-        database, and not memory beyond its page cache) until `commit` writes them with their
-        checkpoint: a run of a million agents, whose checkpoints are written seconds apart,
+        """Set a run's buffered rows aside until `commit` writes them with their checkpoint
+        (`StagedRows`): a run of a million agents, whose checkpoints are written seconds apart,
         holds a bounded buffer. Rows reach the database only with their checkpoint, as ever."""
-        if not self._staged:
-            self.connection.execute("PRAGMA temp.cache_size=-8192")  # 8 MiB; the rest spills to the temporary file
-            for table in ("encounters", "decisions", "rounds"):
-                self.connection.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_{table} AS SELECT * FROM main.{table} "
-                                        f"WHERE 0")
-        self._staged.add(recorder.run)
         with self._transaction():
-            _insert(self.connection, recorder, "temp")
+            self.staged.add(recorder)
         recorder.clear()
-
-    def unstage(self, run: int) -> None:
-        """Forget the rows `stage` set aside for `run` (committed now, or dropped with the run's
-        buffer: a run stopped for its fallbacks records nothing since its last checkpoint)."""
-        with self._transaction():
-            for table in ("encounters", "decisions", "rounds"):
-                self.connection.execute(f"DELETE FROM temp.staged_{table} WHERE run = ?", (run,))
-        self._staged.discard(run)
 
     def checkpoint(self, run: int) -> bytes | None:
         row = self.connection.execute("SELECT state FROM checkpoints WHERE run = ?", (run,)).fetchone()
@@ -456,6 +482,10 @@ class Store:
         codec = scenario.codec
         if codec is None:
             raise KeyError(f"scenario '{scenario.name}' prompts no model: it has no codec to rebuild a call with")
+        # The call's decision starts at its row with a context (an agent asked again in the
+        # same encounter has a decision after another): rebuilt from there.
+        start = max((index for index, (_, context, _) in enumerate(rows) if context), default=0)
+        rows = rows[start:]
         return codec.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
 
     def by_model(self) -> dict[int, dict[str, dict[str, Any]]]:
@@ -469,9 +499,8 @@ class Store:
                 "SELECT run, model, kind, COUNT(*) FROM agents GROUP BY run, model, kind ORDER BY run, model"):
             result.setdefault(run, {})[model] = {"kind": kind, "agents": agents, "decisions": 0, "fallbacks": 0,
                                                  "answers": 0, "mean_payoff": None, "choices": {}}
-        payoffs: dict[tuple[int, str], float] = {}
-        for run, model, action, fallback, count, payoff in self.rows(
-                "SELECT d.run, a.model, d.action, d.fallback IS 1, COUNT(*), SUM(d.payoff) FROM decisions d "
+        for run, model, action, fallback, count in self.rows(
+                "SELECT d.run, a.model, d.action, d.fallback IS 1, COUNT(*) FROM decisions d "
                 "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.payoff IS NOT NULL "
                 "GROUP BY d.run, a.model, d.action, d.fallback IS 1 ORDER BY d.run, a.model, d.action"):
             entry = result.setdefault(run, {}).setdefault(model, {"kind": None, "agents": 0, "decisions": 0, "fallbacks": 0,
@@ -483,10 +512,16 @@ class Store:
             entry["answers"] += count
             if action is not None:
                 entry["choices"][action] = entry["choices"].get(action, 0) + count
-            payoffs[run, model] = payoffs.get((run, model), 0.0) + (payoff or 0.0)
-        for (run, model), total in payoffs.items():
-            entry = result[run][model]
-            entry["mean_payoff"] = round(total / entry["answers"], 6)
+        # The mean payoff is per agent-encounter in which the agent chose (none of its decisions
+        # there a fallback): one decision per encounter in most games; a layer game that asks a
+        # player again in a round records the round's payoff on its last move (docs/games-layer.md).
+        for run, model, total, count in self.rows(
+                "SELECT p.run, a.model, SUM(p.payoff), COUNT(*) FROM (SELECT run, t, agent, SUM(payoff) AS payoff "
+                "FROM decisions WHERE payoff IS NOT NULL GROUP BY run, t, agent HAVING MAX(fallback IS 1) = 0) p "
+                "JOIN agents a ON a.run = p.run AND a.agent = p.agent GROUP BY p.run, a.model"):
+            if run in result and model in result[run]:
+                result[run][model]["mean_payoff"] = round((total or 0.0) / count, 6)
+                result[run][model]["payoff_count"] = count  # what the mean is over (runs' means are weighted by it)
         return result
 
     def bytes_on_disk(self) -> int:
@@ -495,28 +530,6 @@ class Store:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.connection)
-
-
-# What the experiment's values and the runs' summaries must be for a resume and the analyses
-# to read them: (type, a check of the value, what to call it), by key.
-_RUN_LIMIT = 10**9
-_EXPERIMENT_TYPES: dict[str, tuple[type | tuple[type, ...], Any, str]] = {
-    "runs": (int, lambda value: 0 <= value <= _RUN_LIMIT, "a count of runs"),
-    "seed": (int, lambda value: 0 <= value < 2**63, "a seed from 0 to 2^63 - 1"),
-    "params": (dict, lambda value: True, "a mapping of parameters"),
-    "standin": (dict, lambda value: True, "a mapping of the stand-in's settings"),
-    "prompt_templates": (dict, lambda value: all(isinstance(text, str) for text in value.values()),
-                         "a mapping of template names to texts"),
-    "population": (list, lambda value: all(isinstance(share, list) and len(share) == 2 and isinstance(share[0], str)
-                                           and (share[1] is None or type(share[1]) is int) for share in value),
-                   "a list of [backend, count]"),
-    "variants": (list, lambda value: all(isinstance(variant, dict) for variant in value), "a list of parameter changes"),
-    "scenario": (str, lambda value: True, "a scenario's name"),
-    "scenario_class": (str, lambda value: True, "a class's dotted name"),
-    "scenario_file": (str, lambda value: True, "a file's path"),
-    "backend": (str, lambda value: True, "a backend's name"),
-}
-_SUMMARY_TYPE: tuple[type, Any, str] = (dict, lambda value: True, "a mapping of the run's figures")
 
 
 class _Transaction:
@@ -542,6 +555,43 @@ def _insert(connection: sqlite3.Connection, recorder: Recorder, schema: str) -> 
     connection.executemany(f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff) "
                            f"VALUES (?, ?, ?, ?, ?, ?)", recorder.bare)
     connection.executemany(f"INSERT INTO {prefix}rounds VALUES (?, ?, ?)", recorder.rounds)
+
+
+def _opened_to_read(directory: Path | str, *, reader: bool) -> Store:
+    """A read-only store of `directory`, checked whole (agentsim/store_layout.py); `reader`: for a reader
+    (one with no table is refused by `read_only`), else for the writer about to open it."""
+    store = Store.__new__(Store)
+    store.directory = Path(directory)
+    store.path = store.directory / DATABASE
+    store.writable = False
+    store.fix = "restore it from a copy" if reader else "restore it from a copy, or record into a new --out DIR"
+    if not store.path.is_file():
+        raise UserError(f"'{store.directory}' holds no {DATABASE}; give the output directory of a run (e.g. "
+                        f"results/naming_game/TIMESTAMP)")
+    if store.path.stat().st_size == 0:
+        raise DamagedStoreError(f"{store.path} is empty (truncated); nothing was changed: {store.fix}")
+    try:
+        store.connection = open_read_only(store.path)
+    except sqlite3.Error as error:
+        raise DamagedStoreError(f"{store.path} cannot be read ({error}); nothing was changed: {store.fix}") from None
+    try:
+        checked = check_store(store.connection, store.path, reader=reader, fix=store.fix, current=STORE_VERSION)
+    except BaseException:
+        store.connection.close()
+        raise
+    store.has_tables, store.written_version = checked.has_tables, checked.written_version
+    return store
+
+
+def _standin_moved(experiment: dict[str, Any]) -> dict[str, Any]:
+    """`experiment` with the stand-in's settings as its `standin` (before version 5 they were
+    parameters named standin_KEY)."""
+    params = experiment.get("params")
+    if not isinstance(params, dict) or "standin" in experiment:
+        return experiment
+    settings = {key.removeprefix("standin_"): params[key] for key in sorted(params) if key.startswith("standin_")}
+    kept = {key: value for key, value in params.items() if not key.startswith("standin_")}
+    return experiment | {"params": kept, "standin": settings}
 
 
 def _now() -> str:

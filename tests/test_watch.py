@@ -8,6 +8,7 @@ tests/test_watch_browser.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,7 @@ from helpers import ROOT, cli, run_experiment
 
 from agentsim.games.naming import NamingGame
 from agentsim.store import DATABASE, Recorder, Store
-from agentsim.watch import Watcher, read_only
+from agentsim.watch import Watcher, read_only, usable_scenario_file
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -73,8 +74,13 @@ def test_beside_a_writer_it_reads_the_latest_commit_and_leaves_nothing(tmp_path:
 
 
 def test_watch_refuses_what_is_not_a_results_directory(tmp_path: Path) -> None:
-    missing = cli("watch", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "is not a directory" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    """A file is refused; a directory that does not exist yet is waited for (the page says so,
+    tests/test_watch_browser.py)."""
+    (tmp_path / "a_file").write_text("x")
+    file = cli("watch", str(tmp_path / "a_file"))
+    assert file.returncode == 2 and "is a file, not a directory" in file.stderr and len(file.stderr.splitlines()) == 1
+    state = Watcher(tmp_path / "nowhere" / "yet", min_interval_s=0).state()
+    assert state["exists"] is False and state["experiments"] == [] and not (tmp_path / "nowhere").exists()
     port = cli("watch", str(tmp_path), "--port", "70000")
     assert port.returncode == 2 and "--port must be from 0 to 65535" in port.stderr
 
@@ -110,3 +116,32 @@ def test_every_family_is_shown_from_its_store(tmp_path: Path) -> None:
             assert len(run["graph"]["nodes"]) == 8 and len(run["graph"]["edges"]) == 16  # a ring of mean degree 4
         if file == "naming_game.py":
             assert {"committed", "flip"} <= dict(figures["lines"]).keys()
+
+
+def test_the_page_loads_no_inline_script(tmp_path: Path) -> None:
+    """The page's script and style are files of its own (the policy allows no inline script)."""
+    from agentsim.watch import asset, page
+
+    html = page().decode()
+    assert "<script>" not in html and "<style>" not in html and ' style="' not in html and " on" not in html.lower()
+    assert '<script src="watch.js" defer></script>' in html and 'href="watch.css"' in html
+    script = asset("watch.js").decode()
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "outerHTML" not in script
+
+
+def test_a_recorded_scenario_file_is_loaded_only_when_its_recorded_digest_matches(tmp_path: Path) -> None:
+    """`watch` finds a user's own scenario class from the recorded file without `--scenario`,
+    but a results directory brings no code: a file is used only when the runs recorded its
+    content's digest and the file on disk still has it (an absent digest, as a tampered or an
+    old store has, or a changed file: nothing is run)."""
+    source = "from agentsim.games.naming import NamingGame\n\nclass Mine(NamingGame):\n    pass\n"
+    file = tmp_path / "mine.py"
+    file.write_text(source)
+    root = tmp_path / "results"
+    root.mkdir()
+    experiment = {"scenario_file": str(file), "scenario_class": "agentsim_scenarios.mine.Mine",
+                  "scenario_sha256": hashlib.sha256(source.encode()).hexdigest()}
+    assert usable_scenario_file(experiment, root) == file.resolve()
+    assert usable_scenario_file({k: v for k, v in experiment.items() if k != "scenario_sha256"}, root) is None
+    file.write_text(source + "# changed\n")
+    assert usable_scenario_file(experiment, root) is None

@@ -136,6 +136,9 @@ class Completion:
     signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
     sampled_locally: bool = False  # drawn from a stored choice distribution, no call made (llm/choices.py)
     batched: bool = False  # answered through a batch API (llm/batches.py): `cost_usd` is its billed half price
+    # The start-up probe its backend sent before it, on the first answer to pass the probe
+    # (llm/health.StartupProbe): billed like any call, so recorded as its own usage line.
+    probe: Completion | None = None
 
 
 @runtime_checkable
@@ -156,6 +159,25 @@ def estimate_tokens(text: str) -> int:
     """Token count for backends that report none (the stand-in): one token per four characters,
     the usual rule of thumb for English text with BPE vocabularies."""
     return (len(text) + 3) // 4
+
+
+# Tokens a chat format puts around each message (role markers, separators) and before the
+# reply, at most: OpenAI's count 3-4 a message and 3 for the reply; the bound allows more.
+FORMAT_TOKENS_PER_MESSAGE = 8
+FORMAT_TOKENS_PER_REQUEST = 8
+
+
+def tokens_at_most(text: str) -> int:
+    """A count of `text`'s tokens that no byte-level tokenizer exceeds: its UTF-8 bytes (each
+    token of a BPE vocabulary with byte fallback covers at least one byte). What a budget
+    reserves with, where it must never count fewer tokens than the provider bills."""
+    return len(text.encode())
+
+
+def prompt_tokens_at_most(messages: tuple[Message, ...] | list[Message]) -> int:
+    """A prompt's tokens, at most: its texts' bytes and the chat format's tokens around them."""
+    return sum(tokens_at_most(message.content) + FORMAT_TOKENS_PER_MESSAGE for message in messages) \
+        + FORMAT_TOKENS_PER_REQUEST
 
 
 def usage_count(value: Any) -> int:

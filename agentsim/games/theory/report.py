@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...analysis.report import ReportContext, register_section
+from .committed import mean_field_critical_fraction
 from .minimal import success_curve
 
 MINIMAL = "minimal_naming_game"
@@ -112,8 +113,6 @@ def critical_fraction(shares: list[tuple[float, float]], level: float = 0.5) -> 
 @register_section("finite_size", "The critical mass against the population's size", order=16,
                   applies=lambda context: bool(_size_grid(context)))
 def finite_size(context: ReportContext) -> None:
-    from .committed import mean_field_critical_fraction
-
     grid = _size_grid(context)
     figure, axes = context.figure(width=12, height=4.2, ncols=2)
     shares_axis, mass_axis = axes[0]
