@@ -145,7 +145,8 @@ def smollm2_table(sizes: list[int], rounds: int, memory: int, work: Path) -> Non
         usage = run["usage_by_backend"]["local:smollm2"]
         calls = usage["calls"] - usage["sampled_locally"] - usage["cache_hits"]
         peak = next((int(line.split("=")[1]) for line in first.stderr.splitlines() if line.startswith("peak_kb=")), 0)
-        shutil.copy(cache, work / f"again{agents}.db")
+        with sqlite3.connect(cache) as source, sqlite3.connect(work / f"again{agents}.db") as copy:
+            source.backup(copy)  # (the cache is a WAL database: its -wal holds what the run learnt last)
         again = agentsim(*common, "--set", "max_in_flight=1", "--cache", str(work / f"again{agents}.db"),
                          "--out", str(work / f"again-{agents}"))
         same = again.returncode == 0 and _moves(work / f"smollm2-{agents}") == _moves(work / f"again-{agents}")
