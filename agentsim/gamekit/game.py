@@ -246,8 +246,9 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
                     del history[: len(history) - keep]
             asked = round_.asked.get(index)
             if asked is not None and params.conversation:
-                reply = asked.decision.calls[-1].reply if not asked.decision.fell_back else asked.ask.choice.reply(
-                    asked.ask.choice.value(asked.action))
+                # what the player wrote, a fallback's unreadable reply included: the feedback says what was played for it
+                calls = asked.decision.calls
+                reply = calls[-1].reply if calls else ""
                 state.turns.setdefault(index, []).append((round_.number, asked.ask.prompt, reply))
         state.out.update(round_.eliminated)
         state.ended = state.ended or round_.ended

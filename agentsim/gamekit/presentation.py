@@ -155,12 +155,16 @@ def metrics_of(model: PopulationModel) -> KitMetrics:
 
 
 def feedback(player: Player, round_: Round) -> str:
-    """The default: `Round R:` the lines told, the player's own choice, its payoff (0 where the
-    round paid it nothing: a player can tell it earned nothing), whether it left the game."""
+    """The default: `Round R:` the lines told, the player's own choice (a fallback told as played
+    for it, not as its choice), its payoff (0 where the round paid it nothing: a player can tell
+    it earned nothing), whether it left the game."""
     parts = list(round_.told.get(player.index, []))
     asked = round_.asked.get(player.index)
     if asked is not None:
-        parts.append(f"You chose {asked.ask.choice.reply(round_.choices[player]).rstrip('.')}.")
+        played = asked.ask.choice.reply(round_.choices[player]).rstrip('.')
+        # a fallback is no choice of the player's: it is told what was played for it
+        parts.append(f"No reply of yours could be read, so {played} was played for you." if asked.decision.fell_back
+                     else f"You chose {played}.")
     parts.append(f"Your payoff: {_number(round_.payoffs.get(player.index, 0))}.")  # 0 where the round paid it nothing
     if player.index in round_.eliminated:
         parts.append(f"You are out of the game ({round_.eliminated[player.index]}).")
