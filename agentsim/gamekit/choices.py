@@ -16,8 +16,8 @@ from it, so a game names its choice and writes none of this:
 Reading a reply (documented in docs/games-layer.md): an option or a target is the one option
 the reply names as a whole word (any case), a mention right after a negation ("not", "never",
 "won't", up to two words before it: "I will not volunteer") left out, and a one-letter option
-only where it stands alone, not as a word of a sentence (the article in "I choose a side: B",
-the pronoun in "I pick B"); naming none or several is unusable. A number is the number the
+that is also a word ("A", "I") only where it stands alone, not as that word of a sentence (the
+article in "I choose a side: B", the pronoun in "I pick J"); naming none or several is unusable. A number is the number the
 reply commits to: first a scale after a number is taken out ("3 out of 7", "3 of 7", "4/7" read
 3 and 4), so is a number the reply turns down ("3, not 5", "rather than 5", "instead of 5"),
 and so is a number it copies from the question (a number inside three words running as the
@@ -51,8 +51,10 @@ _SCALE = re.compile(rf"(?<![\w.])({_FIGURE})\s*(?:/\s*|\s(?:out\s+)?of\s+(?:(?:t
 _REFUSED_NUMBER = re.compile(rf"(?:\bnot|\bnever|\brather\s+than|\binstead\s+of)\s+(?:(?:a|the)\s+)?{_FIGURE}(?!\w|\.\d)",
                              re.IGNORECASE)
 _NEGATION = r"(?:\bnot|\bnever|n't)(?:\s+[\w']+){0,2}?\s+"  # "not", "won't", "do not want to": up to 2 words on
-# A one-letter option followed by a word is a word of a sentence: the article ("a side"), the pronoun ("I pick")
-_IN_SENTENCE = r"(?![\s'\u2019]+[A-Za-z])"
+# A one-letter option that is also an English word ("a", "I") followed by a word is that word of a sentence:
+# the article ("a side"), the pronoun ("I pick"); not before "or", "and" ("A or B" names both)
+_WORD_LETTERS = frozenset("aAiI")
+_IN_SENTENCE = r"(?![\s'\u2019]+(?!(?:or|and|nor|vs)\b)[A-Za-z])"
 # Words that commit to the number right after them (one word may come between: "bid of 50", "give them 4")
 _COMMITMENT = re.compile(
     r"\b(?:bid|bids|bidding|offer|offers|offering|keep|keeps|keeping|choose|chooses|choosing|pick|picks|"
@@ -91,12 +93,12 @@ def echoed_numbers(text: str, asked: str) -> str:
 
 
 def named_labels(labels: Sequence[str], text: str) -> tuple[list[str], list[str]]:
-    """(the labels `text` names as whole words, any case, not only after a negation, a
-    one-letter label only where it stands alone; those it names only after a negation: "I will
-    not volunteer")."""
+    """(the labels `text` names as whole words, any case, not only after a negation, the
+    one-letter labels "A" and "I" only where they stand alone; those it names only after a
+    negation: "I will not volunteer")."""
     named, refused = [], []
     for label in labels:
-        word = rf"(?<!\w){re.escape(label)}(?!\w)" + (_IN_SENTENCE if len(label) == 1 else "")
+        word = rf"(?<!\w){re.escape(label)}(?!\w)" + (_IN_SENTENCE if label in _WORD_LETTERS else "")
         mentions = len(re.findall(word, text, re.IGNORECASE))
         negated = len(re.findall(_NEGATION + word, text, re.IGNORECASE))
         if mentions > negated:
