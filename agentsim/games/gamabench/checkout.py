@@ -124,6 +124,7 @@ class RunnerSource:
         except SyntaxError as error:
             raise UserError(f"{where}: not Python agentsim can read ({error.msg}, line {error.lineno})") from None
         self.methods: dict[str, ast.FunctionDef] = {}
+        self.found: dict[tuple[str, str], list[ast.expr]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -132,6 +133,11 @@ class RunnerSource:
 
     def assigned(self, method: str, name: str) -> list[ast.expr]:
         """The expressions `method` assigns (or adds with `+=`) to `name`, in the file's order."""
+        if (method, name) not in self.found:
+            self.found[method, name] = self._assigned(method, name)
+        return self.found[method, name]
+
+    def _assigned(self, method: str, name: str) -> list[ast.expr]:
         function = self.methods.get(method)
         if function is None:
             raise UserError(f"{self.where}: no method '{method}'; GAMA-Bench-exact mode reads the runner as published")
