@@ -36,6 +36,7 @@ by the layer and recorded with every call; `codec.GamaCodec` turns it into messa
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import random
@@ -98,6 +99,17 @@ class RunnerTexts:
         `expected` the runner writes."""
         return self.runner.text("start", "output_format", index + (0 if self.cot else 1), {"cot_msg": self.cot_message,
                                                                                           **names}, expected)
+
+    def checked_range(self, names: Mapping[str, Any]) -> tuple[int, int] | None:
+        """The range `start` asks a number again outside of (its `parsered_responses > HIGH` and
+        `< LOW`), where it checks one."""
+        found: dict[type[ast.cmpop], int] = {}
+        function = self.runner.methods.get("start")
+        for node in ast.walk(function) if function else ():
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "parsered_responses" \
+                    and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Gt, ast.Lt)):
+                found[type(node.ops[0])] = int(self.runner.value(node.comparators[0], names))
+        return (found[ast.Lt], found[ast.Gt]) if len(found) == 2 else None
 
     def sentence(self, method: str, name: str, index: int, expected: int, **names: Any) -> str:
         """The `index`-th of the `expected` texts `method` assigns to `name`, over `names`."""
@@ -259,8 +271,9 @@ async def guessing(game: GamaGame[Any], round_: Round) -> None:
     texts, p, number = texts_of(game), game.runner_params(), round_.number
     answer_format = texts.output_format(0, 2, **{"self.min": p["min"], "self.max": p["max"]})
     request = texts.render("request", number, p["ratio_str"], p["min"], p["max"], answer_format)
+    within = texts.checked_range({"self.min": p["min"], "self.max": p["max"]})
     picks = await _ask_everyone(game, round_, lambda player: str(request),
-                                RunnerAnswer(game="guessing_game", low=p["min"], high=p["max"]))
+                                RunnerAnswer(game="guessing_game", low=p["min"], high=p["max"], within=within))
     record = guessing_round(picks, p)
     reports = {}
     for player, pick in zip(round_.players, picks, strict=True):

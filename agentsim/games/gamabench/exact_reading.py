@@ -8,7 +8,7 @@ Dollar, Diner, Battle Royale) or from its first `{` to its last `}` (Public Good
 auction), or for the Pirate Game from the `{` before the last `"proposal"` (`"decision"`;
 `"explanation"` with chain-of-thought) to the last `}`, backslashes dropped first. A number is
 Python's `int()` of the value (any whole number, "7" and 7.9 alike; Guess 2/3 of the Average
-alone asks for 0 to 100 again); a choice of words is the value lowercased (the bar's must be
+alone asks again outside the range its runner checks, 0 to 100 as published: `within`); a choice of words is the value lowercased (the bar's must be
 go or stay; the diner's is any word, all but `cheap` counting as costly); a vote is accept
 where the value contains "accept" or "Accept", else reject where it contains "reject" or
 "Reject"; a proposal is the `proposal` object, its values `int()`, of the size and sum asked;
@@ -54,6 +54,7 @@ class RunnerAnswer(Choice):
     parts: int = 0
     total: int = 0
     cot: bool = False
+    within: tuple[int, int] | None = None  # the range the runner asks a number again outside of (Guess 2/3: 0-100)
     kind: ClassVar[str] = "gamabench"
 
     @property
@@ -76,8 +77,8 @@ class RunnerAnswer(Choice):
         if game in NUMBER_KEYS:
             document = json.loads(text[text.find("{"):text.rfind("}") + 1] if game in BRACED else text)
             number = int(document[NUMBER_KEYS[game]])
-            if game == "guessing_game" and (number > 100 or number < 0):
-                raise Unreadable(f"{number} is not from 0 to 100 (the runner asks again)")
+            if self.within is not None and not self.within[0] <= number <= self.within[1]:
+                raise Unreadable(f"{number} is not from {self.within[0]} to {self.within[1]} (the runner asks again)")
             return str(number)
         if game in WORD_KEYS:
             word = json.loads(text)[WORD_KEYS[game]].lower()
@@ -150,13 +151,15 @@ class RunnerAnswer(Choice):
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "game": self.game, "move": self.move, "labels": list(self.labels), "low": self.low,
-                "high": self.high, "parts": self.parts, "total": self.total, "cot": self.cot}
+                "high": self.high, "parts": self.parts, "total": self.total, "cot": self.cot,
+                "within": list(self.within) if self.within is not None else None}
 
 
 def answer_from_spec(spec: dict[str, Any]) -> RunnerAnswer:
     return RunnerAnswer(game=str(spec["game"]), move=str(spec["move"]), labels=tuple(spec.get("labels") or ()),
                         low=int(spec.get("low", 0)), high=int(spec.get("high", 0)), parts=int(spec.get("parts", 0)),
-                        total=int(spec.get("total", 0)), cot=bool(spec.get("cot")))
+                        total=int(spec.get("total", 0)), cot=bool(spec.get("cot")),
+                        within=(int(spec["within"][0]), int(spec["within"][1])) if spec.get("within") else None)
 
 
 def _braced(text: str, key: str) -> str:

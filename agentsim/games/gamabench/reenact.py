@@ -58,7 +58,7 @@ COLUMNS = ["run", "game", "revision", "round", "player", "move", "attempts", "pr
 SHUFFLED = {"guessing_game": "responses", "divide_dollar": "responses"}  # the runner shuffles these before it saves them
 UTILITY = ("bar_game", "divide_dollar", "public_goods", "diner_dilemma", "sealed_bid_auction")
 CONDITION = re.compile(r"^(cot|role)(\d)$")
-MAX_REASKS = 30  # a Gemini run's most attempts at one ask is far below
+MAX_REASKS = 100  # a Gemini run keeps every attempt: up to 43 at one ask in the published runs
 
 
 @dataclass
@@ -210,11 +210,15 @@ def recorded_reply(run: RawRun, round_: int, player: int, move: str, answer: Run
     value = recorded_value(run, round_, player, move)
     if run.base == "battle_royale":
         record = run.records[round_ - 1]
-        return json.dumps({"action": record.get("action", "shoot"), "target": value})
-    if run.base == "pirate_game" and move == "propose":
-        return json.dumps({"proposal": _printed_plan(run, round_, player) or {
+        reply = json.dumps({"action": record.get("action", "shoot"), "target": value})
+    elif run.base == "pirate_game" and move == "propose":
+        reply = json.dumps({"proposal": _printed_plan(run, round_, player) or {
             f"{seat}-th": gold for seat, gold in enumerate(value, start=round_)}})
-    return answer.reply(value)
+    else:
+        reply = answer.reply(value)
+    if run.condition.startswith("cot"):
+        reply = '{"explanation": "", ' + reply[1:]  # as the chain-of-thought format asks: the runner reads from it
+    return reply
 
 
 def _printed_plan(run: RawRun, round_: int, player: int) -> dict[str, Any] | None:
@@ -311,6 +315,7 @@ def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path) -> RunResult:
 
     asyncio.run(play())
     lines = model.metrics.lines()
+    removed = [f"player_{index}" for line in lines for group in line["groups"] for index, _ in group["eliminated"]]
     replies = []
     for line in lines:
         number = int(line["round"])
@@ -323,7 +328,7 @@ def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path) -> RunResult:
                     continue
                 reply.prompt = _compare_prompts(run, scenario, answers, number, index, move)
                 reply.choice = _compare_choice(run, number, index, move, action, fell_back)
-                reply.outcome = _compare_outcome(run, group, number, index)
+                reply.outcome = _compare_outcome(run, group, number, index, removed)
                 replies.append(reply)
     _compare_last_reports(run, scenario, model, replies)
     if len(lines) < len(run.records):
@@ -414,8 +419,10 @@ def _compare_choice(run: RawRun, number: int, player: int, move: str, action: st
     return []
 
 
-def _compare_outcome(run: RawRun, group: dict[str, Any], number: int, player: int) -> list[str]:
+def _compare_outcome(run: RawRun, group: dict[str, Any], number: int, player: int, removed: list[str]) -> list[str]:
     ours, theirs = dict(group["data"]), dict(run.records[number - 1])
+    if "removed_player_info" in theirs:  # an earlier runner's record: the players out by the run's end, in order
+        ours["removed_player_info"] = removed
     differs = []
     for key in sorted(set(theirs)):
         if key not in ours:
@@ -493,6 +500,8 @@ def best(run: RawRun, checkout: Checkout, scenarios: Path, revisions: bool) -> R
         return found
     for revision in _revisions(checkout, run):
         try:
+            if found.equal and not _same_description(run, checkout.at(revision), scenarios):
+                continue  # every reply's prompt opens with it: this version cannot reproduce more
             candidate = reenact_run(run, checkout.at(revision), scenarios)
         except (UserError, KeyError, IndexError, TypeError, ValueError):
             continue
@@ -501,6 +510,12 @@ def best(run: RawRun, checkout: Checkout, scenarios: Path, revisions: bool) -> R
             if found.equal == len(found.replies):
                 break
     return found
+
+
+def _same_description(run: RawRun, checkout: Checkout, scenarios: Path) -> bool:
+    """Whether the checkout's description for the run's first player is the one its file keeps."""
+    kept = _kept(run, 0)
+    return bool(kept) and bool(kept[0][1]) and system_of(scenario_for(run, checkout, scenarios), 0) == kept[0][1][0]
 
 
 _DISTINCT: dict[tuple[str, str], list[str]] = {}
