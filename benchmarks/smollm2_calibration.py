@@ -1,7 +1,7 @@
 """The constrained harvest's stored distribution against SmolLM2's own answers over many seeds
 (GovSim on the laptop model; tests/test_smollm2_commons.py is the 60-seed check).
 
-    python benchmarks/smollm2_calibration.py [--seeds 1000] [--stock 80] [--temperature 0.7]
+    python benchmarks/smollm2_calibration.py [--seeds 1000] [--stock 80] [--temperature 0.7] [--diagnose DRAWS]
 
 Asks the month's first harvest prompt (John, `constrained_decoding`) with seeds 0..N-1 through
 `local:smollm2` in process, and compares the exact distribution agentsim stores for it with the
@@ -63,7 +63,11 @@ def main() -> int:
     parser.add_argument("--stock", type=int, default=80)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--diagnose", action="store_true")
+    parser.add_argument("--fresh", action="store_true",
+                        help="answer each seed in a fresh context (the prompt evaluated anew; nothing of the last "
+                             "answer or of the scoring left in the KV cache)")
+    parser.add_argument("--diagnose", type=int, default=0, metavar="DRAWS",
+                        help="also take a miscalibration apart, with this many one-token draws")
     options = parser.parse_args()
     game = CommonsGame(agents=3, constrained_decoding=True, temperature=options.temperature)
     situation = harvest(options.stock)
@@ -74,7 +78,12 @@ def main() -> int:
     started = time.perf_counter()
 
     async def ask() -> list[Completion]:
-        return [await model.complete(request) for request in requests]
+        answers = []
+        for request in requests:
+            if options.fresh:
+                model.llama.reset()
+            answers.append(await model.complete(request))
+        return answers
 
     replies = asyncio.run(ask())
     wall = time.perf_counter() - started
@@ -94,30 +103,67 @@ def main() -> int:
         print(f"  {amount:>4} tons: stored {probability:.4f}, expected {probability * options.seeds:7.1f}, answered "
               f"{answered.get(amount, 0):5d}")
     if options.diagnose:
-        diagnose(model, requests[0], distribution)
+        diagnose(model, requests[0], options.diagnose)
     asyncio.run(model.aclose())
     return 0
 
 
-def diagnose(model: LlamaCppModel, request: Request, stored: dict[str, float]) -> None:
-    """The stored distribution against the same prompt scored again: in a fresh context (no
-    earlier answer in the KV cache), and scored from the logits of a batch evaluation of the
-    whole prompt (as the first answer to a new prompt is drawn)."""
-    llama = model.llama
-    model.distributions.clear()
-    llama.reset()
-    fresh = asyncio.run(model.complete(request)).option_probabilities or {}
-    worst = max(abs(fresh.get(option, 0.0) - probability) for option, probability in stored.items())
-    print(f"rescored in a fresh context: largest difference {worst:.2e}")
-    tokens = llama.input_ids[:llama.n_tokens].tolist()
-    prompt = tokens[:len(tokens)]
-    llama.reset()
-    llama.eval(prompt[:-1])
-    single = llama.scores[llama.n_tokens - 1].copy() if llama.context_params.logits_all else None
+def diagnose(model: LlamaCppModel, request: Request, seeds: int) -> None:
+    """Where a miscalibration comes from. (1) The prompt's last position evaluated with the
+    prompt as one batch (as the first answer to a new prompt is drawn) against the same position
+    evaluated alone after the rest (as later answers to the same prompt and the scoring read it):
+    the largest difference of their logits. (2) The first token alone: its exact distribution
+    under the grammar and the temperature from those logits, against the first tokens the sampler
+    draws over the seeds (one-token answers): a chi-square test. A difference at (1) is the KV
+    cache and its reuse; at (2), with (1) equal, the sampler."""
+    import numpy as np
+
+    from agentsim.llm.scoring import sampler_probabilities
+
+    llama, bindings = model.llama, model.bindings
+    first = asyncio.run(model.complete(request))
+    prompt = list(llama.input_ids[:first.prompt_tokens])
+    vocabulary = llama.n_vocab()
+
+    def logits() -> np.ndarray:
+        return np.array(np.ctypeslib.as_array(bindings.llama_get_logits_ith(llama.ctx, -1), shape=(vocabulary,)))
+
     llama.reset()
     llama.eval(prompt)
-    batch_logits = llama.eval_logits[-1] if llama.eval_logits else None
-    print(f"batch-evaluated last position available: {batch_logits is not None}; single: {single is not None}")
+    batch = logits()
+    llama.reset()
+    llama.eval(prompt[:-1])
+    llama.eval(prompt[-1:])
+    alone = logits()
+    print(f"(1) last position's logits, one batch against alone: largest difference {np.max(np.abs(batch - alone)):.3e}")
+    assert request.grammar is not None
+    table = model._table()
+    replies = {reply.encode(): option for reply, option in request.grammar.choices}
+    candidates, _ = table.allowed(replies, b"")
+    tokens = [token for token, _ in candidates]
+    for name, values in (("alone", alone), ("batch", batch)):
+        chances = sampler_probabilities(values[tokens], temperature=request.sampling.temperature,
+                                        top_k=request.sampling.top_k, top_p=request.sampling.top_p)
+        one_token = dataclasses.replace(request.sampling, max_tokens=1)
+        drawn: Counter[str] = Counter()
+        if name == "alone":
+            for seed in range(seeds):
+                reply = asyncio.run(model.complete(dataclasses.replace(request, sampling=one_token, seed=seed)))
+                drawn[reply.text] += 1
+            pieces = {table.piece(token).decode(errors="replace"): chance for token, chance in zip(tokens, chances)}
+            observed = [drawn.get(piece, 0) for piece in pieces]
+            expected = [chance * seeds for chance in pieces.values()]
+            kept = [(o, e) for o, e in zip(observed, expected) if e >= 5]
+            rest = (sum(observed) - sum(o for o, _ in kept), seeds - sum(e for _, e in kept))
+            test = stats.chisquare([o for o, _ in kept] + [rest[0]], [e for _, e in kept] + [rest[1]])
+            print(f"(2) first tokens drawn over {seeds} seeds against their exact distribution: chi-square p = "
+                  f"{test.pvalue:.3f}")
+            for piece, chance in sorted(pieces.items(), key=lambda item: -item[1])[:6]:
+                print(f"    {piece!r}: exact {chance:.4f}, expected {chance * seeds:6.1f}, drawn {drawn.get(piece, 0)}")
+        else:
+            top = sorted(zip(tokens, chances), key=lambda item: -item[1])[:3]
+            print("    from the batch logits instead: " + ", ".join(
+                f"{table.piece(token).decode(errors='replace')!r} {chance:.4f}" for token, chance in top))
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def test_the_files_runs_are_reenacted_reply_by_reply_and_equal(imported: tuple[P
     directory, templates = imported
     results = reenact(directory, templates, tmp_path / "out")
     found = rows(tmp_path / "out")
-    assert [key for key in found[0]][:10] == ["run", "game", "revision", "round", "player", "move", "attempts",
+    assert list(found[0])[:10] == ["run", "game", "revision", "round", "player", "move", "attempts",
                                                "prompt_equal", "choice_equal", "outcome_equal"]
     assert len(found) == 4 + 4 + 5, "every reply: two games of 2 x 2, the pirates' 3 + 2"
     assert all((row["prompt_equal"], row["choice_equal"], row["outcome_equal"]) == ("1", "1", "1") for row in found), \

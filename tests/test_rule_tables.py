@@ -18,8 +18,8 @@ TABLES = {
     "docs/reproducing-cultural-evolution.md": "| rule | their code | agentsim |",
     "docs/reproducing-gamabench.md": "| rule | GAMA-Bench's runner | agentsim, exact | agentsim's default |",
 }
-CITATION = re.compile(r"`(agentsim/[\w/]+\.py):(\d+)` \(`([^`]+)`\)")
-MENTION = re.compile(r"agentsim/[\w/]+\.py:\d+")
+CITATION = re.compile(r"`((?:agentsim|scenarios)/[\w/]+\.py):(\d+)` \(`([^`]+)`\)")
+MENTION = re.compile(r"(?:agentsim|scenarios)/[\w/]+\.py:\d+")
 FOREIGN = re.compile(r"`[A-Za-z][\w.-]*: [\w./-]+:\d+(?:-\d+)?`")
 
 

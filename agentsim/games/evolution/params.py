@@ -49,6 +49,9 @@ class EvolutionParams(Params):
     # send a turn's answer format as a grammar (a donation, a hunt), where the backend constrains
     # decoding (llama.cpp, TGI, vLLM); the texts (strategies, norms) stay free
     constrained_decoding: bool = False
+    # with constrained_decoding, a strategy or norm set begins with its marker ("My strategy will be ...") and runs
+    # to the line's end (agentsim's setting: a small model seldom writes the marker of itself)
+    constrained_texts: bool = False
     temperature: float = 1.0
     top_p: float | None = None
     max_tokens: int = 800

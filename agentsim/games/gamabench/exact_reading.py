@@ -8,8 +8,9 @@ Dollar, Diner, Battle Royale) or from its first `{` to its last `}` (Public Good
 auction), or for the Pirate Game from the `{` before the last `"proposal"` (`"decision"`;
 `"explanation"` with chain-of-thought) to the last `}`, backslashes dropped first. A number is
 Python's `int()` of the value (any whole number, "7" and 7.9 alike; Guess 2/3 of the Average
-alone asks again outside the range its runner checks, 0 to 100 as published: `within`); a choice of words is the value lowercased (the bar's must be
-go or stay; the diner's is any word, all but `cheap` counting as costly); a vote is accept
+alone asks again outside the range its runner checks, 0 to 100 as published: `within`); a
+choice of words is the value lowercased (the bar's must be go or stay; the diner's is any word,
+all but `cheap` counting as costly); a vote is accept
 where the value contains "accept" or "Accept", else reject where it contains "reject" or
 "Reject"; a proposal is the `proposal` object, its values `int()`, of the size and sum asked;
 a Battle Royale target is the `target` (null: a miss on purpose; "player_3" read as "3"), or,
