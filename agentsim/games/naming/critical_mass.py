@@ -144,13 +144,17 @@ async def _flips_at(search: CriticalMassSearch, root: Path, committed: int,
     summaries = await experiment.run()
     flips = sum(1 for summary in summaries if summary.get("flip"))
     rounds = [summary["flip_round"] for summary in summaries if summary.get("flip")]
+    window = search.max_rounds // PAPER_ROUND
     recorded = RecordedExperiment(directory)
     try:
-        curves = [paper_curve_of_rounds(entries) for entries in recorded.round_stats.values()]
+        flipped = {row["run"]: bool(row["summary"].get("flip")) for row in recorded.runs}
+        # a run stops once it flips, where the paper's ran on: it stays flipped to the window's end
+        curves = [curve + [1.0] * (window - len(curve)) if flipped.get(run) else curve
+                  for run, entries in recorded.round_stats.items() for curve in [paper_curve_of_rounds(entries)]]
     finally:
         recorded.close()
     return {"runs": len(summaries), "flips": flips, "share": flips / len(summaries) if summaries else 0.0,
-            "flip_rounds": rounds, "paper_criterion_flips": paper_flips(curves, search.max_rounds // PAPER_ROUND),
+            "flip_rounds": rounds, "paper_criterion_flips": paper_flips(curves, window),
             "directory": str(directory.relative_to(root))}
 
 
