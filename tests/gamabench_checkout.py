@@ -86,6 +86,8 @@ RUNNERS = {
                     output_format = f'{cot_msg} Then JSON: {{"explanation": "why", "chosen_number": "{self.min}..{self.max}"}}'
                 else:
                     output_format = f'JSON: {{"chosen_number": "{self.min}..{self.max}"}}'
+                if parsered_responses > self.max or parsered_responses < self.min:
+                    pass
         ''',
     "bar_game": '''
         class BarGame:

@@ -118,9 +118,15 @@ def test_ranges_as_the_runner_has_them(templates: Path) -> None:
     model = play(game("divide_dollar", templates, agents=2, max_rounds=1), Scripted(bids))
     (line,) = model.metrics.lines()
     assert line["groups"][0]["data"] == {"responses": [150, -3], "total_proposal": 147}, "any whole number"
-    guessing = RunnerAnswer(game="guessing_game")
+    guessing = RunnerAnswer(game="guessing_game", within=(0, 100))
     assert guessing.read('{"chosen_number": "101"}')[0] is None and guessing.read('{"chosen_number": 7.9}') == ("7", None)
     assert guessing.read('Sure: {"chosen_number": "7"}')[0] is None, "JSON alone"
+    assert RunnerAnswer(game="guessing_game").read('{"chosen_number": "101"}') == ("101", None), "no check, no range"
+    # the range is the one the checkout's runner checks (here its min and max: 0 and 30)
+    model = play(game("guessing_game", templates, agents=2, max_rounds=1, max=30, max_reasks=0),
+                 Scripted(lambda player, round_, attempt, request: json.dumps({"chosen_number": 31 if player else 30})))
+    (line,) = model.metrics.lines()
+    assert [move[4] for move in line["groups"][0]["moves"]] == [False, True], "31 is asked again: a fallback here"
     assert RunnerAnswer(game="public_goods").read('Sure: {"tokens_contributed": "25"} ok') == ("25", None)
 
 

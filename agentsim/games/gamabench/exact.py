@@ -456,10 +456,12 @@ async def pirate_game(game: GamaGame[Any], round_: Round) -> None:
     accepted = responses.count("accept")
     passed = accepted / len(aboard) >= 0.5
     majority = texts.sentence("report_result", "majority", 0 if passed else 1, 2)
+    counted = len(texts.runner.assigned("report_result", "count")) > 1  # an earlier runner counts the players told
     reports: dict[Player, list[str | list[str]]] = {}
-    for player in aboard:
+    for position, player in enumerate(aboard):
         which = (0 if player == proposer else 1) if passed else (2 if player == proposer else 3)
-        result = texts.sentence("report_result", "result", which, 4, gold_distribution=shares, count=0,
+        result = texts.sentence("report_result", "result", which, 4, gold_distribution=shares,
+                                count=position if counted else 0,
                                 **{"self.player_id_manipulation": hyphen_ordinal, "self.current_round": number})
         reports[player] = [texts.render("report", hyphen_ordinal(number), plan, accepted, len(aboard),
                                         "accept" if player == proposer else votes[player], majority, result)]

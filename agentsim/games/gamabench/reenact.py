@@ -54,7 +54,7 @@ from .rules import PARAMETERS
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "gamabench"
 COLUMNS = ["run", "game", "revision", "round", "player", "move", "attempts", "prompt_equal", "choice_equal",
-           "outcome_equal", "differs"]
+           "outcome_equal", "role", "differs"]
 SHUFFLED = {"guessing_game": "responses", "divide_dollar": "responses"}  # the runner shuffles these before it saves them
 UTILITY = ("bar_game", "divide_dollar", "public_goods", "diner_dilemma", "sealed_bid_auction")
 CONDITION = re.compile(r"^(cot|role)(\d)$")
@@ -81,6 +81,8 @@ class RunResult:
     revision: str
     replies: list[Reply]
     note: str = ""
+    role: int | None = None  # the role condition the run's description shows, where its name does not say it
+    unplayable: bool = False  # no version of the checkout's texts writes its description
 
     @property
     def equal(self) -> int:
@@ -153,7 +155,7 @@ def _raw(source: Path, file: str, base: str, game: str, condition: str) -> RawRu
 
 
 # --- the game to play it in -----------------------------------------------------------------------
-def scenario_for(run: RawRun, checkout: Checkout, scenarios: Path) -> GamaGame[Any]:
+def scenario_for(run: RawRun, checkout: Checkout, scenarios: Path, role: int | None = None) -> GamaGame[Any]:
     """agentsim's game for `run`: its scenario file's class, in GAMA-Bench-exact mode, with
     the run's parameters (as the file's `meta` has them), prompt version and condition."""
     path = scenarios / f"{run.base}.py"
@@ -177,6 +179,8 @@ def scenario_for(run: RawRun, checkout: Checkout, scenarios: Path) -> GamaGame[A
         settings["max_rounds"] = rounds
     if condition:
         settings[condition.group(1)] = int(condition.group(2))
+    if role is not None:
+        settings["role"] = role
     if run.base == "sealed_bid_auction" and isinstance(meta.get("seed"), int):
         settings["auction_seed"] = meta["seed"] - rounds  # saved after counting up once a round
     game = type(scenario)
@@ -304,8 +308,8 @@ def _turns(prompt: list[Any]) -> list[list[Any]]:
 
 
 # --- playing and comparing ---------------------------------------------------------------------------
-def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path) -> RunResult:
-    scenario = scenario_for(run, checkout, scenarios)
+def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path, role: int | None = None) -> RunResult:
+    scenario = scenario_for(run, checkout, scenarios, role)
     answers = FileAnswers(run)
     model = PopulationModel(scenario, seed=0, backends=[BackendShare(answers)])
 
@@ -336,7 +340,7 @@ def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path) -> RunResult:
         if replies:
             replies[-1].outcome.append("end: " + note)
         return RunResult(run.file, run.game, checkout.revision, replies, note)
-    return RunResult(run.file, run.game, checkout.revision, replies)
+    return RunResult(run.file, run.game, checkout.revision, replies, role=role)
 
 
 def _kept(run: RawRun, player: int) -> list[list[Any]]:
@@ -496,26 +500,39 @@ def best(run: RawRun, checkout: Checkout, scenarios: Path, revisions: bool) -> R
         found = RunResult(run.file, run.game, "", [], f"not reenacted: {error}")
     except (KeyError, IndexError, TypeError, ValueError) as error:  # a file in no shape agentsim's game can follow
         found = RunResult(run.file, run.game, "", [], f"not reenacted: {type(error).__name__}: {error}")
-    if not revisions or (found.replies and found.equal == len(found.replies)):
+    if found.replies and found.equal == len(found.replies):
         return found
-    for revision in _revisions(checkout, run):
-        try:
-            if found.equal and not _same_description(run, checkout.at(revision), scenarios):
-                continue  # every reply's prompt opens with it: this version cannot reproduce more
-            candidate = reenact_run(run, checkout.at(revision), scenarios)
-        except (UserError, KeyError, IndexError, TypeError, ValueError):
-            continue
-        if candidate.equal > found.equal:
-            found = candidate
-            if found.equal == len(found.replies):
-                break
+    versions = [checkout.at(revision) for revision in _revisions(checkout, run)] if revisions else []
+    roles: list[int | None] = [None] if CONDITION.match(run.condition or "") else [None, 1, 2, 3]
+    for role in roles:
+        for version in [checkout, *versions]:
+            if (version, role) == (checkout, None):
+                continue  # tried first
+            try:
+                if not _same_description(run, version, scenarios, role):
+                    continue  # every reply's prompt opens with it: this version cannot reproduce more
+                candidate = reenact_run(run, version, scenarios, role)
+            except (UserError, KeyError, IndexError, TypeError, ValueError):
+                continue
+            if candidate.equal > found.equal:
+                found = candidate
+                if found.equal == len(found.replies):
+                    return found
+    if found.replies and not any(_same_description(run, version, scenarios, role) for role in roles
+                                 for version in [checkout, *versions]):
+        found.unplayable = True
+        found.note = "no version of the checkout's texts writes its description"
     return found
 
 
-def _same_description(run: RawRun, checkout: Checkout, scenarios: Path) -> bool:
+def _same_description(run: RawRun, checkout: Checkout, scenarios: Path, role: int | None = None) -> bool:
     """Whether the checkout's description for the run's first player is the one its file keeps."""
     kept = _kept(run, 0)
-    return bool(kept) and bool(kept[0][1]) and system_of(scenario_for(run, checkout, scenarios), 0) == kept[0][1][0]
+    try:
+        written = system_of(scenario_for(run, checkout, scenarios, role), 0)
+    except (UserError, KeyError, IndexError, TypeError, ValueError):
+        return False
+    return bool(kept) and bool(kept[0][1]) and written == kept[0][1][0]
 
 
 _DISTINCT: dict[tuple[str, str], list[str]] = {}
@@ -544,11 +561,14 @@ def write_csv(out: Path, results: list[RunResult]) -> Path:
         writer.writerow(COLUMNS)
         for result in results:
             if not result.replies:
-                writer.writerow([result.file, result.game, result.revision, "", "", "", 0, "", "", "", result.note])
+                writer.writerow([result.file, result.game, result.revision, "", "", "", 0, "", "", "", "", result.note])
             for reply in result.replies:
+                differs = "; ".join(reply.prompt + reply.choice + reply.outcome)
+                if result.unplayable:
+                    differs = f"({result.note}) {differs}"
                 writer.writerow([result.file, result.game, result.revision[:12], reply.round, f"player_{reply.player}",
                                  reply.move, reply.attempts, int(not reply.prompt), int(not reply.choice),
-                                 int(not reply.outcome), "; ".join(reply.prompt + reply.choice + reply.outcome)])
+                                 int(not reply.outcome), result.role or "", differs])
     return path
 
 
@@ -557,7 +577,8 @@ def summary(results: list[RunResult]) -> list[str]:
     lines = []
     by_game: dict[str, list[Reply]] = defaultdict(list)
     for result in results:
-        by_game[result.game].extend(result.replies)
+        if not result.unplayable:
+            by_game[result.game].extend(result.replies)
     everything = [reply for replies in by_game.values() for reply in replies]
 
     def shares(replies: list[Reply]) -> str:
@@ -568,7 +589,8 @@ def summary(results: list[RunResult]) -> list[str]:
                 f"{_share(sum(not r.choice for r in replies), count)}, outcomes {_share(sum(not r.outcome for r in replies), count)}, "
                 f"all three {_share(sum(not (r.prompt or r.choice or r.outcome) for r in replies), count)}")
 
-    lines.append(f"{len(results)} runs, " + shares(everything))
+    unplayable = [result for result in results if result.unplayable]
+    lines.append(f"{len(results) - len(unplayable)} runs, " + shares(everything))
     for game in sorted(by_game):
         lines.append(f"  {game}: " + shares(by_game[game]))
     kinds = Counter(_kind(text) for reply in everything for text in reply.prompt + reply.choice + reply.outcome)
@@ -579,6 +601,14 @@ def summary(results: list[RunResult]) -> list[str]:
     if revised:
         lines.append("runs played with an earlier version of the checkout's texts: " +
                      ", ".join(f"{revision} {count}" for revision, count in revised.most_common()))
+    roles = Counter(result.role for result in results if result.role)
+    if roles:
+        lines.append("runs whose description shows a role prompt their name does not: " +
+                     ", ".join(f"role {role} {count}" for role, count in sorted(roles.items())))
+    if unplayable:
+        lines.append(f"{len(unplayable)} runs ({sum(len(result.replies) for result in unplayable)} replies) left out: no "
+                     f"version of the checkout's texts writes their description:")
+        lines.extend(f"  {result.file}" for result in unplayable)
     unplayed = [result for result in results if not result.replies]
     lines.extend(f"  not reenacted: {result.file}: {result.note}" for result in unplayed)
     return lines
