@@ -10,7 +10,7 @@ From Python (agentsim/api.py): `agentsim.run(SCENARIO, ...)` runs an experiment 
 this file first, and takes SIGINT and SIGTERM as soon as it can (agentsim/__main__.py).
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 TYPE_CHECKING = False  # (typing's own costs an import: mypy reads this name the same way)
 if TYPE_CHECKING:
@@ -23,11 +23,11 @@ __all__ = ["Results", "__version__", "arun", "open", "run"]
 def __getattr__(name: str) -> object:
     """`agentsim.run`, `.arun`, `.open` and `.Results`, imported on first use."""
     if name in ("arun", "open", "run"):
-        from . import api
+        from . import api  # (start-up: `import agentsim` imports nothing until a name is used)
 
         return getattr(api, name)
     if name == "Results":
-        from .results import Results
+        from .results import Results  # (start-up: as above)
 
         return Results
     raise AttributeError(f"module 'agentsim' has no attribute '{name}'")

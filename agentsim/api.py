@@ -7,10 +7,12 @@
 `run` is synchronous and works in a script and in a notebook alike (where Jupyter's event loop
 is already running, the experiment runs on a worker thread); inside async code, `await
 agentsim.arun(...)`. Both go through the same experiment runner as the command line (its
-checks, store, checkpoints, resume, budget and executors), and return a `Results` over the
-output directory; `agentsim.open(DIR)` reads a finished directory (the command line's too) as
-the same object. Mistakes a user can make (a bad parameter, an unknown backend, a missing key)
-raise `agentsim.errors.UserError` with the one line the command line would print.
+checks, store, checkpoints, resume, budget and executors), with the same configuration: the
+keywords are the command line's flags (`add_runs=` is `--add-runs`), read by the one builder
+every front door uses (agentsim/configure.py). They return a `Results` over the output
+directory; `agentsim.open(DIR)` reads a finished directory (the command line's too) as the same
+object. Mistakes a user can make (a bad parameter, an unknown backend, a missing key) raise
+`agentsim.errors.UserError` with the one line the command line would print, naming its flag.
 """
 
 from __future__ import annotations
@@ -19,37 +21,48 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .llm.specs import BackendOptions
-    from .results import Results
+from .blocking import run_blocking
+from .configure import ExperimentOptions, configure
+from .errors import ArgumentError, ExperimentInterrupted
+from .llm.specs import BackendOptions
+from .progress import NoView
+from .results import Results
+from .scenario_files import ScenarioSource
+
+if TYPE_CHECKING:  # (the runner is imported where a run needs it: `agentsim.open` needs no Mesa)
     from .runner import Experiment
-    from .scenario import Scenario
 
 
-def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
-        population: str | None = None, runs: int | None = None, seed: int = 0,
-        overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-        out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
-        ) -> Results:
+def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
+        runs: int | None = None, add_runs: int = 0, seed: int | None = None, overrides: Mapping[str, Any] | None = None,
+        options: BackendOptions | None = None, out: str | Path | None = None, resume: bool = False,
+        checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
+        progress: bool | None = None) -> Results:
     """Run `scenario` and return its results.
 
     scenario    a scenario file (its RUNS, POPULATION and VARIANTS are read as the command line
-                reads them), a Scenario object, or a Scenario subclass (built with its defaults)
+                reads them), a Scenario object, or a Scenario subclass (built with its defaults);
+                with resume, None continues the one recorded in `out`
     backend     the model every agent asks: "stand-in" (the default: the built-in rule, no
                 network), "openai:MODEL", "anthropic:MODEL", "tgi:URL", "local:NAME"
     population  a mixed-model population instead: "SPEC=COUNT,SPEC=COUNT"
     runs, seed  seeded replicates (default: the file's RUNS, else 1; with resume: the recorded
                 count: another runs= is refused, as the command line refuses --runs without
-                --add-runs) and the first one's seed
+                --add-runs) and the first one's seed (default 0; with resume and no scenario,
+                the recorded one)
+    add_runs    with resume: run this many more replicates than the experiment recorded
     overrides   parameter changes, as `--set` takes them: {"agents": 12, "standin.noise": 0.1};
                 text values are read as the command line reads them ("max_rounds": "30")
     options     how backends are reached and bounded (`agentsim.llm.specs.BackendOptions`:
                 base URL, timeouts, retries, rate limits, cache, --max-calls/--max-cost budget)
     out         the output directory; default `results/NAME/YYYYMMDD-HHMMSS` under the current
                 directory, as the command line makes it (NAME: the file's stem or the scenario's
-                name), so that the runs stay on disk for `report` and `agentsim.open`
+                name), so that the runs stay on disk for `report` and `agentsim.open`; with
+                resume, default the latest there
     resume      continue the runs recorded in `out`
-    executor    "local" (this process) or "ray"
+    checkpoint_seconds   commit rows and a resumable checkpoint at most this often
+    executor, ray_address, cpus_per_run   "local" (this process) or "ray": each run a Ray task on
+                the cluster at `ray_address` (default: a Ray started here), with this many CPUs
     progress    None (the default): in a Jupyter notebook, a progress bar in the cell's output
                 (runs, calls, calls/s, fallbacks, time left), elsewhere nothing; True: that bar
                 in a notebook, elsewhere a log line per run's progress (the command line's
@@ -60,36 +73,34 @@ def run(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any,
     `agentsim.open(DIR)` reads it, `resume=True` continues). An interrupt (Ctrl-C, Jupyter's
     Interrupt) stops the runs as it stops the command line's, and raises
     `agentsim.errors.ExperimentInterrupted` (a KeyboardInterrupt) naming the output directory."""
-    from .blocking import run_blocking
-    from .errors import ExperimentInterrupted
-
     opened: list[Experiment] = []
     try:
-        return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, seed=seed,
-                                  overrides=overrides, options=options, out=out, resume=resume, executor=executor,
-                                  progress=progress, opened=opened))
+        return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs,
+                                  seed=seed, overrides=overrides, options=options, out=out, resume=resume,
+                                  checkpoint_seconds=checkpoint_seconds, executor=executor, ray_address=ray_address,
+                                  cpus_per_run=cpus_per_run, progress=progress, opened=opened))
     except KeyboardInterrupt:
         if not opened:  # before the output directory was opened: nothing recorded
             raise
         raise ExperimentInterrupted(str(opened[0].config.out)) from None
 
 
-async def arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
-               population: str | None = None, runs: int | None = None, seed: int = 0,
+async def arun(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
+               runs: int | None = None, add_runs: int = 0, seed: int | None = None,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-               out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
-               ) -> Results:
+               out: str | Path | None = None, resume: bool = False, checkpoint_seconds: float = 1.0,
+               executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
+               progress: bool | None = None) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
-    return await _arun(scenario, backend=backend, population=population, runs=runs, seed=seed, overrides=overrides,
-                       options=options, out=out, resume=resume, executor=executor, progress=progress, opened=[])
+    return await _arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
+                       overrides=overrides, options=options, out=out, resume=resume,
+                       checkpoint_seconds=checkpoint_seconds, executor=executor, ray_address=ray_address,
+                       cpus_per_run=cpus_per_run, progress=progress, opened=[])
 
 
-async def _arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *,
-                opened: list[Experiment], **arguments: Any) -> Results:
+async def _arun(scenario: ScenarioSource | None, *, opened: list[Experiment], **arguments: Any) -> Results:
     """`arun`, keeping the experiment in `opened` once it is open (`run` names its directory
     when interrupted)."""
-    from .results import Results
-
     experiment = prepare(scenario, **arguments)
     opened.append(experiment)
     await experiment.run()
@@ -98,126 +109,37 @@ async def _arun(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[A
 
 def open(directory: str | Path) -> Results:
     """The results of a finished (or stopped) output directory: the command line's or `run`'s."""
-    from .results import Results
-
     return Results(directory)
 
 
-def prepare(scenario: str | Path | Scenario[Any, Any, Any] | type[Scenario[Any, Any, Any]], *, backend: str | None = None,
-            population: str | None = None, runs: int | None = None, seed: int = 0,
+def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
+            runs: int | None = None, add_runs: int = 0, seed: int | None = None,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-            out: str | Path | None = None, resume: bool = False, executor: str = "local", progress: bool | None = None
-            ) -> Experiment:
+            out: str | Path | None = None, resume: bool = False, checkpoint_seconds: float = 1.0,
+            executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
+            progress: bool | None = None) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
-    from .errors import ParameterError, UserError
-    from .llm.specs import BackendOptions
-    from .progress import NoView
-    from .runner import Experiment, ExperimentConfig
-    from .scenario import Scenario
-    from .scenario_files import file_population, file_runs, load_scenario
-    from .session import fresh_directory
-    from .variants import pinned_variants
+    if progress is not None and not isinstance(progress, bool):  # (what the view is: the API's own)
+        raise ArgumentError(f"progress= takes True, False or None (a bar in a notebook) (got {type(progress).__name__} "
+                            f"{progress!r:.60})")
+    config = configure(ExperimentOptions(
+        scenario=scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
+        overrides={} if overrides is None else overrides, out=out, resume=resume, checkpoint_seconds=checkpoint_seconds,
+        executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
+        llm=BackendOptions() if options is None else options))
+    from .runner import Experiment  # (start-up: the population model and Mesa, only for a run)
 
-    _check_arguments(backend=backend, population=population, seed=seed, overrides=overrides, options=options,
-                     out=out, resume=resume, executor=executor, progress=progress)
-    module: Any = None
-    file = ""
-    if isinstance(scenario, (str, Path)):
-        file = str(scenario)
-        built, module = load_scenario(scenario)
-    elif isinstance(scenario, type) and issubclass(scenario, Scenario):
-        built = scenario()
-    elif isinstance(scenario, Scenario):
-        built = scenario
-    else:
-        raise UserError(f"scenario must be a scenario file's path, a Scenario object or a Scenario subclass "
-                        f"(got {type(scenario).__name__})")
-    if backend is not None and population is not None:
-        raise UserError("backend= and population= both choose the agents' models; give one of them")
-    changes = dict(overrides or {})
-    built = _with_overrides(built, changes)
-    if runs is None and resume and out is not None:  # a resume continues the recorded runs, not the file's RUNS
-        from .cli import recorded_settings
-
-        recorded = recorded_settings(Path(out)).get("runs")
-        variants = max(1, len(getattr(module, "VARIANTS", ()) or ()))
-        runs = recorded // variants if isinstance(recorded, int) and recorded > 0 else None
-    if runs is None:
-        runs = file_runs(module, file, "pass runs=")
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ParameterError(f"runs must be a whole number of at least 1 (got {runs!r})")
-    if population is None and backend is None and module is not None:
-        population = file_population(module, file, "pass population=")
-    name = Path(file).stem if file else built.name
-    config = ExperimentConfig(
-        scenario=built,
-        variants=pinned_variants(getattr(module, "VARIANTS", ()), {key: str(value) for key, value in changes.items()}),
-        out=Path(out) if out is not None else fresh_directory(Path("results") / name),
-        backend=backend or "stand-in",
-        population=population or "",
-        llm=options or BackendOptions(),
-        runs=runs,
-        seed=seed,
-        resume=resume,
-        scenario_file=str(Path(file).resolve()) if file else "",
-        executor=executor,
-    )
     view: Any = NoView()  # a script prints nothing it was not asked for
-    if progress is not None and not isinstance(progress, bool):
-        raise UserError(f"progress must be True, False or None (got {progress!r})")
     if progress is not False:
-        from .notebook import NotebookView, in_notebook
+        from .notebook import NotebookView, in_notebook  # (start-up: IPython's display, only where asked)
 
         if in_notebook():
             view = NotebookView()
         elif progress:
-            from .live import LogView, configure_logging
+            from .live import LogView, configure_logging  # (start-up: rich and structlog, only where asked)
 
             configure_logging()
             view = LogView()
     experiment = Experiment(config, view)
     experiment.open()
     return experiment
-
-
-def _check_arguments(**arguments: Any) -> None:
-    """`ArgumentError` (a UserError and a TypeError) naming the first argument of the wrong
-    type and what it takes, before anything is built."""
-    from .errors import ArgumentError
-    from .llm.specs import BackendOptions
-
-    takes: dict[str, tuple[tuple[type, ...], str]] = {
-        "backend": ((str, type(None)), 'a backend spec such as "stand-in" or "openai:MODEL"'),
-        "population": ((str, type(None)), 'a population such as "openai:MODEL=12,stand-in=12"'),
-        "seed": ((int,), "a whole number"),
-        "overrides": ((Mapping, type(None)), 'a mapping of parameter names to values, e.g. {"agents": 24}'),
-        "options": ((BackendOptions, type(None)), "an agentsim.llm.specs.BackendOptions"),
-        "out": ((str, Path, type(None)), "a directory path"),
-        "resume": ((bool,), "True or False"),
-        "executor": ((str,), '"local" or "ray"'),
-        "progress": ((bool, type(None)), "True, False or None (a bar in a notebook)"),
-    }
-    for name, value in arguments.items():
-        kinds, what = takes[name]
-        if not isinstance(value, kinds) or (name == "seed" and isinstance(value, bool)):
-            raise ArgumentError(f"{name}= takes {what} (got {type(value).__name__} {value!r:.60})")
-
-
-def _with_overrides(scenario: Scenario[Any, Any, Any], changes: dict[str, Any]) -> Scenario[Any, Any, Any]:
-    """`--set`-style changes: text is read as the command line reads it, other values are used
-    as they are (a parameter, or the stand-in's setting `standin.KEY`)."""
-    from .params import StandInSettings
-
-    texts = {key: value for key, value in changes.items() if isinstance(value, str)}
-    values = {key: value for key, value in changes.items() if not isinstance(value, str)}
-    if texts:
-        scenario = scenario.with_overrides(texts)
-    prefix = StandInSettings.key_prefix
-    settings = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
-    params = {key: value for key, value in values.items() if not key.startswith(prefix)}
-    if params:
-        scenario.params.refuse_unread(*params)
-        scenario = scenario.with_params(**params)
-    if settings:
-        scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
-    return scenario

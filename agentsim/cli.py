@@ -23,29 +23,20 @@ import asyncio
 import contextlib
 import difflib
 import errno
-import json
-import math
 import os
 import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__, event_loop, interrupts
+from . import event_loop, interrupts
 from .analysis.commands import SUBCOMMAND_HELP, SUBCOMMANDS
-from .errors import EXIT_USER_ERROR, RunStopped, ScenarioFileError, UserError
-from .llm.cache import DEFAULT_MAX_BYTES
-from .llm.health import HealthPolicy
-from .llm.limiter import Limits
-from .llm.retries import RetryPolicy
-from .llm.specs import BackendOptions
-from .params import finite_float
-from .scenario import Scenario
-from .scenario_files import file_population, file_runs, load_scenario, parse_overrides
+from .configure import configure
+from .errors import EXIT_USER_ERROR, RunStopped, UserError
+from .flags import add_experiment_arguments, experiment_options
 from .secrets import redact
-from .session import EXECUTORS, LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
-from .variants import pinned_variants
+from .version import __version__
 
 if TYPE_CHECKING:  # the runner brings the population model and Mesa (with pandas, scipy): a run imports it
     from .runner import Experiment
@@ -78,98 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"agentsim {__version__}")
-    parser.add_argument("scenario", nargs="?", default=None,
-                        help="a scenario file, e.g. scenarios/critical_mass.py (with --resume: default, the one "
-                             "recorded in --out)")
-    parser.add_argument("--backend", default=None,
-                        help="the language model every agent uses: stand-in (default, the built-in rule policy), "
-                             "openai:MODEL, anthropic:MODEL, tgi:URL, local:smollm2 (SmolLM2-135M-Instruct in "
-                             "process, no download), local:PATH.gguf (llama.cpp), local:HF_ID_OR_PATH (transformers)")
-    parser.add_argument("--population", default=None, metavar="SPEC=COUNT,...",
-                        help="a mixed-model population, e.g. 'openai:gpt-4o-mini=12,anthropic:claude-3-5-haiku-latest=12' "
-                             "(default: the file's POPULATION, else every agent on --backend); labelled stand-ins mix without a key or "
-                             "network, to try a mixed population: 'stand-in:a=5,stand-in:b=5'")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="seeded replicates, run concurrently (default: the file's RUNS, else 1; with --resume: "
-                             "the recorded count, which only --add-runs changes)")
-    parser.add_argument("--add-runs", type=int, default=0, metavar="K",
-                        help="with --resume: run K more replicates than the experiment recorded")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="the first replicate's seed; replicate k uses seed+k (default 0; --resume without a "
-                             "scenario file: the recorded one)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a scenario parameter (repeatable)")
-    parser.add_argument("--out", type=_directory_path, default=None,
-                        help="output directory (default: results/SCENARIO/TIMESTAMP)")
-    parser.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
-    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
-                        help="the log lines (--no-live, or no terminal): text (key=value, default) or json (one JSON "
-                             "object per line and event; the last, experiment_ended, gives the outcome)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the runs recorded in --out (default: the latest); the scenario file, its "
-                             "--set values, the seed and the backend default to the recorded ones, and the number "
-                             "of runs is the recorded one (--add-runs K adds replicates)")
-    parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
-                        help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
-    sweep = parser.add_argument_group("where the runs execute")
-    sweep.add_argument("--executor", choices=EXECUTORS, default=LOCAL,
-                       help="local (default): every run in this process; ray: each run a Ray task, on the cluster at "
-                            "--ray-address or a Ray started here (pip install 'agentsim[ray]'; docs/running-a-sweep-on-ray.md)")
-    sweep.add_argument("--ray-address", default="", metavar="ADDRESS",
-                       help="the Ray cluster to run on, e.g. ray://head:10001 or auto (default: a Ray started in process)")
-    sweep.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS",
-                       help="CPUs Ray sets aside for each run (default 1; e.g. 0.1 for runs that mostly wait on a model server)")
-    llm = parser.add_argument_group("language-model backends")
-    llm.add_argument("--base-url", default=None,
-                     help="an OpenAI- or Anthropic-compatible server for openai:/anthropic: specs, e.g. http://gpu-box:8000/v1 (vLLM)")
-    llm.add_argument("--max-in-flight", type=int, default=Limits.max_in_flight,
-                     help=f"calls in flight per backend, at most (default {Limits.max_in_flight}; adapts below it)")
-    llm.add_argument("--rpm", type=finite_float, default=None, help="requests per minute per backend, at most")
-    llm.add_argument("--tpm", type=finite_float, default=None, help="tokens per minute per backend, at most")
-    llm.add_argument("--no-adaptive", action="store_true", help="keep the in-flight cap fixed (no shrinking on 429, overload or queueing)")
-    llm.add_argument("--no-latency-rule", action="store_true",
-                     help="adapt the in-flight cap to refusals only, not to latency showing the server queueing")
-    llm.add_argument("--timeout", type=finite_float, default=60.0, help="seconds per attempt (default 60)")
-    llm.add_argument("--max-attempts", type=int, default=8, help="attempts per call, retries included (default 8)")
-    llm.add_argument("--deadline", type=finite_float, default=300.0, help="seconds per call, retries included (default 300)")
-    llm.add_argument("--cache", type=Path, default=None, metavar="PATH",
-                     help="the response cache database (default: responses.db in the user's cache directory)")
-    llm.add_argument("--cache-max-mb", type=finite_float, default=DEFAULT_MAX_BYTES / 2**20, metavar="MB",
-                     help="bound on the response cache's file: the answers least recently used go first, never "
-                          "one this run used (default 2048)")
-    llm.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    llm.add_argument("--replay", action="store_true", help="answer every call from the cache; a miss is an error")
-    llm.add_argument("--sample-locally", action="store_true",
-                     help="answer a prompt whose exact option distribution the model gave before by a seeded draw "
-                          "from it, without a call (llama.cpp in process, with the answer grammar; docs/backends.md)")
-    llm.add_argument("--no-model-check", action="store_true",
-                     help="skip the start-up check that an in-process model's replies can be read at all")
-    llm.add_argument("--batch", action="store_true",
-                     help="a scenario whose calls are independent (the bias and strategy probes): ask them through the "
-                          "provider's batch API at half price, answered within hours (openai:, anthropic:)")
-    llm.add_argument("--batch-poll", type=finite_float, default=30.0, metavar="S",
-                     help="seconds between looks at a submitted batch (default 30)")
-    llm.add_argument("--no-cache-breakpoints", action="store_true",
-                     help="Anthropic: send no prompt-cache breakpoint (by default the shared system text is marked, "
-                          "where long enough, and read back at a tenth of the input price)")
-    llm.add_argument("--max-calls", type=int, default=None,
-                     help="send at most this many requests, retries and the start-up probe included (exit 4 when spent)")
-    llm.add_argument("--max-cost", type=finite_float, default=None,
-                     help="stop the experiment before a request could make the calls cost more than this many US dollars")
-    health = parser.add_argument_group("run health (a backend that cannot serve the run stops it: exit 3)")
-    health.add_argument("--no-probe", action="store_true",
-                        help="skip the start-up probe (one tiny request before a backend's first)")
-    health.add_argument("--max-consecutive-failures", type=int, default=HealthPolicy.max_consecutive_failures,
-                        metavar="N", help="stop after N failed requests in a row, retries included (default %(default)s)")
-    health.add_argument("--max-failure-share", type=finite_float, default=HealthPolicy.max_failure_share, metavar="F",
-                        help="stop when more than this share of the last --health-window requests failed, retries "
-                             "included (default %(default)s; 1: never)")
-    health.add_argument("--max-fallback-share", type=finite_float, default=HealthPolicy.max_fallback_share, metavar="F",
-                        help="stop when more than this share of the last --health-window decisions fell back "
-                             "(default %(default)s; 1: never)")
-    health.add_argument("--health-window", type=int, default=HealthPolicy.window, metavar="N",
-                        help="requests and decisions the shares are taken over (default %(default)s; from 10 on, "
-                             "a share far over its limit stops the run before the window fills)")
+    add_experiment_arguments(parser, scenario_help="a scenario file, e.g. scenarios/critical_mass.py (with --resume: "
+                                                   "default, the one recorded in --out)")
+    view = parser.add_argument_group("what the command shows")
+    view.add_argument("--no-live", action="store_true", help="log lines instead of the live view")
+    view.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                      help="the log lines (--no-live, or no terminal): text (key=value, default) or json (one JSON "
+                           "object per line and event; the last, experiment_ended, gives the outcome)")
     return parser
 
 
@@ -244,7 +150,7 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
         # to stop, so the runs finished; the signal is still answered as every other one.
         code, outcome = interrupts.exit_code(), "interrupted"
     if outcome == "interrupted":
-        runs = experiment.config.runs  # what --resume continues, no more (--add-runs K adds)
+        runs = experiment.config.replicates  # what --resume continues, no more (--add-runs K adds)
         message = (f"agentsim: interrupted by {interrupts.by()}; everything recorded so far is in {out}; "
                    f"continue its {runs} run{'s' if runs != 1 else ''} with --resume --out {out}")
     conclude = getattr(experiment.view, "conclude", None)
@@ -252,7 +158,7 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
         if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
             conclude(outcome=outcome, exit_code=code, out=str(out), message=message,
                      runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
-        from .live import LogView
+        from .live import LogView  # (start-up: rich; loaded by the run already)
 
         json_lines = options.log_format == "json" and isinstance(experiment.view, LogView)
         if message and not json_lines:  # last, so that a failure ends with its one line (JSON: in experiment_ended)
@@ -268,83 +174,15 @@ def _misspelt_subcommand(word: str) -> bool:
             and bool(difflib.get_close_matches(word, SUBCOMMANDS, n=1)))
 
 
-def _prepare(options: argparse.Namespace) -> Experiment:
-    if options.runs is not None and options.runs < 1:
-        raise UserError(f"--runs must be at least 1 (got {options.runs})")
-    if not (math.isfinite(options.checkpoint_seconds) and 0 <= options.checkpoint_seconds <= 86_400):
-        raise UserError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 (got {options.checkpoint_seconds})")
-    if options.backend is not None and options.population is not None:
-        raise UserError("--backend and --population both choose the agents' models; give one of them")
-    for flag, value in (("--backend", options.backend), ("--population", options.population)):
-        if value is not None and not value.strip():
-            raise UserError(f"{flag} is empty; name a backend such as stand-in, openai:MODEL or tgi:URL "
-                            f"(or drop {flag} for the scenario's default)")
-    if (options.ray_address or options.cpus_per_run != 1.0) and options.executor != RAY:
-        flag = "--ray-address" if options.ray_address else "--cpus-per-run"
-        raise UserError(f"{flag} is for --executor ray; add --executor ray or drop it")
-    if options.executor == RAY:
-        from .distributed import require_ray
+def _prepare(arguments: argparse.Namespace) -> Experiment:
+    """The experiment the flags describe, built as every front door builds it, and opened."""
+    config = configure(experiment_options(arguments))
+    from .live import LogView, RichView, configure_logging  # (start-up: rich, only for a run)
+    from .runner import Experiment  # (start-up: the population model and Mesa, only for a run)
 
-        require_ray()
-    out = _output_directory(options)
-    recorded = recorded_settings(out) if options.resume else {}
-    scenario_file = options.scenario or recorded.get("scenario_file")
-    if not scenario_file:
-        raise UserError("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR "
-                        "to continue a recorded experiment)")
-    if options.scenario is None and not Path(scenario_file).is_file():
-        raise ScenarioFileError(f"the scenario file recorded in {out}, '{scenario_file}', is not there any more; name "
-                                f"it: python -m agentsim FILE --resume --out {out}")
-    scenario, module = load_scenario(scenario_file)
-    overrides = parse_overrides(options.overrides)
-    if options.scenario is None:  # the recorded experiment's settings, where the command line gives none
-        scenario = _with_recorded(scenario, recorded, overrides)
-    scenario = scenario.with_overrides(overrides)
-    if options.add_runs and options.runs is not None:
-        raise UserError(f"--runs and --add-runs both set the number of runs; with --resume give --add-runs "
-                        f"{options.add_runs} alone")
-    if options.add_runs and not options.resume:
-        raise UserError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or give the "
-                        "number of runs with --runs")
-    if options.add_runs < 0:
-        raise UserError(f"--add-runs must be at least 1 (got {options.add_runs})")
-    population, backend = options.population, options.backend
-    if options.scenario is None and population is None and backend is None:
-        population, backend = _recorded_backend(recorded)
-    if population is None and backend is None:
-        population = file_population(module, scenario_file, "pass --population")
-    variants = pinned_variants(getattr(module, "VARIANTS", ()), overrides)
-    if options.scenario is None and "variants" in recorded:
-        variants = pinned_variants(recorded["variants"], overrides)
-    seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
-    runs = options.runs if options.runs is not None else file_runs(module, scenario_file, "pass --runs")
-    if options.resume and options.runs is None and isinstance(recorded.get("runs"), int) and recorded["runs"] > 0:
-        # The recorded count, never the file's RUNS (a resume continues what was recorded);
-        # `runs` counts each variant's replicates, the store all of them.
-        runs = recorded["runs"] // max(1, len(variants)) + options.add_runs
-    config = ExperimentConfig(
-        scenario=scenario,
-        variants=variants,
-        out=out,
-        backend=backend or "stand-in",
-        population=population or "",
-        llm=backend_options(options),
-        runs=runs,
-        seed=seed,
-        resume=options.resume,
-        add_runs=options.add_runs,
-        checkpoint_seconds=options.checkpoint_seconds,
-        scenario_file=str(Path(scenario_file).resolve()),  # absolute: analysis names it from any directory
-        executor=options.executor,
-        ray_address=options.ray_address,
-        cpus_per_run=options.cpus_per_run,
-    )
-    from .live import LogView, RichView, configure_logging
-    from .runner import Experiment
-
-    live = not options.no_live and sys.stdout.isatty()
+    live = not arguments.no_live and sys.stdout.isatty()
     if not live:
-        configure_logging(options.log_format)
+        configure_logging(arguments.log_format)
     experiment = Experiment(config, RichView() if live else LogView())
     experiment.open()
     return experiment
@@ -357,96 +195,6 @@ async def _run(experiment: Experiment) -> None:
     assert task is not None
     with interrupts.cancelling(task):
         await experiment.run()
-
-
-def backend_options(options: argparse.Namespace) -> BackendOptions:
-    """The backend options from the command line (each validates itself: exit 2 on a mistake)."""
-    return BackendOptions(
-        base_url=options.base_url,
-        timeout_s=options.timeout,
-        retry=RetryPolicy(max_attempts=options.max_attempts, deadline_s=options.deadline),
-        limits=Limits(max_in_flight=options.max_in_flight, rpm=options.rpm, tpm=options.tpm,
-                      adaptive=not options.no_adaptive, queueing_tolerance=None if options.no_latency_rule else 1.5),
-        cache=not options.no_cache,
-        cache_path=options.cache,
-        cache_max_bytes=int(options.cache_max_mb * 2**20),
-        replay=options.replay,
-        sample_locally=options.sample_locally,
-        model_check=not options.no_model_check,
-        cache_breakpoints=not options.no_cache_breakpoints,
-        batch=options.batch,
-        batch_poll_s=options.batch_poll,
-        max_calls=options.max_calls,
-        max_cost_usd=options.max_cost,
-        health=HealthPolicy(probe=not options.no_probe, max_consecutive_failures=options.max_consecutive_failures,
-                            window=options.health_window, max_failure_share=options.max_failure_share,
-                            max_fallback_share=options.max_fallback_share),
-    )
-
-
-def _output_directory(options: argparse.Namespace) -> Path:
-    if options.out is not None:
-        return Path(options.out)
-    if options.scenario is None and not options.resume:
-        raise UserError("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR "
-                        "to continue a recorded experiment)")
-    if options.scenario is None:
-        raise UserError("--resume without a scenario file needs the output directory: --resume --out DIR")
-    base = Path("results") / Path(options.scenario).stem  # named after the file: two files of one game stay apart
-    if options.resume:
-        previous = sorted(path for path in base.glob("*") if path.is_dir()) if base.is_dir() else []
-        if not previous:
-            raise UserError(f"nothing to resume under {base}; give the output directory with --out DIR")
-        return previous[-1]
-    return fresh_directory(base)
-
-
-def recorded_settings(out: Path) -> dict[str, Any]:
-    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
-    without changing the database; empty when there is none (the runner then says so)."""
-    refuse_linked_store(out)  # (before reading it: never through a link into another directory)
-    database = out / "agentsim.db"
-    if not database.is_file() or database.stat().st_size == 0:
-        return {}
-    try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return {key: json.loads(value) for key, value in connection.execute("SELECT key, value FROM experiment")}
-        finally:
-            connection.close()
-    except (sqlite3.Error, ValueError):  # damaged: Experiment.open says so in its own words
-        return {}
-
-
-def _with_recorded(scenario: Scenario[Any, Any, Any], recorded: dict[str, Any],
-                   overrides: dict[str, str]) -> Scenario[Any, Any, Any]:
-    """The scenario file's scenario with the recorded parameters and stand-in settings where
-    they differ from the file's (what `--set` gave when the runs started)."""
-    params, settings = scenario.params.as_dict(), scenario.standin.as_dict()
-    changes = {key: value for key, value in (recorded.get("params") or {}).items()
-               if key in params and params[key] != value and key not in overrides}
-    standin = {key: value for key, value in (recorded.get("standin") or {}).items()
-               if key in settings and settings[key] != value and f"standin.{key}" not in overrides}
-    if not changes and not standin:
-        return scenario
-    return type(scenario)(scenario.params.replace(**changes), standin=scenario.standin.replace(**standin))
-
-
-def _recorded_backend(recorded: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(population, backend) as the recorded experiment had them."""
-    shares = [(str(spec), count) for spec, count in recorded.get("population") or []]
-    if len(shares) == 1 and shares[0][1] is None:
-        return None, shares[0][0]
-    if shares:
-        return ",".join(f"{spec}={count}" for spec, count in shares), None
-    return None, None
-
-
-def _directory_path(text: str) -> Path:
-    """An argparse type: a directory path, never empty (an empty --out was the current directory)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty; give a directory, e.g. --out results/mine")
-    return Path(text)
 
 
 def _reason(error: BaseException) -> str:

@@ -3,25 +3,37 @@
 The experiment is played on the built-in stand-in with its real prompts (the same scenario,
 runs, seeds, variants and `--set` values), into a scratch directory; every recorded call's
 prompt is rebuilt from the store and counted with the model's own tokenizer where one is
-available offline (llama.cpp's vocabulary for `local:smollm2` and `local:PATH.gguf`,
-transformers' for a local model directory), else four characters a token (said so). Each call
-is attributed to the backend of its agent (a population's agents take their specs in order).
+available offline (its provider's descriptor names it, llm/providers.py: llama.cpp's
+vocabulary for `local:smollm2` and `local:PATH.gguf`, transformers' for a local model
+directory), else four characters a token (said so). Each call is attributed to the backend of
+its agent (a population's agents take their specs in order).
+
+Each call is priced as the run will be billed for it (llm/prices.py): at the rates of the tier
+its own input tokens fall in, with its provider's prompt cache played call by call in the
+run's order (llm/prompt_cache.py: Anthropic's cache behind the same breakpoints the run
+places, at the model's minimum cacheable prefix; OpenAI's automatic prefix cache, 1,024 tokens
+at least, in steps of 128), its cache reads and writes at their own prices.
 
 Two figures per run and for the experiment:
 
 - expected: what the stand-in's own run did (its calls, re-asks and stopping; its replies'
   tokens), the figure a capable model that behaves like the stand-in would give;
-- to the end: a run that stops early (a consensus, a collapse) played to its last round at
-  the calls and tokens per round of its last round played, and every reply at `max_tokens`;
-  re-asks as the stand-in made them. Not a bound on a model whose replies cannot be read: each
-  unreadable reply is asked again up to the game's `max_reasks` times, and the estimate says
-  how many calls that worst case would make.
+- to the end: a bound. A run that stops early (a consensus, a collapse) played to its last
+  round at the calls and tokens per round of its last round played; every reply at
+  `max_tokens`; every prompt counted so that no tokenizer counts more where the model's own is
+  not here (a byte a token, and the chat format's tokens: what the budget reserves with,
+  llm/accounting.py), every input token at the dearest way it can be billed (a cache write,
+  no cache read), at the tier of that many tokens. Re-asks as the stand-in made them: not a
+  bound on a model whose replies cannot be read (each unreadable reply is asked again up to
+  the game's `max_reasks` times; the estimate says how many calls that worst case makes), nor
+  on one whose longer replies make later prompts that quote them longer.
 
 Costs use the price table the budget uses (llm/prices.py); a model without a price is shown
 as unpriced. Wall time: the longest chain of one agent's calls (an agent asks one call at a
 time) at the backend's latency, or the calls over the in-flight cap, `--rpm` and `--tpm`,
-whichever is longer; the latency is measured by a few timed calls where the backend answers
-(`--timed-calls`, 3 by default, their cost counted) and assumed otherwise (said so).
+whichever is longer; the latency is assumed (the provider's descriptor says how long) unless
+`--timed-calls N` asks for N real calls to time (they are paid for): an estimate calls no
+paid API unless asked to.
 
 `estimate.json` (`--out DIR`) is read back by a run recorded into the same directory: its
 `summary.json`, its live view and its report show the estimate beside what was spent.
@@ -29,6 +41,7 @@ whichever is longer; the latency is measured by a few timed calls where the back
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -39,32 +52,51 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .llm.base import estimate_tokens
-from .llm.prices import price_for
-from .llm.specs import parse_population, parse_spec
-from .llm.stack import REMOTE
+from . import event_loop
+from .blocking import run_blocking
+from .configure import ExperimentOptions, configure
+from .errors import UserError
+from .estimate_file import ESTIMATE_FILE
+from .llm.accounting import Budget
+from .llm.base import Message, Request, Sampling, estimate_tokens, prompt_tokens_at_most
+from .llm.prices import Price
+from .llm.providers import PromptCache, Provider
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
+from .progress import NoView
+from .runner import Experiment
+from .session import run_cell
+from .store import Store
 
-ESTIMATE_FILE = "estimate.json"
-# Chat formats wrap each message in a few tokens of their own (role markers, separators).
-TOKENS_PER_MESSAGE = 4
-# What a call is assumed to take where no timed call could be made (a hosted model, no key).
-ASSUMED_LATENCY_S = {"openai": 1.0, "anthropic": 1.5, "tgi": 0.5, "local": 2.0, "stand-in": 0.0001}
+# Chat formats wrap each message in a few tokens of their own (role markers, separators) and
+# prime the reply with a few more: OpenAI's count for its chat models.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
 
 
 @dataclass
 class Figures:
-    """Calls and tokens, expected and played to the end (`_upper`)."""
+    """Calls, tokens and cost, expected and played to the end (`_upper`). Of the prompt
+    tokens, those read from the provider's prompt cache and written to it (expected)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
     calls_upper: int = 0
     prompt_tokens_upper: int = 0
     completion_tokens_upper: int = 0
+    cost_usd_upper: float = 0.0
 
-    def add(self, other: Figures) -> None:
+    def add(self, other: Figures, times: int = 1) -> None:
         for name, value in asdict(other).items():
-            setattr(self, name, getattr(self, name) + value)
+            setattr(self, name, getattr(self, name) + value * times)
+
+    def upper_only(self) -> Figures:
+        """The figures to the end alone (what a round not played adds to the bound)."""
+        return Figures(calls_upper=self.calls_upper, prompt_tokens_upper=self.prompt_tokens_upper,
+                       completion_tokens_upper=self.completion_tokens_upper, cost_usd_upper=self.cost_usd_upper)
 
 
 @dataclass
@@ -119,37 +151,59 @@ class Estimate:
 
 
 class TokenCounter:
-    """Tokens of a text as the model counts them, or four characters a token."""
+    """Tokens of a text as the model counts them (its provider's offline tokenizer), or four
+    characters a token; and a bound no tokenizer exceeds, for the figures to the end."""
 
     def __init__(self, spec: str) -> None:
         self.exact = False
         self.name = "approximate: four characters a token (no tokenizer of this model is available offline)"
         self._count: Callable[[str], int] = estimate_tokens
         parsed = parse_spec(spec)
-        if parsed.provider != "local":
-            return
         try:
-            if parsed.target.lower() == "smollm2" or parsed.target.lower().endswith(".gguf"):
-                from llama_cpp import Llama
-
-                from .llm.llamacpp import SMOLLM2, smollm2_path
-
-                path = smollm2_path() if parsed.target.lower() == SMOLLM2 else Path(parsed.target)
-                vocabulary = Llama(model_path=str(path), vocab_only=True, verbose=False)
-                self._count = lambda text: len(vocabulary.tokenize(text.encode(), add_bos=False, special=False))
-                self.name = f"exact: llama.cpp's vocabulary of {path.name}"
-            else:
-                from transformers import AutoTokenizer
-
-                tokenizer = AutoTokenizer.from_pretrained(parsed.target, local_files_only=True)
-                self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-                self.name = f"exact: the tokenizer of {parsed.target}"
-            self.exact = True
-        except Exception as error:  # no local extra, a model not here: count approximately, and say why
+            found = parsed.provider_info.offline_tokenizer(parsed.target)
+        except Exception as error:  # a tokenizer that fails to load: count approximately, and say why
             self.name += f" ({type(error).__name__})"
+            return
+        if found is not None:
+            self._count, name = found
+            self.name = f"exact: {name}"
+            self.exact = True
 
     def count(self, text: str) -> int:
         return self._count(text)
+
+    def prompt(self, messages: tuple[Message, ...]) -> int:
+        return sum(self._count(message.content) + TOKENS_PER_MESSAGE for message in messages) + TOKENS_PER_REPLY
+
+    def prompt_at_most(self, messages: tuple[Message, ...]) -> int:
+        """The prompt's tokens, at most: the exact count where the tokenizer is here, else a byte a
+        token and the chat format's tokens (llm/base.prompt_tokens_at_most)."""
+        return self.prompt(messages) if self.exact else prompt_tokens_at_most(messages)
+
+
+class Meter:
+    """One backend's calls, counted and priced one by one in the run's order: its tokens, its
+    prompt cache (the provider's, played as the run meets it), its price at each call's tier."""
+
+    def __init__(self, spec: str, counter: TokenCounter, price: Price | None, options: BackendOptions) -> None:
+        parsed = parse_spec(spec)
+        self.provider: Provider = parsed.provider_info
+        self.counter = counter
+        self.price = price
+        self.cache: PromptCache | None = self.provider.cache_of_prompts(parsed.target, counter.count,
+                                                                        options.cache_breakpoints)
+
+    def call(self, messages: tuple[Message, ...], reply: str, max_tokens: int | None) -> Figures:
+        prompt, completion = self.counter.prompt(messages), self.counter.count(reply)
+        read, written = self.cache.call(messages) if self.cache is not None else (0, 0)
+        prompt_upper, completion_upper = self.counter.prompt_at_most(messages), max(completion, max_tokens or 0)
+        figures = Figures(calls=1, prompt_tokens=prompt, completion_tokens=completion, cached_prompt_tokens=read,
+                          cache_write_tokens=written, calls_upper=1, prompt_tokens_upper=prompt_upper,
+                          completion_tokens_upper=completion_upper)
+        if self.price is not None:
+            figures.cost_usd = self.price.cost(prompt, completion, cached_tokens=read, cache_write_tokens=written)
+            figures.cost_usd_upper = self.price.most(prompt_upper, completion_upper)
+        return figures
 
 
 def agent_specs(backend: str, population: str) -> Callable[[int], str]:
@@ -166,11 +220,10 @@ def agent_specs(backend: str, population: str) -> Callable[[int], str]:
 
 
 def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Callable[[int], str],
-                counters: dict[str, TokenCounter]) -> tuple[list[RunEstimate], dict[str, Figures]]:
-    """Each run's and each backend's calls and tokens, from a stand-in run recorded in
-    `directory`; `scenario_of(run)` is the scenario the run played (its cell of a grid)."""
-    from .store import Store
-
+                meters: dict[str, Meter]) -> tuple[list[RunEstimate], dict[str, Figures]]:
+    """Each run's and each backend's calls, tokens and cost, from a stand-in run recorded in
+    `directory`, call by call in order; `scenario_of(run)` is the scenario the run played (its
+    cell of a grid)."""
     store = Store(directory)
     try:
         runs = {row["run"]: RunEstimate(run=row["run"], seed=int((row["summary"] or {}).get("seed", 0)), rounds=0,
@@ -182,12 +235,8 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
                                "encounters e ON e.run = c.run AND e.t = c.t ORDER BY c.run, c.t, c.agent, c.attempt"))
         for run, t, agent, attempt, reply, round_ in rows:
             spec, scenario = specs(agent), scenario_of(run)
-            counter, max_tokens = counters[spec], getattr(scenario.params, "max_tokens", None)
-            prompt = sum(counter.count(message.content) + TOKENS_PER_MESSAGE
-                         for message in store.messages(scenario, run, t, agent, attempt))
-            completion = counter.count(reply or "")
-            call = Figures(calls=1, prompt_tokens=prompt, completion_tokens=completion, calls_upper=1,
-                           prompt_tokens_upper=prompt, completion_tokens_upper=max(completion, max_tokens or 0))
+            messages = tuple(store.messages(scenario, run, t, agent, attempt))
+            call = meters[spec].call(messages, reply or "", getattr(scenario.params, "max_tokens", None))
             runs[run].figures.add(call)
             by_backend.setdefault(spec, Figures()).add(call)
             by_round.setdefault((run, round_ or 0), {}).setdefault(spec, Figures()).add(call)
@@ -200,12 +249,10 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
             missing = max(0, estimate.max_rounds - estimate.rounds) if played else 0
             if not missing:
                 continue
-            # Stopped early: the rounds it did not play, at its last round's figures, for the upper bound.
+            # Stopped early: the rounds it did not play, at its last round's figures, for the bound.
             for spec, last in by_round[run, played[-1]].items():
-                extra = Figures(calls_upper=last.calls_upper * missing, prompt_tokens_upper=last.prompt_tokens_upper * missing,
-                                completion_tokens_upper=last.completion_tokens_upper * missing)
-                estimate.figures.add(extra)
-                by_backend[spec].add(extra)
+                estimate.figures.add(last.upper_only(), missing)
+                by_backend[spec].add(last.upper_only(), missing)
             estimate.longest_chain_upper += math.ceil(estimate.longest_chain / estimate.rounds * missing)
         return sorted(runs.values(), key=lambda run: run.run), by_backend
     finally:
@@ -215,14 +262,7 @@ def count_calls(directory: Path, scenario_of: Callable[[int], Any], specs: Calla
 def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: int) -> tuple[float, float] | None:
     """The median seconds of `calls` real calls of `prompt` to the backend, and what they cost;
     None where the backend cannot be asked (no key, nothing listening)."""
-    import asyncio
-
-    from . import event_loop
-    from .errors import UserError
-    from .llm.accounting import Budget
-    from .llm.specs import build_backend
-
-    if calls <= 0 or parse_spec(spec).provider == "stand-in":
+    if calls <= 0 or parse_spec(spec).provider_info.stand_in:
         return None
     try:
         # No response cache: a repeated timed request would be answered from it in microseconds.
@@ -249,21 +289,22 @@ def measure_latency(spec: str, scenario: Any, options: Any, prompt: Any, calls: 
         return None
 
 
-def estimate(scenario_file: str, *, backend: str, population: str, runs: int | None, seed: int,
-             overrides: dict[str, str], options: Any, timed_calls: int = 3) -> Estimate:
-    """Play the experiment on the stand-in and count what it would ask of `backend` (or the
-    `population`'s backends): see the module's docstring."""
-    from . import api
-    from .blocking import run_blocking
-    from .llm.base import Request
-    from .session import run_cell
-    from .store import Store
-
+def estimate(experiment: ExperimentOptions, *, timed_calls: int = 0) -> Estimate:
+    """Play the experiment the options describe (built as every front door builds it:
+    agentsim/configure.py) on the stand-in and count what it would ask of its backend (or its
+    population's backends): see the module's docstring."""
+    if experiment.resume:
+        raise UserError("estimate plays the whole experiment afresh on the stand-in, not what a resume adds; drop "
+                        "--resume (and --add-runs)")
+    config = configure(experiment)
+    backend, population, options = config.backend, config.population, config.llm
     specs = [spec for spec, _ in parse_population(population)] if population else [backend]
     counters = {spec: TokenCounter(spec) for spec in specs}
+    prices = {spec: backend_price(spec, options) for spec in specs}  # None: unpriced, or not billed
+    meters = {spec: Meter(spec, counters[spec], prices[spec], options) for spec in specs}
     with tempfile.TemporaryDirectory(prefix="agentsim-estimate-") as scratch:
-        played = api.prepare(scenario_file, backend="stand-in", runs=runs, seed=seed, overrides=overrides,
-                             out=Path(scratch) / "standin")
+        played = Experiment(config.on_the_stand_in(Path(scratch) / "standin"), NoView())
+        played.open()
         run_blocking(played.run())
         session = played.session
         scenario = session.scenario
@@ -280,30 +321,32 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
 
         scenarios_played = [session.scenario, *session.variant_scenarios]
         run_estimates, by_backend = count_calls(Path(scratch) / "standin", scenario_of, agent_specs(backend, population),
-                                                counters)
+                                                meters)
         first_prompt = _first_request(Path(scratch) / "standin", scenario, Request)
     document = Estimate(scenario=scenario.name, runs=run_estimates, backends={}, tokenizer="; ".join(
         f"{spec}: {counter.name}" for spec, counter in counters.items()),
         tokens_exact=all(counter.exact for counter in counters.values()))
     for spec in specs:
         figures = by_backend.get(spec, Figures())
-        parsed = parse_spec(spec)
-        remote = parsed.provider in REMOTE  # billed over the network; in process nothing is
-        price = price_for(parsed.target) if remote else None
+        provider, price = meters[spec].provider, prices[spec]
         entry = BackendEstimate(spec=spec, figures=figures, price=price.as_dict() if price else None)
         if price is not None:
-            entry.cost_usd = price.cost(figures.prompt_tokens, figures.completion_tokens)
-            entry.cost_usd_upper = price.cost(figures.prompt_tokens_upper, figures.completion_tokens_upper)
-        elif not remote:
+            entry.cost_usd, entry.cost_usd_upper = figures.cost_usd, figures.cost_usd_upper
+        elif not provider.billed:
             entry.cost_usd = entry.cost_usd_upper = 0.0  # in process: no bill
+        if figures.cached_prompt_tokens or figures.cache_write_tokens:
+            document.notes.append(f"{spec}: of {figures.prompt_tokens} prompt tokens, {figures.cached_prompt_tokens} "
+                                  f"expected read from the provider's prompt cache and {figures.cache_write_tokens} "
+                                  f"written to it, priced as billed (the cache kept warm between uses)")
         measured = measure_latency(spec, scenario, options, first_prompt, timed_calls) if first_prompt else None
         if measured is not None:
             entry.latency_s, entry.timed_calls_cost_usd = measured
             entry.latency_measured = True
         else:
-            entry.latency_s = ASSUMED_LATENCY_S.get(parsed.provider, 1.0)
-            if parsed.provider != "stand-in":
-                document.notes.append(f"{spec}: latency assumed {entry.latency_s:g} s a call (no timed call answered)")
+            entry.latency_s = provider.latency_s  # what its descriptor assumes a call takes
+            if not provider.stand_in:
+                asked = "no timed call answered" if timed_calls else "--timed-calls N times N real calls, paid for"
+                document.notes.append(f"{spec}: latency assumed {entry.latency_s:g} s a call ({asked})")
         document.backends[spec] = entry
     reasks = max((getattr(run_scenario.params, "max_reasks", 0) for run_scenario in scenarios_played), default=0)
     if reasks:
@@ -313,7 +356,7 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
                               f"times {1 + reasks})")
     if not document.tokens_exact:
         document.notes.append("tokens counted approximately (four characters a token) where no tokenizer is available "
-                              "offline")
+                              "offline; the figures to the end count a byte a token there (no tokenizer counts more)")
     for spec, entry in document.backends.items():
         if entry.cost_usd is None:
             document.notes.append(f"{spec}: no price (give one with AGENTSIM_PRICES); its cost is not estimated")
@@ -322,8 +365,6 @@ def estimate(scenario_file: str, *, backend: str, population: str, runs: int | N
 
 
 def _first_request(directory: Path, scenario: Any, request_type: Any) -> Any:
-    from .store import Store
-
     store = Store(directory)
     try:
         row = next(iter(store.rows("SELECT run, t, agent, attempt FROM calls ORDER BY run, t LIMIT 1")), None)
@@ -334,8 +375,6 @@ def _first_request(directory: Path, scenario: Any, request_type: Any) -> Any:
         store.close()
     sampling = scenario.params.sampling() if hasattr(scenario.params, "sampling") else None
     if sampling is None:
-        from .llm.base import Sampling
-
         sampling = Sampling()
     return request_type(messages=messages, sampling=sampling)
 
@@ -365,18 +404,3 @@ def write(estimate_: Estimate, directory: Path) -> Path:
     path = directory / ESTIMATE_FILE
     path.write_text(json.dumps(estimate_.as_dict(), indent=2), encoding="utf-8")
     return path
-
-
-def read(directory: Path) -> dict[str, Any] | None:
-    """DIR/estimate.json as plain data (checked: a dict of the expected shape), or None."""
-    path = directory / ESTIMATE_FILE
-    try:
-        if path.stat().st_size > 10 * 2**20:
-            return None
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or not isinstance(document.get("totals"), dict):
-        return None
-    return {key: document.get(key) for key in ("scenario", "totals", "cost_usd", "cost_usd_upper", "wall_s",
-                                               "wall_s_upper", "tokenizer", "notes")}

@@ -74,4 +74,4 @@ class LocalExecutor:
                 return  # the experiment stopped as this run's turn came: it does not begin (as on Ray)
             await replicates.drive(replicate, blob, sink)
 
-        await run_all(session.config.runs, run_one, at_once=session.runs_at_once(), progress=progress)
+        await run_all(session.config.replicates, run_one, at_once=session.runs_at_once(), progress=progress)

@@ -21,7 +21,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .runner import RULE_AGENTS, RunView
+from .progress import RunView
+from .session import RULE_AGENTS
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 

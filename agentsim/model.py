@@ -12,15 +12,16 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 
 import mesa
 
 from . import checkpoints, event_loop
 from .blocking import run_blocking
-from .errors import ArgumentError
 from .llm.base import LanguageModel
 from .records import EncounterRecord
+from .scenario_files import scenario_from
 from .scheduler import Pending, make_scheduler
 from .usage import RunUsage
 
@@ -55,7 +56,9 @@ class PopulationModel(mesa.Model, Generic[St]):
     for the state it was built in (step 0) and after each step.
 
     Its keyword arguments are Mesa's model parameters: `scenario` is a Scenario class or
-    object, and any other keyword is one of the scenario's parameters
+    object, or a scenario file's path (read as every front door reads it,
+    `scenario_files.scenario_from`: the file's RUNS, POPULATION and VARIANTS are an
+    experiment's, not one model's), and any other keyword is one of the scenario's parameters
     (`PopulationModel(NamingGame, agents=8, committed=2)`), so `mesa.batch_run` sweeps them as
     it sweeps any model's (`parameters={"scenario": NamingGame, "agents": [6, 10]}`) and its
     rows carry them as plain columns. `seed` is optional, as in Mesa: without one, a seed is
@@ -70,7 +73,7 @@ class PopulationModel(mesa.Model, Generic[St]):
 
     def __init__(
         self,
-        scenario: Scenario[Any, Any, St] | type[Scenario[Any, Any, St]],
+        scenario: Scenario[Any, Any, St] | type[Scenario[Any, Any, St]] | str | Path,
         *,
         seed: int | None = None,
         rng: int | None = None,
@@ -80,7 +83,7 @@ class PopulationModel(mesa.Model, Generic[St]):
         on_resolved: Callable[[EncounterRecord], None] | None = None,
         **kwargs: Any,  # (named so: Mesa's SolaraViz checks a model's parameters against `kwargs`)
     ) -> None:
-        scenario = _scenario_with(scenario, kwargs)
+        scenario = scenario_from(scenario, kwargs)[0]  # as every front door builds it (agentsim/configure.py)
         if rng is not None:  # Mesa's other spelling; agentsim's draws all derive from one whole number
             if seed is not None:
                 raise ValueError("PopulationModel takes seed= or rng=, not both (as Mesa's models)")
@@ -270,29 +273,6 @@ class PopulationModel(mesa.Model, Generic[St]):
         self._series = None
         self.datacollector.collect(self)
         return state["pending"]
-
-
-def _scenario_with(scenario: object, params: dict[str, Any]) -> Scenario[Any, Any, Any]:
-    """The scenario a model runs: `scenario` (a Scenario class, built with `params`, or a
-    Scenario object, `params` changing its parameters); `standin=` among them sets the
-    stand-in's settings. Anything else is refused naming the argument."""
-    from .scenario import Scenario  # (the scenario module imports this one's types)
-
-    params = dict(params)
-    standin = params.pop("standin", None)
-    if isinstance(scenario, type) and issubclass(scenario, Scenario):
-        scenario.Params().refuse_unread(*params)
-        return scenario(standin=standin, **params)
-    if isinstance(scenario, Scenario):
-        if params:
-            scenario.params.refuse_unread(*params)
-            scenario = scenario.with_params(**params)
-        if standin is not None:
-            scenario = type(scenario)(scenario.params, standin=standin)
-        return scenario
-    raise ArgumentError(f"PopulationModel's scenario takes a Scenario class or object, such as NamingGame or "
-                        f"NamingGame(agents=24) (got {type(scenario).__name__} {scenario!r:.60}); a scenario file's is "
-                        f"agentsim.scenario_files.load_scenario(PATH)[0]")
 
 
 _COUNTERS = ("time", "completed", "rounds_done")

@@ -30,7 +30,6 @@ from .scenario import Scenario
 
 PROBES = 8
 READABLE = 0.5  # the share of readable replies below which a run is refused
-IN_PROCESS = frozenset({"local"})  # providers whose model runs here: probing costs nothing but time
 
 
 def refuse_unscorable(scenarios: Iterable[Scenario[Any, Any, Any]], options: BackendOptions) -> None:
@@ -64,7 +63,8 @@ async def require_readable(scenarios: Iterable[Scenario[Any, Any, Any]], backend
         first = probes[0][0]
         for spec, backend in backends.items():
             key = (spec, first.grammar, first.sampling, first.messages)
-            if parse_spec(spec).provider not in IN_PROCESS or key in checked:
+            # only a model run here (its provider's descriptor says so): probing it costs nothing but time
+            if not parse_spec(spec).provider_info.in_process or key in checked:
                 continue
             checked.add(key)
             readable = 0

@@ -78,23 +78,31 @@ class NotebookView:
 
         planned = int(self.experiment.get("runs") or len(self.runs) or 1)
         runs = self.runs
-        ended = sum(view.status != "running" for view in runs)
+        finished = sum(view.status == "done" for view in runs)
         elapsed = self.clock() - self.started
         calls = sum(int(view.usage.get("calls", 0) or 0) for view in runs)
         fallbacks = sum(int(view.usage.get("fallbacks", 0) or 0) for view in runs)
         left = eta(self.experiment, runs, elapsed)
         done = _fraction_done(runs, planned)
+        # Runs that ended without finishing (interrupted, stopped by a budget, failed): the bar
+        # shows how far they got, in red, and says why; it is full and green only when every
+        # planned run is done.
+        unfinished = sorted({view.status for view in runs} - {"running", "done"})
+        complete = final and not unfinished and finished >= planned
+        verdict = (f"{', '.join(unfinished)}" if unfinished and (final or not any(v.status == "running" for v in runs))
+                   else "")
         timing = f"took {clock(elapsed)}" if final else f"ETA {clock(left)}" if left is not None else "ETA …"
         name = f"{self.experiment.get('scenario', 'experiment')} · {self.experiment.get('backend', '')}"
-        figures = (f"runs {ended}/{planned}  ·  calls {calls:,} ({calls / elapsed if elapsed > 0 else 0:.0f}/s)  ·  "
+        figures = (f"runs {finished}/{planned} done  ·  calls {calls:,} ({calls / elapsed if elapsed > 0 else 0:.0f}/s)  ·  "
                    f"fallbacks {fallbacks:,}  ·  {timing}")
-        statuses = sorted({view.status for view in runs} - {"running", "done"})
-        if statuses:
+        if unfinished:
             figures += "  ·  " + ", ".join(f"{sum(view.status == status for view in runs)} {status}"
-                                          for status in statuses)
+                                          for status in unfinished)
+        shown = 1.0 if complete else done
         bar = Table.grid(padding=(0, 1))
-        bar.add_row(Text(name, style="bold"), ProgressBar(total=1.0, completed=1.0 if final else done, width=30),
-                    Text(f"{(1.0 if final else done):.0%}"))
+        bar.add_row(Text(name, style="bold"),
+                    ProgressBar(total=1.0, completed=shown, width=30, complete_style="red" if verdict else "bar.complete"),
+                    Text(f"{shown:.0%}" + (f" {verdict}" if verdict else ""), style="red" if verdict else ""))
         grid = Table.grid()  # two short lines: a notebook's output is narrower than a terminal
         grid.add_row(bar)
         grid.add_row(Text(figures))
@@ -104,13 +112,15 @@ class NotebookView:
 
 
 def _fraction_done(runs: list[RunView], planned: int) -> float:
-    """How far the experiment is, in rounds (a run that ended counts whole): as `live.eta` reckons."""
+    """How far the experiment is, in rounds: a run that is done counts whole (it may end early,
+    by its own rule); any other run, running or ended without finishing (interrupted,
+    stopped, failed), by the rounds it played."""
     if planned <= 0:
         return 0.0
     total = 0.0
     for view in runs:
-        if view.status != "running" or view.max_rounds <= 0:
-            total += 1.0 if view.status != "running" else 0.0
-        else:
+        if view.status == "done":
+            total += 1.0
+        elif view.max_rounds > 0:
             total += min(view.rounds_done, view.max_rounds) / view.max_rounds
     return min(1.0, total / planned)

@@ -8,8 +8,8 @@ components):
     codec           how its LLM agents are prompted and their replies read (agentsim/codec.py)
     standin_part()  how the built-in stand-in answers those prompts: its rules, and the
                     parameters they do not read (`StandInPart`)
-    readout()       what a run shows of itself: the live view's figures, Mesa's model series,
-                    the summary kept per run (`Readout`)
+    readout()       what a run shows of itself: the live view's figures, the page's views,
+                    Mesa's model series, the summary kept per run (`Readout`)
 
 So the LLM layer is handed rules, never a scenario (`llm.specs.build_backend(..., rules=...)`),
 and the live view, the runner and Mesa's DataCollector ask the readout, never the rules.
@@ -17,12 +17,13 @@ and the live view, the runner and Mesa's DataCollector ask the readout, never th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .figures import LiveFigures
 from .llm.standin import StandInRule
+from .views import Views
 
 if TYPE_CHECKING:
     from .model import PopulationModel
@@ -49,6 +50,14 @@ class Readout(Generic[St]):
     def live_figures(self, model: PopulationModel[St]) -> LiveFigures:
         """What the live view and the log lines show of the run now (agentsim/figures.py)."""
         return LiveFigures()
+
+    def views(self, model: PopulationModel[St], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """What `watch`'s page draws of the run (agentsim/views.py): the charts its paper plots,
+        its figures, its progress in the game's own unit, from the model at a checkpoint and
+        the store's `rounds` lines up to it (population round -> the line the metrics wrote).
+        The base: its progress in rounds."""
+        limit = model.scenario.max_rounds()
+        return Views(unit="round", done=model.rounds_done, total=limit or None)
 
     def model_series(self, model: PopulationModel[St]) -> dict[str, float | str | None]:
         """The model-level series Mesa's DataCollector records after each step (one column

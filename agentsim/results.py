@@ -23,15 +23,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .analysis.recorded import RecordedExperiment
 from .errors import DamagedStoreError, UserError
 from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
+from .store import DATABASE, Store
+from .summaries import total_by_model
 from .tables import BY_MODEL_DTYPES, DECISION_DTYPES, MOVE_DTYPES, ROUND_DTYPES, RUN_DTYPES, typed
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .analysis.recorded import RecordedExperiment
-    from .store import Store
 
 REPORT_DIR = "report"
 
@@ -41,9 +41,6 @@ class Results:
     `variant` column)."""
 
     def __init__(self, directory: str | Path) -> None:
-        from .analysis.recorded import RecordedExperiment  # (`import agentsim` stays light)
-        from .store import DATABASE, Store
-
         self.directory = Path(directory)
         if not Store.exists(self.directory):
             inside = sorted(path.parent for path in self.directory.rglob(DATABASE)) if self.directory.is_dir() else []
@@ -111,41 +108,41 @@ class Results:
         games), `options` (in the order the prompt listed them) and `memory` ((own, partner,
         payoff) of each remembered encounter) that the choice was made from, None where the
         family's situation keeps none, and `situation`: the decoded situation itself, whatever
-        its family (the Prisoner's Dilemma's `DilemmaView`: round, history, partner record)."""
+        its family (a layer game's `Ask`: its facts as `memory`; the commons' situation). A
+        game on the layer adds `move` (the ask's name) and `step` (its place in the round), its
+        encounters' rows in the order asked."""
         import pandas as pd
 
         frame = pd.read_sql_query(
-            "SELECT m.run, m.t, e.round, e.outcome, m.agent, a.model, a.kind, m.action, m.payoff, m.fallback "
-            "FROM moves m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) ORDER BY m.run, m.t, m.agent",
-            self.store.connection)
+            f"SELECT m.run, m.t, e.round, e.outcome, m.agent, a.model, a.kind, m.action, m.payoff, m.fallback "
+            f"FROM {_MOVES} m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) "
+            f"ORDER BY m.run, m.t, m.agent, m.attempt", self.store.connection)
         frame["fallback"] = frame["fallback"].astype(bool)
         frame = typed(frame, MOVE_DTYPES)
         scenario = self._recorded.scenario
         frame["round"] += int(getattr(scenario, "round_base", 0))  # as the game numbers its rounds (the layer: from 1)
-        self._name_moves(frame)
+        steps = self._name_moves(frame)
         if situations:
             codec = self._scenario().codec
             if codec is None:
                 raise UserError(f"{type(self._scenario()).__name__} keeps no decodable situation in its contexts; "
                                 f"read them with decisions(prompts=True)")
-            contexts = {(run, t, agent): context for run, t, agent, context in self.store.rows(
-                "SELECT run, t, agent, context FROM decisions WHERE attempt = 0 AND context IS NOT NULL")}
             decoded: dict[str, Any] = {}
 
-            def situation(key: tuple[int, int, int]) -> Any:
-                context = contexts.get(key)
+            def situation(context: str | None) -> Any:
                 if not context:
                     return None
                 if context not in decoded:
                     decoded[context] = codec.decode(context)
                 return decoded[context]
 
-            found = [situation((int(run), int(t), int(agent)))
-                     for run, t, agent in zip(frame["run"], frame["t"], frame["agent"], strict=True)]
+            found = [situation(context) for (context,) in self.store.rows(_MOVE_CONTEXTS)]
             frame["situation"] = found
             # (the naming games' situations keep options and a memory; another family's may keep neither)
             frame["options"] = [_field_tuple(each, "options") for each in found]
             frame["memory"] = [_field_tuple(each, "memory") for each in found]
+        if steps:  # an encounter's moves in the order they were made
+            frame = frame.sort_values(["run", "t", "step", "agent"], kind="stable").reset_index(drop=True)
         return frame
 
     def decisions(self, *, prompts: bool = False) -> pd.DataFrame:
@@ -191,8 +188,6 @@ class Results:
         finished runs, or with `per_run` one row per run and model (as by_model.csv)."""
         import pandas as pd
 
-        from .runner import total_by_model
-
         counted = self.store.by_model()
         if per_run:
             rows = by_model_rows(counted)
@@ -211,7 +206,7 @@ class Results:
     def report(self, out: str | Path | None = None) -> Path:
         """Build the report (`python -m agentsim report DIR`): figures (PNG, with their data as
         CSV), tables and `report.html`, under `out` (default DIR/report); returns the HTML's path."""
-        from .analysis.report import REPORT_HTML, build_report
+        from .analysis.report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
 
         target = Path(out) if out is not None else self.directory / REPORT_DIR
         build_report(self.directory, target)
@@ -224,29 +219,37 @@ class Results:
             self.report(target)
         return sorted(target.glob("*.png"))
 
-    def _name_moves(self, frame: pd.DataFrame) -> None:
+    def _name_moves(self, frame: pd.DataFrame) -> bool:
         """A `move` column where the game's situations name the ask a move answered (a layer
-        game's: "choose", or "give" and "punish" in a game of several moves). Contexts are read
-        one at a time, in the frame's order, and only their move names kept."""
+        game's: "choose", or "give" and "punish" in a game of several moves), and a `step`
+        column where they number the asks of an encounter (a layer game's: 1, 2, ... in the
+        order asked, asks made together sharing one); True where `step` was added. Contexts
+        are read one at a time, in the frame's order, and only their names and steps kept."""
         import pandas as pd
 
         scenario = self._recorded.scenario
         codec = scenario.codec if scenario is not None else None
         if codec is None or frame.empty:
-            return
+            return False
         names: list[str | None] = []
-        for (context,) in self.store.rows(
-                "SELECT d.context FROM moves m LEFT JOIN decisions d ON d.run = m.run AND d.t = m.t AND d.agent = m.agent "
-                "AND d.attempt = 0 ORDER BY m.run, m.t, m.agent"):
+        steps: list[int | None] = []
+        for (context,) in self.store.rows(_MOVE_CONTEXTS):
             try:
-                move = getattr(codec.decode(context), "move", None) if context else None
+                situation = codec.decode(context) if context else None
             except (ValueError, KeyError, TypeError):  # a context this codec does not read: no column, not a failure
-                return
+                return False
+            move = getattr(situation, "move", None)
             if context and not isinstance(move, str):
-                return  # this game's situations name no move
+                return False  # this game's situations name no move
             names.append(move)
+            step = getattr(situation, "step", None)
+            steps.append(step if isinstance(step, int) and step > 0 else None)
         if len(names) == len(frame) and any(names):
             frame["move"] = pd.array(names, dtype="string")
+        if len(steps) == len(frame) and any(step is not None for step in steps):
+            frame["step"] = pd.array(steps, dtype="Int64")
+            return True
+        return False
 
     def _family_dtypes(self, which: str) -> Mapping[str, str]:
         """The dtypes the recorded scenario's family declares for its columns (none where the
@@ -259,6 +262,18 @@ class Results:
         if scenario is None:
             raise UserError(self._recorded.unresolved or f"the scenario of {self.directory} cannot be rebuilt")
         return scenario
+
+
+# Every move (a decision's last row) with its attempt: a game may ask an agent again in one
+# encounter, its later decision's rows continuing the agent's count of attempts there.
+_MOVES = "(SELECT run, t, agent, attempt, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL)"
+# Each move's context, in `moves()`' order: that of its decision's first row (the latest row
+# with a context at or before the move's attempt).
+_MOVE_CONTEXTS = (
+    f"SELECT (SELECT d.context FROM decisions d WHERE d.run = m.run AND d.t = m.t AND d.agent = m.agent "
+    f"AND d.attempt <= m.attempt AND d.context != '' ORDER BY d.attempt DESC LIMIT 1) "
+    f"FROM {_MOVES} m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) "
+    f"ORDER BY m.run, m.t, m.agent, m.attempt")
 
 
 def _field_tuple(situation: Any, name: str) -> tuple[Any, ...] | None:

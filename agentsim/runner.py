@@ -9,14 +9,16 @@ the directory's lock, the store, the backends, summary.json), the `Progress`
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from .collection import fewer_collections
 from .executors import Executor, LocalExecutor, run_all
 from .llm.accounting import Budget
-from .llm.base import LanguageModel
+from .llm.base import LanguageModel, Request
 from .model_fitness import require_readable
-from .progress import Progress, RunView, View, run_outcome
+from .progress import NoView, Progress, RunView, View, run_outcome
 from .replicates import Replicates, RunSink, StoreSink, starting_point
 from .scenario import Scenario
 from .session import (
@@ -57,7 +59,7 @@ class Experiment:
         """Every replicate, on the configured executor; the summaries of the runs, in order."""
         session, progress = self.session, self.progress
         progress.start({"scenario": session.scenario.name, "backend": session.config.backend_label,
-                        "seed": session.config.seed, "runs": session.config.runs, "out": str(session.config.out),
+                        "seed": session.config.seed, "runs": session.config.replicates, "out": str(session.config.out),
                         "stand_in": session.stand_in(), "backends": session.backend_shares(),
                         "estimate": session.estimate})
         for notice in session.notices:
@@ -71,9 +73,11 @@ class Experiment:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
             if session.config.llm.batch:  # independent calls, asked at half price before the runs play
-                from .batch_run import prefetch_batches
+                from .batch_run import prefetch_batches  # (start-up: the batch APIs and aiohttp, only with --batch)
 
-                await prefetch_batches(session, progress.warn)
+                ((_, stack),) = session.backends.items()
+                await prefetch_batches(stack, await self.rehearse(), poll_s=session.config.llm.batch_poll_s,
+                                       attempts=session.config.llm.retry.max_attempts, progress=progress.warn)
             with fewer_collections():
                 await self.executor().run(session, progress)
         finally:
@@ -81,10 +85,23 @@ class Experiment:
             await session.close(progress.stopped_by)
         return [progress.summaries[run] for run in sorted(progress.summaries)]
 
+    async def rehearse(self) -> list[Request]:
+        """The requests this experiment makes, found by playing it on the stand-in (same runs,
+        seeds, grid and settings) in a scratch directory: what `--batch` asks before the runs."""
+        from .batch_run import Recorder  # (start-up: the batch APIs and aiohttp, only with --batch)
+
+        with tempfile.TemporaryDirectory(prefix="agentsim-batch-") as scratch:
+            played = Experiment(self.session.config.on_the_stand_in(Path(scratch) / "standin"), NoView())
+            played.open()
+            recorder = Recorder(played.backends["stand-in"])
+            played.backends = {"stand-in": recorder}
+            await played.run()
+            return recorder.requests
+
     def executor(self) -> Executor:
-        """The executor the configuration names (Ray is an extra: imported only when asked for)."""
+        """The executor the configuration names."""
         if self.session.config.executor == RAY:
-            from .distributed.driver import RayExecutor
+            from .distributed.driver import RayExecutor  # (Ray is an extra: imported only when asked for)
 
             return RayExecutor()
         return LocalExecutor()

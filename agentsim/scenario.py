@@ -252,6 +252,44 @@ class Scenario(Generic[P, S, St]):
         return Readout()
 
 
+class GivesScenario(Protocol):
+    """An object a front door runs through the scenario it gives (a game on the layer,
+    agentsim.gamekit, gives its engine): `as_scenario` calls `__scenario__()`, and its class's
+    `__scenario_class__()` is the scenario class a recorded run is rebuilt with."""
+
+    def __scenario__(self) -> Scenario[Any, Any, Any]: ...
+
+    @classmethod
+    def __scenario_class__(cls) -> type[Scenario[Any, Any, Any]]: ...
+
+
+def scenario_class(value: type) -> type[Scenario[Any, Any, Any]] | None:
+    """The scenario class a class stands for: a Scenario subclass itself, a game class's engine
+    class (`__scenario_class__`); None for any other class."""
+    if issubclass(value, Scenario):
+        return value
+    make = getattr(value, "__scenario_class__", None)
+    made = make() if callable(make) else None
+    return made if isinstance(made, type) and issubclass(made, Scenario) else None
+
+
+def as_scenario(value: object) -> Scenario[Any, Any, Any] | None:
+    """`value` as the scenario a run runs: a Scenario object as it is, a Scenario class built
+    with its defaults, and an object that gives one through `__scenario__()` or a class through
+    `__scenario_class__()` (a game on the layer, agentsim.gamekit, whose engine wraps it); None
+    for anything else. The one
+    place a front door (a scenario file, `agentsim.run`, `PopulationModel`) turns what it was
+    given into a scenario, without importing the layer above the core."""
+    if isinstance(value, type):
+        made_class = scenario_class(value)
+        return made_class() if made_class is not None else None
+    if isinstance(value, Scenario):
+        return value
+    make = getattr(type(value), "__scenario__", None)
+    made = make(value) if callable(make) else None
+    return made if isinstance(made, Scenario) else None
+
+
 def _changed(params: Params, defaults: Params) -> list[tuple[str, str]]:
     """The fields of `params` whose values differ from `defaults`', each as (name, repr)."""
     return [(field.name, repr(getattr(params, field.name))) for field in dataclasses.fields(params)

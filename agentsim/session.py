@@ -19,16 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .checkpoints import CHECKPOINT_FORMAT, CheckpointError
 from .errors import BackendSpecError, DamagedStoreError, OutputDirError, ParameterError, UserError
+from .estimate_file import read as read_estimate
 from .flat import BY_MODEL_COLUMNS, BY_MODEL_CSV, RUN_COLUMNS, RUNS_CSV, by_model_rows, run_table_rows, write_csv
 from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
-from .llm.prices import PRICES_HELP, load_user_prices, price_for, priced
-from .llm.specs import BackendOptions, build_backend, parse_population, parse_spec
-from .llm.stack import REMOTE, layer
+from .llm.prices import PRICES_HELP, load_user_prices
+from .llm.providers import is_stand_in
+from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
+from .llm.stack import layer
 from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
@@ -36,6 +37,7 @@ from .secrets import redact, strip_credentials
 from .store import DATABASE, SAME_DRAWS_SINCE, Store
 from .summaries import merge_by_model, sum_usage, total_by_model
 from .variants import variant_cell, variant_scenario
+from .version import __version__
 
 SUMMARY = "summary.json"
 MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
@@ -83,12 +85,15 @@ class DirectoryLock:
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
     """What the user asked for: the scenario, where to record it, the backends, how many
-    seeded replicates and where they execute (validated here, and in `Session.open`)."""
+    seeded replicates and where they execute. Every front door (the command line, the Python
+    API, `estimate`, the Ray driver's workers) gets it from one builder (agentsim/configure.py);
+    each value is checked here, once, in the command line's words, and what needs the scenario
+    or the directory in `Session.open`."""
 
     scenario: Scenario[Any, Any, Any]
     out: Path
     backend: str = "stand-in"
-    runs: int = 1
+    runs: int = 1  # each variant's replicates (`replicates` counts them all)
     seed: int = 0
     resume: bool = False
     # With `resume`: replicates added to the recorded ones (per variant, as `runs` counts);
@@ -111,10 +116,31 @@ class ExperimentConfig:
     cpus_per_run: float = 1.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.runs, bool) or not isinstance(self.runs, int) or not 1 <= self.runs <= MAX_RUNS:
+            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {self.runs}); run more as "
+                                 f"separate experiments with --seed")
+        if isinstance(self.add_runs, bool) or not isinstance(self.add_runs, int) or not 0 <= self.add_runs <= MAX_RUNS:
+            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {self.add_runs})")
+        if self.add_runs and not self.resume:
+            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
+                                 "give the number of runs with --runs")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not MIN_SEED <= self.seed <= MAX_SEED - self.runs:
+            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {self.seed})")
+        if not (math.isfinite(self.checkpoint_seconds) and 0 <= self.checkpoint_seconds <= 86_400):
+            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
+                                 f"(got {self.checkpoint_seconds})")
         if self.executor not in EXECUTORS:
             raise ParameterError(f"--executor must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
         if not (math.isfinite(self.cpus_per_run) and 0.01 <= self.cpus_per_run <= 1024):
             raise ParameterError(f"--cpus-per-run must be a number of CPUs from 0.01 to 1024 (got {self.cpus_per_run})")
+        if (self.ray_address or self.cpus_per_run != 1.0) and self.executor != RAY:
+            flag = "--ray-address" if self.ray_address else "--cpus-per-run"
+            raise ParameterError(f"{flag} is for --executor ray; add --executor ray or drop it")
+
+    @property
+    def replicates(self) -> int:
+        """Every run of the experiment: `runs` for each variant of the grid (or the one scenario)."""
+        return self.runs * max(1, len(self.variants))
 
     @property
     def backend_label(self) -> str:
@@ -123,6 +149,12 @@ class ExperimentConfig:
         if self.scenario.rule_agents:
             return RULE_AGENTS
         return self.population or self.backend
+
+    def on_the_stand_in(self, out: Path) -> ExperimentConfig:
+        """The same experiment (scenario, grid, runs, seeds) played afresh on the stand-in, in
+        process, into `out`: what `--batch` and `estimate` play to find the calls it will make."""
+        return dataclasses.replace(self, out=out, backend="stand-in", population="", llm=BackendOptions(),
+                                   resume=False, add_runs=0, executor=LOCAL, ray_address="", cpus_per_run=1.0)
 
 
 _FLAGS = {"seed": "--seed", "backend": "--backend/--population", "scenario": "the scenario file"}
@@ -190,23 +222,8 @@ class Session:
         """Check everything the user could get wrong, before any run starts (and, unless the
         output directory is new, before anything in it changes). `warn` takes the backends'
         warnings as they happen."""
-        config = self.config = _without_credentials(self.config)
-        if config.add_runs and not config.resume:
-            raise ParameterError("--add-runs adds replicates to a recorded experiment: add --resume --out DIR, or "
-                                 "give the number of runs with --runs")
-        if not 0 <= config.add_runs <= MAX_RUNS:
-            raise ParameterError(f"--add-runs must be a number of runs from 1 to {MAX_RUNS} (got {config.add_runs})")
-        if not 1 <= config.runs <= MAX_RUNS:
-            raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {config.runs}); run more as "
-                                 f"separate experiments with --seed")
-        if not MIN_SEED <= config.seed <= MAX_SEED - max(config.runs, 1):
-            raise ParameterError(f"--seed must be a whole number from {MIN_SEED} to 2^63 - 1 - runs (got {config.seed})")
-        if not (math.isfinite(config.checkpoint_seconds) and 0 <= config.checkpoint_seconds <= 86_400):
-            raise ParameterError(f"--checkpoint-seconds must be a number of seconds from 0 to 86400 "
-                                 f"(got {config.checkpoint_seconds})")
+        config = self.config = _without_credentials(self.config)  # (its values were checked when it was made)
         self.variant_scenarios = [variant_scenario(config.scenario, variant, config.seed) for variant in config.variants]
-        if config.variants:  # from here on, `runs` counts every variant's replicates
-            self.config = config = dataclasses.replace(config, runs=config.runs * len(config.variants))
         self.scenario = config.scenario.for_experiment(config.seed)
         for scenario in [self.scenario, *self.variant_scenarios]:
             agents = getattr(scenario.params, "agents", None)
@@ -218,18 +235,18 @@ class Session:
                 _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         if config.llm.batch:
-            from .batch_run import refuse_unbatchable
+            from .batch_run import refuse_unbatchable  # (start-up: the batch APIs and aiohttp, only with --batch)
 
-            refuse_unbatchable(self)
+            refuse_unbatchable([self.scenario, *self.variant_scenarios], [spec for spec, _ in self.shares])
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
-        if config.llm.base_url and not any(parse_spec(spec).provider in ("openai", "anthropic") for spec, _ in self.shares):
+        if config.llm.base_url and not any(parse_spec(spec).provider_info.base_url for spec, _ in self.shares):
             raise BackendSpecError(f"--base-url is for openai: and anthropic: backends, and this experiment uses "
                                    f"{', '.join(redact(spec) for spec, _ in self.shares)}; drop it, or choose a backend "
                                    f"such as --backend openai:MODEL")
         load_user_prices()  # a table that does not read stops here, not at the first answer
         self.budget = Budget(max_calls=config.llm.max_calls, max_cost_usd=config.llm.max_cost_usd)
         if self.budget.max_cost_usd is not None:
-            _require_prices([spec for spec, _ in self.shares])
+            _require_prices([spec for spec, _ in self.shares], config.llm)
         rules = self.scenario.standin_part().rules
         self.backends = {spec: build_backend(spec, config.llm, self.budget, warn, rules=rules) for spec, _ in self.shares}
         if self.budget.limited and all(backend.immediate for backend in self.backends.values()):
@@ -237,8 +254,6 @@ class Session:
                                    "answers in process without any; drop them or choose a --backend")
         identity = self._identity()
         self._check_directory()
-        from .estimate import read as read_estimate
-
         self.estimate = read_estimate(config.out)
         self.lock = DirectoryLock.acquire(config.out)
         try:
@@ -317,7 +332,7 @@ class Session:
             self.budget.journal = lambda spent: store.set_experiment({"budget_spent": spent})
         self.store.set_experiment({
             **identity,
-            "runs": max(self.config.runs, self.store.experiment().get("runs", 0)),
+            "runs": max(self.config.replicates, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
             "code_version": self.code_version,
             "checkpoint_format": CHECKPOINT_FORMAT,
@@ -339,9 +354,9 @@ class Session:
         file's RUNS or a --runs differs (with a paid model, runs nobody asked for cost money)."""
         config, cells = self.config, max(1, len(self.config.variants))
         wanted = recorded + config.add_runs * cells
-        if recorded and config.runs != wanted:
+        if recorded and config.replicates != wanted:
             store.close()
-            given, had = config.runs // cells, recorded // cells
+            given, had = config.runs, recorded // cells
             if config.add_runs:
                 raise ParameterError(f"--add-runs {config.add_runs} adds to the {had} runs recorded in {config.out}; "
                                      f"drop --runs {given}")
@@ -356,13 +371,13 @@ class Session:
         layout, types, ranges and counters: `model.checked_state`), and the encounters the
         checkpoint says were completed are the ones the store holds. One line naming the run
         otherwise, and the directory as it was."""
-        from .model import BackendShare, PopulationModel  # (the session builds no model otherwise)
+        from .model import BackendShare, PopulationModel  # (start-up: Mesa; the session builds no model otherwise)
 
         recorded_runs = store.experiment().get("runs", 0)
         encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))
         for row in store.runs():
             run = row["run"]
-            if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.runs) or row["status"] not in RUN_STATUSES:
+            if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.replicates) or row["status"] not in RUN_STATUSES:
                 raise DamagedStoreError(f"{store.path}: the runs table's row {run!r} is damaged (run {run!r}, status "
                                         f"{row['status']!r}); {_NOTHING_CHANGED}")
             blob = store.checkpoint(run)
@@ -448,7 +463,7 @@ class Session:
     def standin_ignored(self) -> dict[str, Any]:
         """The parameters this experiment changes that the stand-in's rule does not read (each
         with its value; a grid's variants included), where any agent answers on the stand-in."""
-        if self.config.scenario.rule_agents or not any(spec.startswith("stand-in") for spec, _ in self.shares):
+        if self.config.scenario.rule_agents or not any(is_stand_in(spec) for spec, _ in self.shares):
             return {}
         ignored: dict[str, Any] = {}
         for scenario in [self.scenario, *self.variant_scenarios]:
@@ -541,8 +556,8 @@ class Session:
         found: dict[str, Any] = {}
         for text, _ in self.shares:
             spec = parse_spec(text)
-            if spec.provider in REMOTE:
-                price = price_for(spec.target)
+            if spec.provider_info.billed:
+                price = backend_price(text, self.config.llm)
                 found[spec.target] = price.as_dict() if price is not None else None
         return found
 
@@ -579,11 +594,6 @@ def _render_every_prompt(codec: Any, seed: int) -> None:
         codec.reminder(situation, codec.parse("", situation))
 
 
-def is_stand_in(spec: str) -> bool:
-    """Whether a backend spec is the built-in stand-in (`stand-in` or `stand-in:LABEL`)."""
-    return spec == "stand-in" or spec.startswith("stand-in:")
-
-
 
 def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
     """The config with `user:password@` taken out of every URL it names: credentials are used
@@ -595,12 +605,12 @@ def _without_credentials(config: ExperimentConfig) -> ExperimentConfig:
                                population=strip_credentials(config.population), llm=llm)
 
 
-def _require_prices(specs: list[str]) -> None:
+def _require_prices(specs: list[str], options: BackendOptions) -> None:
     """--max-cost is hard only if every model it pays for has a price: an unknown one would
     cost nothing in the budget's eyes."""
     for text in specs:
         spec = parse_spec(text)
-        if spec.provider in REMOTE and not priced(spec.target):
+        if spec.provider_info.billed and backend_price(text, options) is None:
             raise BackendSpecError(f"--max-cost needs the price of every model, and '{spec.target}' (backend "
                                    f"'{redact(text)}') has none in genai-prices' table or AGENTSIM_PRICES: give it with {PRICES_HELP}, "
                                    f"or drop --max-cost")

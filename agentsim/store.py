@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from .checkpoints import CheckpointError, loads
 from .errors import DamagedStoreError, OutputDirError
-from .records import EncounterRecord
+from .records import CallRecord, EncounterRecord
 
 if TYPE_CHECKING:
     from .llm.base import Message
@@ -118,20 +118,29 @@ class Recorder:
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
         calls = record.calls
+        # An agent a game asks again in the same encounter (a layer game's later move) has its
+        # decisions one after another, each starting with a first attempt (0): each move takes
+        # the next, and its rows continue the agent's count of attempts in the encounter.
+        recorded: dict[int, int] = {}  # the rows each agent has so far in this encounter
         for move in record.moves:
             agent = move.agent
             own = [call for call in calls if call.agent == agent] if calls else calls
+            offset = recorded.get(agent, 0)
+            if offset or any(call.attempt == 0 for call in own[1:]):
+                own = _next_decision(own, offset)
+            recorded[agent] = offset + max(len(own), 1)
             if not own:
-                self.bare.append((run, t, agent, 0, move.action, move.payoff))
+                self.bare.append((run, t, agent, offset, move.action, move.payoff))
                 continue
             last = own[-1]
             for call in own:
+                attempt = offset + call.attempt
                 if call is last and call.error is None and not call.probabilities:
-                    self.answered.append((run, t, agent, call.attempt, move.action, move.payoff, call.action, call.context,
+                    self.answered.append((run, t, agent, attempt, move.action, move.payoff, call.action, call.context,
                                           call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
                     continue
                 final = call is last
-                self.decisions.append((run, t, agent, call.attempt, move.action if final else None,
+                self.decisions.append((run, t, agent, attempt, move.action if final else None,
                                        move.payoff if final else None, call.action, call.context, call.reply,
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
                                        json.dumps(dict(call.probabilities)) if call.probabilities else None,
@@ -143,6 +152,14 @@ class Recorder:
     def clear(self) -> None:
         for rows in (self.encounters, self.decisions, self.answered, self.bare, self.rounds):
             rows.clear()
+
+
+def _next_decision(own: list[CallRecord], offset: int) -> list[CallRecord]:
+    """The calls of an agent's decision that starts at its `offset`-th call of the encounter
+    (its first attempt, 0, up to the next decision's first attempt)."""
+    rest = own[offset:]
+    end = next((index for index, call in enumerate(rest) if index and call.attempt == 0), len(rest))
+    return rest[:end]
 
 
 class Store:
@@ -371,6 +388,10 @@ class Store:
         codec = scenario.codec
         if codec is None:
             raise KeyError(f"scenario '{scenario.name}' prompts no model: it has no codec to rebuild a call with")
+        # The call's decision starts at its row with a context (an agent asked again in the
+        # same encounter has a decision after another): rebuilt from there.
+        start = max((index for index, (_, context, _) in enumerate(rows) if context), default=0)
+        rows = rows[start:]
         return codec.rebuild_messages(rows[0][1], tuple(reply for _, _, reply in rows[:-1]))
 
     def by_model(self) -> dict[int, dict[str, dict[str, Any]]]:
@@ -384,9 +405,8 @@ class Store:
                 "SELECT run, model, kind, COUNT(*) FROM agents GROUP BY run, model, kind ORDER BY run, model"):
             result.setdefault(run, {})[model] = {"kind": kind, "agents": agents, "decisions": 0, "fallbacks": 0,
                                                  "answers": 0, "mean_payoff": None, "choices": {}}
-        payoffs: dict[tuple[int, str], float] = {}
-        for run, model, action, fallback, count, payoff in self.rows(
-                "SELECT d.run, a.model, d.action, d.fallback IS 1, COUNT(*), SUM(d.payoff) FROM decisions d "
+        for run, model, action, fallback, count in self.rows(
+                "SELECT d.run, a.model, d.action, d.fallback IS 1, COUNT(*) FROM decisions d "
                 "JOIN agents a ON a.run = d.run AND a.agent = d.agent WHERE d.payoff IS NOT NULL "
                 "GROUP BY d.run, a.model, d.action, d.fallback IS 1 ORDER BY d.run, a.model, d.action"):
             entry = result.setdefault(run, {}).setdefault(model, {"kind": None, "agents": 0, "decisions": 0, "fallbacks": 0,
@@ -398,10 +418,16 @@ class Store:
             entry["answers"] += count
             if action is not None:
                 entry["choices"][action] = entry["choices"].get(action, 0) + count
-            payoffs[run, model] = payoffs.get((run, model), 0.0) + (payoff or 0.0)
-        for (run, model), total in payoffs.items():
-            entry = result[run][model]
-            entry["mean_payoff"] = round(total / entry["answers"], 6)
+        # The mean payoff is per agent-encounter in which the agent chose (none of its decisions
+        # there a fallback): one decision per encounter in most games; a layer game that asks a
+        # player again in a round records the round's payoff on its last move (docs/games-layer.md).
+        for run, model, total, count in self.rows(
+                "SELECT p.run, a.model, SUM(p.payoff), COUNT(*) FROM (SELECT run, t, agent, SUM(payoff) AS payoff "
+                "FROM decisions WHERE payoff IS NOT NULL GROUP BY run, t, agent HAVING MAX(fallback IS 1) = 0) p "
+                "JOIN agents a ON a.run = p.run AND a.agent = p.agent GROUP BY p.run, a.model"):
+            if run in result and model in result[run]:
+                result[run][model]["mean_payoff"] = round((total or 0.0) / count, 6)
+                result[run][model]["payoff_count"] = count  # what the mean is over (runs' means are weighted by it)
         return result
 
     def bytes_on_disk(self) -> int:

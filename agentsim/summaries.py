@@ -18,25 +18,28 @@ def merge_by_model(counted: dict[str, dict[str, Any]], family: dict[str, Any] | 
 
 def total_by_model(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The experiment's per-model breakdown over its finished runs: decisions, fallbacks,
-    answers and choices added up, the mean payoff over every answer (fallbacks left out), the
-    agents of one run."""
+    answers and choices added up, the mean payoff over every agent-encounter in which the agent
+    chose (fallbacks left out: one per answer, but for a game that asks an agent again in an
+    encounter), the agents of one run."""
     totals: dict[str, dict[str, Any]] = {}
     for run in runs:
         for label, entry in run.items():
             total = totals.setdefault(label, {"kind": entry.get("kind"), "runs": 0, "agents": 0, "decisions": 0,
                                               "fallbacks": 0, "answers": 0, "mean_payoff": None, "choices": {},
-                                              "_payoff": 0.0})
+                                              "_payoff": 0.0, "_count": 0})
             total["runs"] += 1
             total["agents"] = max(total["agents"], int(entry.get("agents") or 0))
             for key in ("decisions", "fallbacks", "answers"):
                 total[key] += int(entry.get(key) or 0)
+            weight = int(entry.get("payoff_count", entry.get("answers")) or 0)  # the agent-encounters its mean is over
             if entry.get("mean_payoff") is not None:
-                total["_payoff"] += entry["mean_payoff"] * int(entry.get("answers") or 0)
+                total["_payoff"] += entry["mean_payoff"] * weight
+                total["_count"] += weight
             for action, count in (entry.get("choices") or {}).items():
                 total["choices"][action] = total["choices"].get(action, 0) + count
     for total in totals.values():
-        payoff = total.pop("_payoff")
-        total["mean_payoff"] = round(payoff / total["answers"], 6) if total["answers"] else None
+        payoff, count = total.pop("_payoff"), total.pop("_count")
+        total["mean_payoff"] = round(payoff / count, 6) if count else None
     return totals
 
 def sum_usage(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

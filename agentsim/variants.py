@@ -9,6 +9,7 @@ the grid.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import ParameterError
@@ -24,7 +25,7 @@ def variant_scenario(scenario: Scenario[Any, Any, Any], variant: dict[str, Any],
         raise ParameterError(f"variant {variant}: {error}") from None
 
 
-def pinned_variants(variants: Any, overrides: dict[str, str]) -> tuple[dict[str, Any], ...]:
+def pinned_variants(variants: Any, overrides: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """A scenario file's VARIANTS with the parameters `--set` pins removed, duplicates dropped:
     `--set condition=schema` keeps only that part of a grid, `--set agents=4` shrinks every
     variant. Nothing left to vary: no variants."""

@@ -24,7 +24,22 @@ left out (`absent`): what a client's budget must not trust. It caches prompts as
 do and reports it in the usage as they do (`prompt_caching`): OpenAI's automatic prefix cache
 (prompts of 1,024 tokens or more; `prompt_tokens_details.cached_tokens`, in steps of 128) and
 Anthropic's breakpoints (`cache_control` on a block: `cache_creation_input_tokens` the first
-time a prefix of at least `cache_min_tokens` is seen, `cache_read_input_tokens` after).
+time a prefix of at least the model's minimum cacheable length is seen, its documented
+table, or `cache_min_tokens`; `cache_read_input_tokens` after).
+
+It bills as the providers document (`Stats.bill_usd`, each request in `Stats.bills`): every
+request it answers, whether or not the client is still there to read the answer (a request
+cancelled in flight is billed), priced by genai-prices' own `calc_price` from the usage it
+counted (cached and written input at their prices, the tier of the request's input tokens),
+a batch's requests at half that; an error answer (429, 5xx) bills nothing. A model that
+genai-prices does not price is counted in `Stats.unpriced`, not billed.
+
+Its batches can be slow to create (`batch_create_delay_s`: the batch exists at once, its
+create's answer comes that much later) or lose the create's answer (`batch_create_fault`:
+"drop" closes the connection, "500" answers a server error, for the first
+`batch_create_faults` creates; the batch is made either way), what a client that submits a
+batch twice would pay for; both providers' batches are listed newest first
+(`GET /v1/batches`, `GET /v1/messages/batches`), OpenAI's with their metadata.
 
 With `replies` (`replies_from_run`: the prompts and replies of a run recorded in process), it
 answers any scenario's prompts with the recorded reply, so that a run over HTTP with the same
@@ -50,6 +65,7 @@ import re
 import time
 import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +106,10 @@ class ServerConfig:
     # prompt key (`prompt_key`) -> the replies to give it, in order; None: the naming rule answers
     replies: dict[str, list[str]] | None = None
     prompt_caching: bool = True
-    cache_min_tokens: int = 1024  # Anthropic's shortest cacheable prefix (Sonnet's; Haiku's is 2,048)
+    # The provider's tokenizer: characters a token in what it counts and bills (4: the stand-in
+    # rule's own count; 3.6: about OpenAI's o200k on agentsim's prompts)
+    chars_per_token: float = 4.0
+    cache_min_tokens: int | None = None  # Anthropic's shortest cacheable prefix; None: the model's, as documented
     # Batch APIs: a batch ends after this many looks at it; the first `batch_faulty` batches end
     # `batch_end` ("completed", "expired": half answered, "cancelled": half answered, by the provider),
     # and `batch_errored` of every batch's requests fail alone (a partial failure).
@@ -98,6 +117,9 @@ class ServerConfig:
     batch_end: str = "completed"
     batch_faulty: int = 1
     batch_errored: float = 0.0
+    batch_create_delay_s: float = 0.0
+    batch_create_fault: str | None = None  # "drop" or "500": the create's answer lost, the batch made
+    batch_create_faults: int = 1
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.faults) - set(FAULT_KINDS))
@@ -109,6 +131,8 @@ class ServerConfig:
             raise ValueError("capacity must be at least 1")
         if self.usage not in USAGE_KINDS:
             raise ValueError(f"usage must be one of {', '.join(USAGE_KINDS)} (got {self.usage!r})")
+        if self.batch_create_fault not in (None, "drop", "500"):
+            raise ValueError(f"batch_create_fault is 'drop' or '500' (got {self.batch_create_fault!r})")
 
 
 @dataclass
@@ -124,12 +148,30 @@ class Stats:
     auth_headers: dict[str, int] = field(default_factory=dict)  # requests that carried each auth header
     batches_created: int = 0
     batch_requests: int = 0  # requests received inside batches
+    bill_usd: float = 0.0  # what the provider bills, all requests together
+    bills: list[dict[str, Any]] = field(default_factory=list)  # each billed request: its model, usage and price
+    unpriced: int = 0  # requests of a model genai-prices does not price (not billed)
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "answered": self.answered, "active": self.active,
                 "max_active": self.max_active, "faults": dict(self.faults), "by_route": dict(self.by_route),
                 "auth_headers": dict(self.auth_headers), "batches_created": self.batches_created,
-                "batch_requests": self.batch_requests}
+                "batch_requests": self.batch_requests, "bill_usd": self.bill_usd, "billed": len(self.bills),
+                "unpriced": self.unpriced}
+
+
+# Anthropic's shortest cacheable prefix by model, from its prompt-caching documentation (the
+# provider's side, written here on its own); a model not listed caches from the longest.
+ANTHROPIC_MIN_CACHEABLE = {"claude-opus-4-5": 4096, "claude-haiku-4-5": 4096, "claude-3-5-haiku": 2048,
+                           "claude-3-haiku": 2048, "claude-opus-4": 1024, "claude-sonnet-4": 1024,
+                           "claude-3-7-sonnet": 1024, "claude-3-5-sonnet": 1024, "claude-3-opus": 1024}
+BATCH_DISCOUNT = 0.5
+FORMAT_TOKENS_PER_MESSAGE, FORMAT_TOKENS_PER_REPLY = 3, 3  # a chat prompt's own tokens (OpenAI's count)
+
+
+def anthropic_min_cacheable(model: str) -> int:
+    found = [tokens for prefix, tokens in ANTHROPIC_MIN_CACHEABLE.items() if model.startswith(prefix)]
+    return max(found, key=lambda tokens: tokens) if found else max(ANTHROPIC_MIN_CACHEABLE.values())
 
 
 class StandInServer:
@@ -155,8 +197,10 @@ class StandInServer:
             web.post("/v1/files", self.upload),
             web.get("/v1/files/{file_id}/content", self.file_content),
             web.post("/v1/batches", self.openai_batch),
+            web.get("/v1/batches", self.openai_batches),
             web.get("/v1/batches/{batch_id}", self.openai_batch_state),
             web.post("/v1/messages/batches", self.anthropic_batch),
+            web.get("/v1/messages/batches", self.anthropic_batches),
             web.get("/v1/messages/batches/{batch_id}", self.anthropic_batch_state),
             web.get("/v1/messages/batches/{batch_id}/results", self.anthropic_batch_results),
             web.post("/generate", self.tgi),
@@ -284,7 +328,43 @@ class StandInServer:
             return -1_000_000, -1_000_000
         return prompt_tokens, completion_tokens
 
-    def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool) -> tuple[str, int, int]:
+    def bill(self, provider: str, model: str, *, input_tokens: int, output_tokens: int, cache_read: int = 0,
+             cache_write: int = 0, batch: bool = False) -> float:
+        """Bill one answered request as the provider would: genai-prices' `calc_price` of its
+        usage (`input_tokens` counts every input token, cached and written included)."""
+        from genai_prices import Usage, calc_price
+
+        try:
+            price = calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens,
+                                     cache_read_tokens=cache_read, cache_write_tokens=cache_write),
+                               model_ref=model, provider_id=provider)
+        except LookupError:
+            self.stats.unpriced += 1
+            return 0.0
+        cost = float(price.total_price) * (BATCH_DISCOUNT if batch else 1.0)
+        self.stats.bill_usd += cost
+        self.stats.bills.append({"provider": provider, "model": model, "input_tokens": input_tokens,
+                                 "output_tokens": output_tokens, "cache_read_tokens": cache_read,
+                                 "cache_write_tokens": cache_write, "batch": batch, "usd": cost})
+        return cost
+
+    def _reply(self, messages: list[Message], sampling: Sampling, seed: int | None, unparseable: bool, *,
+               chat: bool = True) -> tuple[str, int, int]:
+        """The reply and its tokens; a chat prompt's count with the chat format's own tokens, as
+        OpenAI documents them for its chat models (3 a message, 3 priming the reply)."""
+        text, prompt_tokens, completion_tokens = self._rule_reply(messages, sampling, seed, unparseable)
+        if self.config.chars_per_token != 4.0:
+            prompt_tokens, completion_tokens = self._count(messages), max(1, math.ceil(len(text) / self.config.chars_per_token))
+        if chat:
+            prompt_tokens += FORMAT_TOKENS_PER_MESSAGE * len(messages) + FORMAT_TOKENS_PER_REPLY
+        return text, prompt_tokens, completion_tokens
+
+    def _count(self, messages: list[Message]) -> int:
+        """The prompt's tokens as this provider's tokenizer counts them."""
+        return sum(math.ceil(len(message.content) / self.config.chars_per_token) for message in messages)
+
+    def _rule_reply(self, messages: list[Message], sampling: Sampling, seed: int | None,
+                    unparseable: bool) -> tuple[str, int, int]:
         if self.config.replies is not None:
             queue = self.config.replies.get(prompt_key(messages)) or ["I have not seen this prompt."]
             # The same prompt asked again later (an agent's prompt can repeat) gets its next recorded reply.
@@ -356,11 +436,14 @@ class StandInServer:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
                              "logprobs": logprobs}],
             }
+            cached = self._openai_cached(messages) if self.config.prompt_caching else 0
+            self.bill("openai", document["model"], input_tokens=prompt_tokens, output_tokens=completion_tokens,
+                      cache_read=cached)
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
                 document["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
                 if self.config.prompt_caching and usage[0] > 0:
-                    document["usage"]["prompt_tokens_details"] = {"cached_tokens": self._openai_cached(messages)}
+                    document["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
             return web.json_response(document, headers={"x-ratelimit-remaining-requests": "10000"})
 
         return await self._serve(request, "openai", authorised, answer, error)
@@ -386,9 +469,11 @@ class StandInServer:
                 "id": f"msg_{self.stats.requests}", "type": "message", "role": "assistant", "model": body["model"],
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
             }
+            read, written = self._anthropic_cached(body) if self.config.prompt_caching and prompt_tokens > 0 else (0, 0)
+            self.bill("anthropic", body["model"], input_tokens=prompt_tokens, output_tokens=completion_tokens,
+                      cache_read=read, cache_write=written)
             usage = self._usage(prompt_tokens, completion_tokens)
             if usage is not None:
-                read, written = self._anthropic_cached(body) if self.config.prompt_caching and usage[0] > 0 else (0, 0)
                 document["usage"] = {"input_tokens": usage[0] - read - written, "output_tokens": usage[1],
                                      "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
             return web.json_response(document)
@@ -409,7 +494,8 @@ class StandInServer:
             messages = chat_format.parse(body["inputs"])
             sampling = Sampling(temperature=parameters.get("temperature", 1.0), top_k=parameters.get("top_k"),
                                 max_tokens=parameters.get("max_new_tokens") or 20)
-            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, parameters.get("seed"), unparseable)
+            text, prompt_tokens, completion_tokens = self._reply(messages, sampling, parameters.get("seed"), unparseable,
+                                                                 chat=False)
             result: dict[str, Any] = {"generated_text": text}
             if parameters.get("details"):
                 count = int(parameters.get("top_n_tokens") or 0)
@@ -435,10 +521,11 @@ class StandInServer:
         return await self._serve(request, "tgi", authorised, answer, error)
 
     # --- batch APIs ----------------------------------------------------------------------
-    def _batch_answers(self, items: list[tuple[str, list[Message], Sampling, int | None]]) -> dict[str, Any]:
-        """Each request's answer (text and tokens) or why it failed, as the batch ends."""
-        number = self.stats.batches_created
-        end = self.config.batch_end if number <= self.config.batch_faulty else "completed"
+    def _batch_answers(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """Each request's answer (text and tokens) or why it failed, as the batch ends; each
+        answered request billed at half price."""
+        items = batch["items"]
+        end = self.config.batch_end if batch["number"] <= self.config.batch_faulty else "completed"
         answers: dict[str, Any] = {}
         for index, (custom_id, messages, sampling, seed) in enumerate(items):
             if end != "completed" and index >= len(items) // 2:
@@ -447,21 +534,54 @@ class StandInServer:
                 answers[custom_id] = "errored"
             else:
                 answers[custom_id] = self._reply(messages, sampling, seed, False)
+                _, prompt_tokens, completion_tokens = answers[custom_id]
+                self.bill(batch["provider"], batch["model"], input_tokens=prompt_tokens, output_tokens=completion_tokens,
+                          batch=True)
         return {"end": end, "answers": answers}
 
-    def _new_batch(self, kind: str, items: list[tuple[str, list[Message], Sampling, int | None]], body: Any) -> str:
+    def _new_batch(self, kind: str, items: list[tuple[str, list[Message], Sampling, int | None]], body: Any,
+                   model: str) -> str:
         self.stats.batches_created += 1
         self.stats.batch_requests += len(items)
         batch_id = f"{kind}_batch_{self.stats.batches_created}"
-        self.batches[batch_id] = {"items": items, "polls": 0, "result": None, "created": int(time.time()), "body": body}
+        self.batches[batch_id] = {"items": items, "polls": 0, "result": None, "created": time.time(), "body": body,
+                                  "number": self.stats.batches_created, "model": model,
+                                  "provider": "openai" if kind == "openai" else "anthropic"}
         return batch_id
 
     def _advance(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
         batch["polls"] += 1
         if batch["result"] is None and batch["polls"] >= self.config.batch_polls:
-            batch["result"] = self._batch_answers(batch["items"])
+            batch["result"] = self._batch_answers(batch)
         return batch
+
+    async def _created(self, request: web.Request, document: dict[str, Any], error: Any) -> web.StreamResponse:
+        """A create's answer: after `batch_create_delay_s`, or lost (`batch_create_fault`) for
+        the first `batch_create_faults` creates; the batch is made whatever its answer."""
+        if self.config.batch_create_delay_s:
+            await asyncio.sleep(self.config.batch_create_delay_s)
+        fault = self.config.batch_create_fault
+        if fault is not None and self.stats.batches_created <= self.config.batch_create_faults:
+            if fault == "500":
+                return error(500, "server error", "api_error")
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError  # nothing more to send on a dropped connection
+        return web.json_response(document)
+
+    def _listed(self, request: web.Request, kind: str, document: Any, *, cursor: str) -> web.Response:
+        """A provider's list of batches, newest first, a page at a time (`limit`, after the
+        batch named by `cursor`)."""
+        ids = sorted((batch_id for batch_id in self.batches if batch_id.startswith(f"{kind}_batch_")),
+                     key=lambda batch_id: -self.batches[batch_id]["number"])
+        after = request.query.get(cursor)
+        if after in ids:
+            ids = ids[ids.index(after) + 1:]
+        limit = int(request.query.get("limit", "20"))
+        page = [document(batch_id) for batch_id in ids[:limit]]
+        return web.json_response({"data": page, "has_more": len(ids) > limit, "object": "list",
+                                  "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None})
 
     async def upload(self, request: web.Request) -> web.Response:
         data = await request.post()
@@ -488,16 +608,24 @@ class StandInServer:
                                 max_tokens=chat.get("max_tokens") or chat.get("max_completion_tokens") or 16)
             items.append((item["custom_id"], [Message(m["role"], m["content"]) for m in chat["messages"]], sampling,
                           chat.get("seed")))
-        batch_id = self._new_batch("openai", items, body)
-        return web.json_response(self._openai_batch_document(batch_id))
+            model = chat.get("model", self.config.model_id)
+        batch_id = self._new_batch("openai", items, body, model if items else self.config.model_id)
+
+        def error(status: int, message: str, kind: str) -> web.Response:
+            return web.json_response({"error": {"message": message, "type": kind}}, status=status)
+
+        return await self._created(request, self._openai_batch_document(batch_id), error)
+
+    async def openai_batches(self, request: web.Request) -> web.Response:
+        return self._listed(request, "openai", self._openai_batch_document, cursor="after")
 
     def _openai_batch_document(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
         total = len(batch["items"])
         document: dict[str, Any] = {
             "id": batch_id, "object": "batch", "endpoint": "/v1/chat/completions", "completion_window": "24h",
-            "input_file_id": batch["body"]["input_file_id"], "created_at": batch["created"], "status": "in_progress",
-            "request_counts": {"total": total, "completed": 0, "failed": 0}}
+            "input_file_id": batch["body"]["input_file_id"], "created_at": int(batch["created"]), "status": "in_progress",
+            "metadata": batch["body"].get("metadata"), "request_counts": {"total": total, "completed": 0, "failed": 0}}
         result = batch["result"]
         if result is None:
             return document
@@ -507,8 +635,8 @@ class StandInServer:
         if "output_file_id" not in batch:
             lines = []
             for key, (text, prompt_tokens, completion_tokens) in ok:
-                completion = {"id": f"chatcmpl-{key[:8]}", "object": "chat.completion", "created": batch["created"],
-                              "model": batch["body"].get("model", self.config.model_id),
+                completion = {"id": f"chatcmpl-{key[:8]}", "object": "chat.completion", "created": int(batch["created"]),
+                              "model": batch["model"],
                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                            "finish_reason": "stop"}],
                               "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -545,12 +673,20 @@ class StandInServer:
             sampling = Sampling(temperature=params.get("temperature", 1.0), top_k=params.get("top_k"),
                                 max_tokens=params["max_tokens"])
             items.append((entry["custom_id"], messages, sampling, None))
-        batch_id = self._new_batch("msgbatch", items, body)
-        return web.json_response(self._anthropic_batch_document(batch_id))
+        model = body["requests"][0]["params"]["model"] if body["requests"] else self.config.model_id
+        batch_id = self._new_batch("msgbatch", items, body, model)
+
+        def error(status: int, message: str, kind: str) -> web.Response:
+            return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+
+        return await self._created(request, self._anthropic_batch_document(batch_id), error)
+
+    async def anthropic_batches(self, request: web.Request) -> web.Response:
+        return self._listed(request, "msgbatch", self._anthropic_batch_document, cursor="after_id")
 
     def _anthropic_batch_document(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
-        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch["created"]))
+        created = datetime.fromtimestamp(batch["created"], tz=UTC).isoformat().replace("+00:00", "Z")
         counts = {"processing": len(batch["items"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         document: dict[str, Any] = {"id": batch_id, "type": "message_batch", "processing_status": "in_progress",
                                     "request_counts": counts, "created_at": created, "expires_at": created,
@@ -625,7 +761,8 @@ class StandInServer:
             if key in self.cached_prefixes:
                 read = tokens
         key, tokens = boundaries[-1]
-        if tokens < self.config.cache_min_tokens or key in self.cached_prefixes:
+        least = self.config.cache_min_tokens or anthropic_min_cacheable(str(body.get("model", "")))
+        if tokens < least or key in self.cached_prefixes:
             return read, 0
         self.cached_prefixes.add(key)
         return read, tokens - read

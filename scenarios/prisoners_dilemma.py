@@ -1,6 +1,6 @@
 """The repeated Prisoner's Dilemma between LLM agents with public reputations (indirect
 reciprocity; image scoring after Nowak and Sigmund 1998; prompts in the style of Fontana et al.
-2024 and Akata et al. 2023).
+2024 and Akata et al. 2023), a game on the game layer (agentsim/games/dilemma/game.py).
 
 Sixteen agents, twenty rounds; every round a fresh random matching, each player seeing its own
 last three rounds and its partner's reputation (C in how many of its last five moves), then

@@ -41,6 +41,7 @@ class Page:
 
     def __init__(self, profile: Path, *, width: int = 1280, height: int = 900) -> None:
         self.profile, self.width, self.height = profile, width, height
+        self.mobile = False
         self.process: subprocess.Popen[str] | None = None
         self.session: aiohttp.ClientSession | None = None
         self.socket: aiohttp.ClientWebSocketResponse | None = None
@@ -123,10 +124,20 @@ class Page:
         if full_page:
             height = max(self.height, int(await self.evaluate("document.documentElement.scrollHeight")))
             await self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=height, deviceScaleFactor=1,
-                            mobile=False)
+                            mobile=self.mobile)
         shot = await self.send("Page.captureScreenshot", format="png")
         if full_page:
             await self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=self.height,
-                            deviceScaleFactor=1, mobile=False)
+                            deviceScaleFactor=1, mobile=self.mobile)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path
+
+    async def click(self, x: float, y: float) -> None:
+        """A left click at (x, y), in the page's CSS pixels, as a user's mouse gives it."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            await self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    async def resize(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """The viewport as a screen of this size shows it (a phone: `mobile`)."""
+        self.width, self.height, self.mobile = width, height, mobile
+        await self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=mobile)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, run_experiment
 
-from agentsim.cli import load_scenario, main
+from agentsim.cli import main
+from agentsim.scenario_files import load_scenario
 
 
 @pytest.fixture(scope="module")

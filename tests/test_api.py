@@ -108,11 +108,13 @@ def test_arguments_of_the_wrong_type_name_the_argument(tmp_path: Path) -> None:
             agentsim.run(NamingGame, out=tmp_path / "a", **arguments)
         assert isinstance(raised.value, UserError)
     assert not (tmp_path / "a").exists()
-    with pytest.raises(TypeError, match="PopulationModel's scenario takes a Scenario class or object"):
-        PopulationModel("x", seed=0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
-        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus", "seed": 0}, iterations=1, max_steps=2,
+    with pytest.raises(TypeError, match=r"scenario takes a scenario file's path .*, a Scenario class or a Scenario object"):
+        PopulationModel(3, seed=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="scenario takes a scenario file's path"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": 3.5, "seed": 0}, iterations=1, max_steps=2,
                        display_progress=False)
+    with pytest.raises(TypeError, match="scenario takes a scenario file's path"):
+        agentsim.run(3.5, out=tmp_path / "a")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "foreign", "no experiment"])

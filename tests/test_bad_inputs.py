@@ -90,7 +90,7 @@ def test_a_bad_flag_is_one_line_and_exit_2_from_the_command_itself(tmp_path: Pat
 
 def test_an_empty_out_is_refused_and_writes_nowhere(tmp_path: Path) -> None:
     """`--out ''` meant the current directory."""
-    assert_user_error(cli(NAMING, "--out", "", *QUICK), "argument --out: is empty")
+    assert_user_error(cli(NAMING, "--out", "", *QUICK), "--out is empty")
     assert not any(tmp_path.iterdir()), "something was written into the current directory"
 
 

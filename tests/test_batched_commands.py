@@ -26,7 +26,7 @@ from agentsim.errors import BackendSpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
-PROBE_USD = 1e-5  # what the interactive command's start-up probe (a few tokens) may cost at most
+PROBE_USD = 2e-5  # what the interactive command's start-up probe (a few tokens, and the chat format's) may cost at most
 PREFERENCE_REQUESTS = 24 * 2  # check-model's preference questions in the mode it does not use (seeds x names)
 
 

@@ -19,7 +19,7 @@ from helpers import ROOT
 from agentsim.analysis.stats import proportion_interval
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.games.naming.critical_mass import CriticalMassSearch, search_both
-from agentsim.llm import specs
+from agentsim.llm import providers, specs
 from agentsim.llm.base import Completion, Grammar, Message, Request, Sampling
 from agentsim.llm.cache import ResponseStore
 from agentsim.llm.choices import ChoiceDistributionModel, draw
@@ -165,7 +165,9 @@ def _search(cache: Path, out: Path, sample_locally: bool) -> tuple[dict[tuple[st
 def test_the_critical_mass_search_asks_far_less_and_finds_the_same_flips(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A provider's factory gets its spec and options, never a scenario: this one is told the searched game's rule.
-    monkeypatch.setitem(specs.PROVIDERS, "exact", lambda spec, options: ExactStandIn(spec, SEARCHED))
+    monkeypatch.setitem(providers.TABLE, "exact", providers.Provider(
+        name="exact", summary="the searched game's rule, scoring exactly",
+        build=lambda spec, options: ExactStandIn(spec, SEARCHED)))
     plain, asked = _search(tmp_path / "plain.db", tmp_path / "plain", False)
     drawn, asked_drawn = _search(tmp_path / "local.db", tmp_path / "local", True)
     assert asked >= 10 * asked_drawn, f"{asked} calls, then {asked_drawn} with --sample-locally"

@@ -55,7 +55,7 @@ def test_default_output_directory_is_under_results(tmp_path: Path) -> None:
         ((CRITICAL_MASS, "--set", "committed=30"), ("30 committed agents leave no uncommitted agent", "committed_mode=add")),
         ((CRITICAL_MASS, "--set", "committed_name=Z"), ("committed_name 'Z' is not in the name pool",)),
         ((CRITICAL_MASS, "--set", "pairing=sometimes"), ("pairing must be one of sequential, network, rounds",)),
-        ((CRITICAL_MASS, "--runs", "0"), ("--runs must be at least 1",)),
+        ((CRITICAL_MASS, "--runs", "0"), ("--runs must be between 1 and 10000 (got 0)",)),
         ((CRITICAL_MASS, "--seed", "x"), ("invalid int value",)),
         ((CRITICAL_MASS, "--set", "topology=ring", "--set", "pairing=network", "--set", "topology_degree=3"),
          ("topology_degree for a ring must be even",)),

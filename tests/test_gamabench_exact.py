@@ -25,9 +25,14 @@ def templates(tmp_path: Path) -> Path:
     return write_checkout(tmp_path / "GAMABench")
 
 
-def game(name: str, templates: Path, **changes: Any) -> Any:
+def game_class(name: str) -> Any:
+    """The GAMA-Bench game a scenario file writes (the layer's engine wraps it)."""
     scenario, _ = load_scenario(ROOT / "scenarios" / "gamabench" / f"{name}.py")
-    return type(scenario)(exact=True, prompt_templates=str(templates), **changes)
+    return type(scenario.game)
+
+
+def game(name: str, templates: Path, **changes: Any) -> Any:
+    return game_class(name)(exact=True, prompt_templates=str(templates), **changes)
 
 
 class Scripted:
@@ -145,8 +150,7 @@ def test_battle_royale_pays_nothing_for_a_hit_and_reads_targets_as_the_runner(te
                2: '{"action": "shoot", "target": null}'}  # null: a miss on purpose
 
     backend = Scripted(lambda player, round_, attempt, request: answers[round_])
-    scenario = game("battle_royale", templates, agents=3, max_rounds=2)
-    hits = type("AlwaysHits", (type(scenario),), {"shot_hits": lambda self, number, shooter, rate, rng: True})
+    hits = type("AlwaysHits", (game_class("battle_royale"),), {"shot_hits": lambda self, number, shooter, rate, rng: True})
     model = play(hits(exact=True, prompt_templates=str(templates), agents=3, max_rounds=2), backend)
     first, second = model.metrics.lines()
     assert first["groups"][0]["data"]["shot_player"] == "2" and first["groups"][0]["eliminated"] == [[2, "shot"]]
@@ -198,10 +202,10 @@ def test_every_game_plays_exact_on_the_stand_in(templates: Path) -> None:
 
 
 def test_exact_needs_the_checkout_and_its_settings_need_exact(templates: Path) -> None:
-    scenario, _ = load_scenario(ROOT / "scenarios" / "gamabench" / "guessing_game.py")
+    guessing = game_class("guessing_game")
     with pytest.raises(ParameterError, match="set prompt_templates"):
-        type(scenario)(exact=True)
+        guessing(exact=True)
     with pytest.raises(ParameterError, match="add --set exact=true"):
-        type(scenario)(structure="gemini")
+        guessing(structure="gemini")
     assert game("guessing_game", templates).params.sampling().max_tokens == 1024, "the runner's token limit"
-    assert type(scenario)().params.sampling().max_tokens == 64
+    assert guessing().params.sampling().max_tokens == 64

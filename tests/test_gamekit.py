@@ -34,6 +34,7 @@ from agentsim.analysis.transcript import write_transcript
 from agentsim.cli import main
 from agentsim.errors import UserError
 from agentsim.gamekit import Ask, Game, GameParams, Number, Options, Split, Target
+from agentsim.gamekit.engine import engine_of
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.grammars import to_gbnf
@@ -198,7 +199,7 @@ class _Suspending:
         return None
 
 
-@pytest.mark.parametrize("file", ["public_goods.py", "ultimatum.py"])
+@pytest.mark.parametrize("file", ["public_goods.py", "ultimatum.py", "centipede.py"])
 def test_an_interrupted_run_resumes_to_the_same_moves(file: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / file)[0].with_params(agents=8, max_rounds=5)
 
@@ -337,7 +338,7 @@ class LastStanding(Game[GameParams]):
 
 
 def test_targets_and_eliminations_end_the_game() -> None:
-    scenario = LastStanding(agents=5, max_rounds=10)
+    scenario = engine_of(LastStanding(agents=5, max_rounds=10))
     seen: list[Ask] = []
 
     class Recording(StandInModel):
@@ -351,9 +352,9 @@ def test_targets_and_eliminations_end_the_game() -> None:
     out: set[str] = set()
     for line in model.metrics.lines():
         (group,) = line["groups"]
-        asked = {scenario.player_name(player) for player, *_ in group["moves"]}
+        asked = {scenario.game.player_name(player) for player, *_ in group["moves"]}
         assert not asked & out
-        out |= {scenario.player_name(player) for player, _ in group["eliminated"]}
+        out |= {scenario.game.player_name(player) for player, _ in group["eliminated"]}
     for ask in seen:
         assert ask.player not in ask.choice.options and len(ask.choice.options) == ask.fact("players") - 1
 

@@ -1,9 +1,12 @@
 """The package's layers. The framework (the core: `agentsim/*.py`, `agentsim/llm`,
 `agentsim/distributed`, `agentsim/prompts`; the analysis framework `agentsim/analysis`; and the
 registry of families, the module `agentsim.games`) imports no game: a game family is a package
-under `agentsim/games/` that imports the framework and registers itself. Checked on the source
-(every import statement, those inside functions and under TYPE_CHECKING included), so an import
-that runs only on one path cannot slip through."""
+under `agentsim/games/` that imports the framework and registers itself. Within the framework,
+each module has a layer (`LAYERS`, low to high: base, llm, core, session, runs, configuration,
+analysis, commands, front; drawn in docs/architecture.md) and imports only its own and those
+below, and no import closes a cycle between two of its modules. Checked on the source (every
+import statement, those inside functions and under TYPE_CHECKING included), so an import that
+runs only on one path cannot slip through."""
 
 from __future__ import annotations
 
@@ -52,8 +55,10 @@ def _imports_of(source: str, package: str) -> set[str]:
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}"))
+            modules = {f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}")}
+            found.update(modules)
+            if len(modules) < len(node.names):  # `from . import event_loop` imports the module, not the package's names
+                found.add(base)
     return {module for module in found if module == "agentsim" or module.startswith("agentsim.")}
 
 
@@ -139,6 +144,119 @@ def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_r
     assert cli_loaded == "False"
     packages = {info.name for info in pkgutil.iter_modules([str(PACKAGE / "games")]) if info.ispkg}
     assert set(families) == packages
+
+
+# --- the framework's layers, low to high ----------------------------------------------------------
+# Each framework module belongs to one layer (a name matches its longest prefix here); an import,
+# at import time, under TYPE_CHECKING or inside a function, goes to its own layer or one below.
+# Game families (agentsim/games/<family>) are checked by the family rules above and below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("agentsim.version", "agentsim.errors", "agentsim.params", "agentsim.secrets", "agentsim.seeding",
+              "agentsim.interrupts", "agentsim.event_loop", "agentsim.blocking", "agentsim.checkpoints",
+              "agentsim.collection")),
+    ("llm", ("agentsim.llm",)),
+    ("core", ("agentsim.scenario", "agentsim.scenario_files", "agentsim.codec", "agentsim.parts", "agentsim.figures", "agentsim.views",
+              "agentsim.model", "agentsim.agents", "agentsim.policies", "agentsim.scheduler", "agentsim.records",
+              "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.tables", "agentsim.flat",
+              "agentsim.summaries", "agentsim.prompts", "agentsim.variants", "agentsim.model_fitness",
+              "agentsim.progress", "agentsim.gamekit", "agentsim.games", "agentsim.batch_run",
+              "agentsim.estimate_file")),
+    ("session", ("agentsim.session",)),
+    ("runs", ("agentsim.replicates", "agentsim.executors", "agentsim.distributed", "agentsim.runner", "agentsim.live",
+              "agentsim.notebook")),
+    ("configuration", ("agentsim.configure",)),
+    ("analysis", ("agentsim.analysis", "agentsim.results", "agentsim.estimate", "agentsim.watch", "agentsim.viz")),
+    ("commands", ("agentsim.analysis.subcommands", "agentsim.analysis.commands", "agentsim.flags")),
+    ("front", ("agentsim.cli", "agentsim.api", "agentsim.__main__", "agentsim")),
+)
+_LEVEL = {prefix: level for level, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
+_EXACT = ("agentsim", "agentsim.games")  # the package itself (the front's lazy names) and the family registry
+
+
+def _layer(module: str) -> int | None:
+    """The layer of a framework module (its longest prefix in LAYERS); None for a game family's."""
+    if _unit(module) != FRAMEWORK:
+        return None
+    matches = [prefix for prefix in _LEVEL if module == prefix
+               or (prefix not in _EXACT and module.startswith(prefix + "."))]
+    if not matches:
+        raise AssertionError(f"{module} is in no layer of tests/test_layers.py's LAYERS: place it")
+    return _LEVEL[max(matches, key=len)]
+
+
+def _upward(sources: list[tuple[str, str, str]]) -> list[str]:
+    """Each import (module, source text, package) of a framework module that reaches a layer above its own."""
+    wrong = []
+    for module, source, package in sources:
+        own = _layer(module)
+        if own is None:
+            continue
+        for imported in sorted(_imports_of(source, package)):
+            level = _layer(imported)
+            if level is not None and level > own:
+                wrong.append(f"{module} ({LAYERS[own][0]}) imports {imported} ({LAYERS[level][0]})")
+    return wrong
+
+
+def _package_of(path: Path) -> str:
+    name = _module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def test_every_framework_module_has_a_layer_and_imports_only_downward() -> None:
+    """No module imports a module above it, at import time or inside a function: the analyses
+    never import the command line, the session never imports a command, the core never a run."""
+    sources = [(_module_name(path), path.read_text(encoding="utf-8"), _package_of(path)) for path in _sources()]
+    assert _upward(sources) == []
+
+
+def test_the_layer_check_sees_an_import_hidden_in_a_function() -> None:
+    """It must be able to fail: the session importing a command inside a method, the analysis the
+    command line inside a function, are both found."""
+    session = "class Session:\n    def open(self) -> None:\n        from .estimate import read\n"
+    analysis = "def estimate_command() -> None:\n    from ..cli import build_parser\n"
+    assert _upward([("agentsim.session", session, "agentsim"), ("agentsim.analysis.commands", analysis, "agentsim.analysis")]) == [
+        "agentsim.session (session) imports agentsim.estimate (analysis)",
+        "agentsim.analysis.commands (commands) imports agentsim.cli (front)"]
+
+
+def _run_time_imports_of(source: str, package: str) -> set[str]:
+    """`_imports_of`, leaving out what is imported under TYPE_CHECKING (names for the type checker
+    only: never run)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = [ast.Pass()]
+    return _imports_of(ast.unparse(tree), package)
+
+
+def test_no_cycle_between_framework_modules_inside_functions_included() -> None:
+    """The front modules once imported each other inside functions (cli, api, session, runner,
+    batch_run, estimate, results, analysis/commands, distributed/*: a knot of 15); no import, at
+    import time or inside a function, closes a cycle between two modules of the framework."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in _sources():
+        module = _module_name(path)
+        if _unit(module) == FRAMEWORK and module != "agentsim":
+            graph[module].update(other for other in _run_time_imports_of(path.read_text(encoding="utf-8"), _package_of(path))
+                                 if _unit(other) == FRAMEWORK and other not in (module, "agentsim"))
+    assert _cycles(graph) == []
+    knot = {"agentsim.session": "def open() -> None:\n    from .estimate import read\n",
+            "agentsim.estimate": "from .session import run_cell\n"}
+    found = {name: _run_time_imports_of(source, "agentsim") for name, source in knot.items()}
+    assert _cycles(found) == ["agentsim.session -> agentsim.estimate -> agentsim.session",
+                              "agentsim.estimate -> agentsim.session -> agentsim.estimate"]
+    assert _run_time_imports_of("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .x import Y\n",
+                                "agentsim") == set()
+
+
+def test_no_game_family_imports_the_front() -> None:
+    """A family's commands build on the analysis framework and the runner, never on the command
+    line or the Python API (which import them)."""
+    front = len(LAYERS) - 1
+    wrong = [f"{path.relative_to(PACKAGE.parent)} imports {module}" for path in _sources()
+             if _unit(_module_name(path)) != FRAMEWORK for module in sorted(_imports(path)) if _layer(module) == front]
+    assert wrong == []
 
 
 # --- the size and the types of the core --------------------------------------------------------

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from helpers import ROOT, JitteryStandIn, run_model
 
-from agentsim.errors import ParameterError
+from agentsim.errors import ParameterError, ScenarioFileError
 from agentsim.games.naming import NamingGame
 from agentsim.model import BackendShare, PopulationModel
 
@@ -92,15 +92,17 @@ def test_scenarios_read_as_their_class_and_what_they_change() -> None:
 
 
 def test_arguments_a_model_cannot_take_are_refused_naming_them() -> None:
-    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
-        PopulationModel("x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"scenario takes a scenario file's path .*, a Scenario class or a Scenario object"):
+        PopulationModel(3)  # type: ignore[arg-type]
+    with pytest.raises(ScenarioFileError, match="scenario file 'x' not found"):  # text is a file's path, as agentsim.run reads it
+        PopulationModel("x")
     with pytest.raises(ParameterError, match="unknown parameter 'agnets'; did you mean 'agents'"):
         PopulationModel(NamingGame, agnets=6)
     with pytest.raises(TypeError, match="seed must be a whole number"):
         PopulationModel(NamingGame, seed=1.5)  # type: ignore[arg-type]
     assert PopulationModel(NamingGame(agents=6), agents=10, seed=1).scenario.params.agents == 10
-    with pytest.raises(TypeError, match="scenario takes a Scenario class or object"):
-        mesa.batch_run(PopulationModel, parameters={"scenario": "bogus"}, iterations=1, max_steps=1,
+    with pytest.raises(TypeError, match="scenario takes a scenario file's path"):
+        mesa.batch_run(PopulationModel, parameters={"scenario": 3.5}, iterations=1, max_steps=1,
                        display_progress=False)
     with pytest.raises(ValueError, match="seed= or rng=, not both"):
         PopulationModel(NamingGame, seed=1, rng=2)
@@ -140,16 +142,16 @@ def test_step_inside_a_running_event_loop_with_encounters_in_flight() -> None:
     assert [agent.state() for agent in model.agents] == [agent.state() for agent in expected.agents]
 
 
-def test_a_family_without_its_own_series_records_the_same_columns_every_step() -> None:
-    """The default series are fixed when the model is made: SIGN's names first appear after
-    a step, and a column per name would have been dropped."""
+def test_the_series_record_the_same_columns_every_step() -> None:
+    """The series are fixed when the model is made: SIGN's names first appear after a step, and
+    a column per name would have been dropped; its agreement is a column from step 0."""
     from agentsim.games.sign import SignGame
 
     model = PopulationModel(SignGame(agents=8), seed=0)
     for _ in range(3):
         model.step()
     frame = model.datacollector.get_model_vars_dataframe()
-    assert list(frame.columns) == ["seed", "success_rate", "leading_name", "leading_share"]
+    assert list(frame.columns) == ["seed", "success_rate", "leading_name", "leading_share", "agreement"]
     assert len(frame) == 1 + 3 and frame["leading_share"].iloc[-1] > 0
 
 
@@ -161,3 +163,68 @@ def test_a_restored_model_collects_from_the_state_it_resumed_from() -> None:
     frame = restored.datacollector.get_model_vars_dataframe()
     assert len(frame) == 1  # not the fresh model's step 0: the state after two rounds
     assert frame.iloc[0].to_dict() == played.datacollector.get_model_vars_dataframe().iloc[-1].to_dict()
+
+
+def _scenario_class(file: str) -> Any:
+    from agentsim.scenario_files import load_scenario
+
+    return type(load_scenario(ROOT / "scenarios" / file)[0])
+
+
+def test_batch_run_rows_carry_a_layer_games_series() -> None:
+    """`mesa.batch_run(PopulationModel, parameters={"scenario": PublicGoods, ...})`: every row
+    after step 0 has the game's mean choice (its move, the contribution), its mean payoff and,
+    for GAMA-Bench's public goods game, its own 0-100 score so far, each recomputed here from
+    the round lines of a model stepped by hand."""
+    for file, scored in (("public_goods.py", False), ("gamabench/public_goods.py", True)):
+        game = _scenario_class(file)
+        rows = mesa.batch_run(PopulationModel, parameters={"scenario": game, "agents": 4, "max_rounds": 3, "seed": [1, 2]}
+                              | ({} if scored else {"group_size": 4}),
+                              iterations=1, max_steps=3, data_collection_period=1, number_processes=1, display_progress=False)
+        table = pd.DataFrame(rows)
+        assert {"mean_choice", "mean_payoff", "score", "fallbacks"} <= set(table.columns), file
+        for column in ("mean_choice", "mean_payoff", "score"):
+            assert table[column].dtype == "float64", (file, column)  # one dtype: NaN where there is none yet
+        played = table[table["Step"] > 0]
+        assert played["mean_choice"].notna().all() and played["mean_payoff"].notna().all(), file
+        assert played["score"].notna().all() if scored else played["score"].isna().all(), file
+        model = PopulationModel(game, agents=4, max_rounds=3, seed=1, **({} if scored else {"group_size": 4}))
+        for step in (1, 2):
+            model.step()
+            lines = model.metrics.lines()
+            chosen = [float(move[3]) for group in lines[-1]["groups"] for move in group["moves"] if not move[4]]
+            row = table[(table["seed"] == 1) & (table["Step"] == step)].iloc[0]
+            assert row["mean_choice"] == pytest.approx(sum(chosen) / len(chosen)), file
+            assert row["mean_payoff"] == pytest.approx(lines[-1]["mean_payoff"]), file
+            if scored:
+                assert row["score"] == pytest.approx(model.scenario.game.score(lines)) and 0 <= row["score"] <= 100
+
+
+@pytest.mark.parametrize(("file", "params", "columns"), [
+    ("commons_fishing.py", {"months": 2}, {"month", "stock", "agreed_limit", "harvest", "survival_months", "gain",
+                                           "efficiency", "equality", "over_usage", "collapsed"}),
+    ("donor_game.py", {"generations": 2}, {"generation", "mean_payoff", "donation_fraction", "cooperation_rate"}),
+    ("sign_schema.py", {"agents": 6, "lexicon_size": 6, "max_rounds": 4}, {"agreement", "success_rate", "leading_name"}),
+    ("network_topology.py", {"agents": 8, "max_rounds": 4, "topologies": ("ring",)}, {"topology", "agreement",
+                                                                                        "agreement_round"}),
+])
+def test_every_familys_series_in_the_datacollector(file: str, params: dict[str, Any], columns: set[str]) -> None:
+    """Each family's own series are the DataCollector's columns (the commons' stock and GovSim's
+    metrics, evolution's generation and donations, SIGN's agreement, a network's topology)."""
+    scenario = _scenario_class(file)
+    model = PopulationModel(scenario, seed=1, **params)
+    while model.running and model.steps < 40:
+        model.step()
+    frame = model.datacollector.get_model_vars_dataframe()
+    assert columns <= set(frame.columns), (file, set(frame.columns))
+    summary = model.readout.run_summary(model)
+    last = frame.iloc[-1]
+    if file == "commons_fishing.py":
+        assert last["stock"] == model.state.stock and last["efficiency"] == pytest.approx(summary["efficiency"])
+        assert frame["month"].dtype == "float64" and frame["agreed_limit"].dtype == "float64"
+    elif file == "donor_game.py":
+        assert last["mean_payoff"] == pytest.approx(summary["generations"][-1]["mean_payoff"])
+    elif file == "sign_schema.py":
+        assert last["agreement"] == pytest.approx(summary["agreement_by_round"][-1], abs=1e-4)
+    else:
+        assert (frame["topology"] == "ring").all()

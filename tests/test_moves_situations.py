@@ -1,7 +1,7 @@
 """Issue 37 (11): `Results.moves(situations=True)` reads every family whose codec decodes its
-contexts, not only the naming games': a situation without `options` or `memory` (the Prisoner's
-Dilemma's `DilemmaView`, the commons') gives None there, and the decoded situation itself is
-in the `situation` column."""
+contexts, not only the naming games': a situation without `options` or `memory` (the commons')
+gives None there, a layer game's `Ask` gives its options and facts, and the decoded situation
+itself is in the `situation` column."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from helpers import ROOT, run_experiment
 
 import agentsim
-from agentsim.cli import load_scenario
+from agentsim.scenario_files import load_scenario
 
 FILES = ["prisoners_dilemma.py", "commons_fishing.py", "stag_hunt.py", "sign_schema.py", "naming_game.py"]
 
@@ -28,8 +28,9 @@ def test_moves_with_situations_reads_every_family(tmp_path: Path, name: str) -> 
     assert len(asked) > 0
     codec_type = type(asked["situation"].iloc[0]).__name__
     assert codec_type != "NoneType"
-    if name == "prisoners_dilemma.py":
-        assert codec_type == "DilemmaView"
-        assert asked["memory"].isna().all() and asked["options"].map(set).eq({"C", "D"}).all()
+    if name == "prisoners_dilemma.py":  # a layer game: the ask, its facts as the memory
+        assert codec_type == "Ask"
+        assert asked["memory"].map(lambda facts: "partner_record" in dict(facts)).all()
+        assert asked["options"].map(set).eq({"C", "D"}).all()
     if name == "naming_game.py":
         assert asked["memory"].notna().all() and asked["options"].notna().all()

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from helpers import ROOT, run_experiment, run_model
 
-from agentsim.cli import load_scenario
 from agentsim.errors import ParameterError
 from agentsim.games.naming import NETWORKS, NetworkNamingGame
 from agentsim.games.naming.network_report import network_section
 from agentsim.games.theory import MinimalNamingGame, run_to_consensus
 from agentsim.llm.standin import StandInModel
 from agentsim.model import BackendShare, PopulationModel
+from agentsim.scenario_files import load_scenario
 
 
 def test_the_scenario_runs_each_topology_and_the_analysis_draws_them(tmp_path: Path) -> None:

@@ -116,3 +116,84 @@ def test_the_bar_while_runs_play(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(kernel.shown) == 2  # redrawn at most every half second
     view.warn("stand-in: 3 invalid replies")
     assert "warning: stand-in: 3 invalid replies" in kernel.text()
+
+
+def test_the_bar_after_runs_are_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that ended without finishing (Interrupt, a budget, a failure) are not complete: the
+    bar stops where they got to, red, and says why; "runs 0/2 done", not "2/2"."""
+    kernel = FakeKernel(monkeypatch)
+    now = [100.0]
+    view = NotebookView(clock=lambda: now[0])
+    view.start({"scenario": "naming_game", "backend": "stand-in", "runs": 2})
+    now[0] = 130.0
+    view.update([_view(1, "interrupted", 3, 100, 0), _view(2, "interrupted", 2, 90, 0)], final=True)
+    text = kernel.text()
+    assert "25% interrupted" in text and "100%" not in text and "runs 0/2 done" in text and "2 interrupted" in text
+    console = Console(record=True, width=200, file=io.StringIO(), color_system="standard", force_terminal=True)
+    console.print(kernel.shown[-1])
+    assert "\x1b[31m" in console.export_text(styles=True)  # drawn red
+    view.update([_view(1, "done", 10, 300, 0), _view(2, "done", 4, 90, 0)], final=True)  # one ended early, by its rule
+    assert "100%" in kernel.text() and "runs 2/2 done" in kernel.text() and "interrupted" not in kernel.text()
+
+
+INTERRUPTED_CELL = """
+import asyncio, io, json, os, signal, sqlite3, sys, threading, time, types
+from rich.console import Console
+
+shown = []
+shell = types.SimpleNamespace(kernel=object())
+ipython = types.ModuleType("IPython")
+ipython.get_ipython = lambda: shell
+display = types.ModuleType("IPython.display")
+def show(renderable, *, display_id=False):
+    shown.append(renderable)
+    return types.SimpleNamespace(update=shown.append)
+display.display = show
+ipython.display = display
+sys.modules["IPython"], sys.modules["IPython.display"] = ipython, display
+
+import agentsim
+
+out = sys.argv[1]
+
+def interrupt_once_rounds_are_recorded():
+    while True:
+        try:
+            connection = sqlite3.connect(f"file:{out}/agentsim.db?mode=ro", uri=True, timeout=0.1)
+            rounds = connection.execute("SELECT COUNT(*) FROM rounds").fetchone()[0]
+            connection.close()
+            if rounds >= 4:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+async def kernel():  # Jupyter's loop in the main thread; SIGINT raises KeyboardInterrupt there
+    threading.Thread(target=interrupt_once_rounds_are_recorded, daemon=True).start()
+    try:
+        agentsim.run(sys.argv[2], runs=2, out=out, overrides={"stop_at": "none", "max_rounds": 20000})
+    except KeyboardInterrupt as error:
+        console = Console(record=True, width=200, file=io.StringIO())
+        console.print(shown[-1])
+        print(json.dumps({"kind": type(error).__name__, "bar": console.export_text()}))
+
+asyncio.new_event_loop().run_until_complete(kernel())
+"""
+
+
+def test_an_interrupted_notebook_shows_its_runs_as_interrupted(tmp_path: Path) -> None:
+    """Jupyter's Interrupt during `agentsim.run`: the notebook's bar ends red at how far the runs
+    got, "runs 0/2 done ... 2 interrupted", never green at 100%."""
+    import json
+    import subprocess
+
+    from helpers import ROOT
+
+    ran = subprocess.run([sys.executable, "-c", INTERRUPTED_CELL, str(tmp_path / "out"), str(ROOT / "scenarios" / "naming_game.py")],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    said = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert said["kind"] == "ExperimentInterrupted"
+    assert "runs 0/2 done" in said["bar"] and "2 interrupted" in said["bar"] and "100%" not in said["bar"], said["bar"]
+    assert "interrupted" in said["bar"].splitlines()[0]  # beside the bar

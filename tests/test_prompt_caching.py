@@ -15,7 +15,6 @@ from helpers import cli
 from agentsim.errors import UserError
 from agentsim.llm import prices
 from agentsim.llm.anthropic_backend import CacheBreakpoints, min_cacheable_tokens
-from agentsim.llm.base import Completion
 from agentsim.llm.openai_backend import read_completion
 from agentsim.llm.prices import Price, cost_usd, price_for
 from agentsim.scenario_files import load_scenario
@@ -161,17 +160,51 @@ def test_anthropic_cache_usage_is_read_and_priced_as_billed(anthropic_runs: Any)
 
 
 def test_the_budget_counts_the_billed_cost_of_cached_prompts(anthropic_runs: Any) -> None:
-    """A --max-cost the uncached run passes is enough for the cached one."""
+    """A --max-cost the uncached run passes is enough for the cached one. (A hard budget stops
+    a run when what is left of it is less than one request's reservation, the most that request
+    may cost: here a third of the gap between the two runs' costs.)"""
     run, cached_out, uncached_out = anthropic_runs
     cached_cost = json.loads((cached_out / "summary.json").read_text())["runs"][0]["cost_usd"]
     uncached_cost = json.loads((uncached_out / "summary.json").read_text())["runs"][0]["cost_usd"]
-    budget = f"{(cached_cost + uncached_cost) / 2:.6f}"
+    budget = f"{cached_cost + 0.75 * (uncached_cost - cached_cost):.6f}"
     within, _ = run("budget-cached", "--max-cost", budget)
     past, _ = run("budget-uncached", "--no-cache-breakpoints", "--max-cost", budget)
     assert within.returncode == 0, within.stderr
     assert past.returncode == 4, past.stderr  # the budget stops the uncached run
 
 
-def test_a_completion_counts_cache_parts_within_its_prompt_tokens() -> None:
-    completion = Completion(text="x", prompt_tokens=10, cached_prompt_tokens=4, cache_write_tokens=3)
-    assert completion.prompt_tokens >= completion.cached_prompt_tokens + completion.cache_write_tokens
+@pytest.mark.parametrize("route", ["anthropic", "openai"])
+def test_what_a_provider_reports_of_its_prompt_cache_becomes_the_record(tmp_path: Path, route: str) -> None:
+    """The usage each answer carried (Anthropic: input_tokens apart from cache_read_input_tokens
+    and cache_creation_input_tokens; OpenAI: prompt_tokens with cached_tokens inside them) is what
+    summary.json records: every input token once, the cached and written ones among them, and
+    their cost as billed (the server's bill, calc_price of the same usage)."""
+    from servers import ServerThread
+
+    template = tmp_path / "long_rules.txt"
+    template.write_text(LONG_RULES)
+    scenario_file = tmp_path / "long_rules_game.py"
+    scenario_file.write_text("from agentsim.games.naming import NamingGame\n"
+                             f"scenario = NamingGame(agents=4, max_rounds=4, prompt={str(template)!r})\n")
+    recorded = tmp_path / "recorded"
+    assert cli(str(scenario_file), "--runs", "1", "--no-live", "--out", str(recorded), cwd=tmp_path).returncode == 0
+    scenario, _ = load_scenario(scenario_file)
+    server = ServerThread(ServerConfig(replies=replies_from_run(recorded, scenario.for_experiment(0))))
+    try:
+        backend = (f"anthropic:claude-3-5-sonnet-latest@{server.url}" if route == "anthropic"
+                   else f"openai:gpt-4o-mini@{server.url}/v1")
+        out = tmp_path / "out"
+        result = cli(str(scenario_file), "--runs", "1", "--no-live", "--no-cache", "--no-probe", "--out", str(out),
+                     "--backend", backend, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        bills = list(server.stats.bills)
+    finally:
+        server.stop()
+    (usage,) = json.loads((out / "summary.json").read_text())["usage_by_backend"].values()
+    assert usage["calls"] == len(bills)
+    assert usage["prompt_tokens"] == sum(bill["input_tokens"] for bill in bills)
+    assert usage["cached_prompt_tokens"] == sum(bill["cache_read_tokens"] for bill in bills) > 0
+    assert usage["cache_write_tokens"] == sum(bill["cache_write_tokens"] for bill in bills)
+    assert (usage["cache_write_tokens"] > 0) == (route == "anthropic")  # OpenAI reports no writes
+    assert usage["completion_tokens"] == sum(bill["output_tokens"] for bill in bills)
+    assert usage["cost_usd"] == pytest.approx(sum(bill["usd"] for bill in bills), abs=2e-6)

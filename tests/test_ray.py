@@ -9,6 +9,7 @@ one model, as measured at the servers."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from helpers import ROOT, Quiet, _without_timing, cli, dump
 from servers import ServerThread, scripted_server, standin_server  # noqa: F401  (the fixtures)
+from test_configure import _seen
 
 from agentsim.llm.limiter import Limits
 from agentsim.llm.specs import BackendOptions
@@ -173,6 +175,32 @@ def test_the_command_line_runs_on_ray_as_in_process(tmp_path: Path) -> None:
     moves = dump(tmp_path / "ray" / "agentsim.db", tables=("moves",))
     assert moves["moves"] and moves == dump(tmp_path / "local" / "agentsim.db", tables=("moves",))
     assert summary(tmp_path / "ray") == summary(tmp_path / "local")
+
+
+def test_the_python_api_sweeps_on_ray_with_the_configuration_the_command_line_builds(
+        local_ray: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, item 4: `agentsim.run(executor="ray", ...)` sends every worker the configuration
+    that `python -m agentsim FILE ... --executor ray` builds (one builder, agentsim/configure.py)."""
+    import agentsim
+    from agentsim.cli import build_parser
+    from agentsim.configure import configure
+    from agentsim.distributed import driver
+    from agentsim.flags import experiment_options
+
+    sent: list[Any] = []
+    real = driver.run_plan
+    monkeypatch.setattr(driver, "run_plan", lambda session: sent.append(real(session)) or sent[-1])
+    out = tmp_path / "ray"
+    swept = agentsim.run(NAMING_GAME, executor="ray", cpus_per_run=0.5, runs=2, overrides={"agents": 6, "max_rounds": 3},
+                         out=out)
+    assert list(swept.runs()["run"]) == [1, 2]
+    flags = build_parser().parse_args([str(NAMING_GAME), "--executor", "ray", "--cpus-per-run", "0.5", "--runs", "2",
+                                       "--set", "agents=6", "--set", "max_rounds=3", "--out", str(out)])
+    built = configure(experiment_options(flags))
+    (plan,) = sent
+    assert plan.config.llm.cache_path is not None  # named by the driver: the workers share the cache file
+    config = dataclasses.replace(plan.config, llm=dataclasses.replace(plan.config.llm, cache_path=None))
+    assert _seen(config) == _seen(built)
 
 
 def test_executor_ray_without_ray_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch,

@@ -15,10 +15,10 @@ from helpers import ROOT, cli, run_experiment
 
 from agentsim.analysis.recorded import save_artifact
 from agentsim.analysis.report import REPORT_HTML, REPORT_INDEX, build_report
-from agentsim.cli import load_scenario
 from agentsim.games.naming.bias import PoolSearch, find_unbiased_pool
 from agentsim.games.naming.comprehension_check import ComprehensionCheck, check
 from agentsim.games.naming.critical_mass import CriticalMassSearch, search_both
+from agentsim.scenario_files import load_scenario
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.py"))
 SHORT = {"individual_bias.py": {"max_rounds": "20"}, "strategies.py": {"max_rounds": "20"},

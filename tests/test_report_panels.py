@@ -13,10 +13,10 @@ from helpers import ROOT, Quiet, run_experiment
 
 from agentsim.analysis.recorded import find_experiments
 from agentsim.analysis.report import build_report, significance
-from agentsim.cli import load_scenario
 from agentsim.games.naming import NamingGame
 from agentsim.games.naming.recorded import choices
 from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.scenario_files import load_scenario
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

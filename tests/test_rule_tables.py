@@ -19,7 +19,7 @@ TABLES = {
     "docs/reproducing-gamabench.md": "| rule | GAMA-Bench's runner | agentsim, exact | agentsim's default |",
 }
 CITATION = re.compile(r"`((?:agentsim|scenarios)/[\w/]+\.py):(\d+)` \(`([^`]+)`\)")
-MENTION = re.compile(r"(?:agentsim|scenarios)/[\w/]+\.py:\d+")
+MENTION = re.compile(r"(?<![\w/])(?:agentsim|scenarios)/[\w/]+\.py:\d+")  # not inside another repository's path
 FOREIGN = re.compile(r"`[A-Za-z][\w.-]*: [\w./-]+:\d+(?:-\d+)?`")
 
 

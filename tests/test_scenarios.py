@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, run_experiment, scenario_files
 
-from agentsim.cli import load_scenario
+from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
 FILES = scenario_files()

@@ -263,8 +263,8 @@ def test_a_bad_parameter_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_the_mixed_model_example_splits_agreement_by_model(tmp_path: Path) -> None:
-    from agentsim.cli import load_scenario
     from agentsim.games.sign.report import load_runs, models_table
+    from agentsim.scenario_files import load_scenario
 
     scenario, module = load_scenario(ROOT / "examples" / "mixed_sign_models.py")
     assert [variant["condition"] for variant in module.VARIANTS] == ["nl", "nl-sw", "schema"]

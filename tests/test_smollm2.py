@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from helpers import ROOT, Quiet, cli
 
-from agentsim.cli import load_scenario, main
+from agentsim.cli import main
 from agentsim.errors import BackendSpecError
 from agentsim.games.naming import NamingGame, NamingSituation
 from agentsim.games.naming.model_check import ModelCheck, calibrate
@@ -39,6 +39,7 @@ from agentsim.llm.llamacpp import LlamaCppModel, smollm2_path
 from agentsim.llm.specs import BackendOptions, build_backend
 from agentsim.llm.stack import layer
 from agentsim.runner import Experiment, ExperimentConfig
+from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
 pytestmark = pytest.mark.slow

@@ -73,8 +73,13 @@ def test_beside_a_writer_it_reads_the_latest_commit_and_leaves_nothing(tmp_path:
 
 
 def test_watch_refuses_what_is_not_a_results_directory(tmp_path: Path) -> None:
-    missing = cli("watch", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "is not a directory" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    """A file is refused; a directory that does not exist yet is waited for (the page says so,
+    tests/test_watch_browser.py)."""
+    (tmp_path / "a_file").write_text("x")
+    file = cli("watch", str(tmp_path / "a_file"))
+    assert file.returncode == 2 and "is a file, not a directory" in file.stderr and len(file.stderr.splitlines()) == 1
+    state = Watcher(tmp_path / "nowhere" / "yet", min_interval_s=0).state()
+    assert state["exists"] is False and state["experiments"] == [] and not (tmp_path / "nowhere").exists()
     port = cli("watch", str(tmp_path), "--port", "70000")
     assert port.returncode == 2 and "--port must be from 0 to 65535" in port.stderr
 
@@ -110,3 +115,14 @@ def test_every_family_is_shown_from_its_store(tmp_path: Path) -> None:
             assert len(run["graph"]["nodes"]) == 8 and len(run["graph"]["edges"]) == 16  # a ring of mean degree 4
         if file == "naming_game.py":
             assert {"committed", "flip"} <= dict(figures["lines"]).keys()
+
+
+def test_the_page_loads_no_inline_script(tmp_path: Path) -> None:
+    """The page's script and style are files of its own (the policy allows no inline script)."""
+    from agentsim.watch import asset, page
+
+    html = page().decode()
+    assert "<script>" not in html and "<style>" not in html and ' style="' not in html and " on" not in html.lower()
+    assert '<script src="watch.js" defer></script>' in html and 'href="watch.css"' in html
+    script = asset("watch.js").decode()
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "outerHTML" not in script

@@ -16,13 +16,13 @@ from rich.console import Console
 
 from agentsim.analysis.report import build_report
 from agentsim.analysis.transcript import write_transcript
-from agentsim.cli import load_scenario
 from agentsim.figures import LiveFigures
 from agentsim.games.naming import NamingGame, NamingStandInSettings
 from agentsim.live import render
 from agentsim.llm.base import Completion, Request
 from agentsim.llm.standin import StandInModel
 from agentsim.runner import RULE_AGENTS, RunView
+from agentsim.scenario_files import load_scenario
 from agentsim.store import Store
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runner import total_by_model
+from ..summaries import total_by_model
 from .recorded import RecordedExperiment
 from .report import ReportContext, register_section
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..games import discover
+from ..flags import add_experiment_arguments, experiment_options
+from ..games import Family, discover, on_register
 from .subcommands import (
     SUBCOMMAND_HELP,
     SUBCOMMANDS,
@@ -50,12 +51,12 @@ def report(argv: list[str]) -> int:
     scenario_option(parser)
     options = parser.parse_args(argv)
     directory = results_directory(options.directory)
-    from .recorded import read_artifacts
+    from .recorded import read_artifacts  # (start-up: numpy, only when a command reads runs)
 
     if not recorded(directory, options.scenario_files, keep=False) and not read_artifacts(directory):  # before matplotlib loads
         raise UserError(f"no runs found under '{directory}'; run a scenario first "
                         f"(python -m agentsim scenarios/naming_game.py --out {directory})")
-    from .report import REPORT_HTML, build_report
+    from .report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
 
     index = build_report(directory, options.out)
     out = options.out or Path(options.directory) / "report"
@@ -78,7 +79,7 @@ def transcript(argv: list[str]) -> int:
                              "generation) from 0, as moves().round")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .transcript import write_transcript
+    from .transcript import write_transcript  # (start-up: numpy, only when a command reads runs)
 
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     try:
@@ -112,20 +113,26 @@ def import_runs(argv: list[str]) -> int:
 def watch(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim watch",
                            description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "
-                                       "and after they end: each run's figures, calls and status, updated every second. "
-                                       "It reads the store only: nothing under DIR is written.")
-    parser.add_argument("directory", help="a run's output directory (searched recursively)")
+                                       "and after they end: each run's figures, charts, calls and status, updated every "
+                                       "second; a click on a chart's round shows its prompts and replies. It reads the "
+                                       "store only: nothing under DIR is written. A scenario class defined in a file is "
+                                       "found from the file the runs recorded, where it is still there; else pass --scenario.")
+    parser.add_argument("directory", help="a run's output directory (searched recursively); it may not exist yet: the page "
+                                          "waits for the run that records there")
     parser.add_argument("--port", type=int, default=8765, help="the port on 127.0.0.1 (default 8765; 0: any free one)")
     scenario_option(parser)
     options = parser.parse_args(argv)
     if not 0 <= options.port <= 65535:
         raise UserError(f"--port must be from 0 to 65535 (got {options.port})")
-    directory = results_directory(options.directory)
+    directory = Path(options.directory)
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"'{options.directory}' is a file, not a directory; give the output directory of a run "
+                        f"(one that does not exist yet is waited for)")
     import asyncio
     import functools
 
-    from ..watch import serve
-    from .recorded import load_scenario_files
+    from ..watch import serve  # (start-up: aiohttp's server, only for watch)
+    from .recorded import load_scenario_files  # (start-up: numpy, only when a command reads runs)
 
     load_scenario_files(options.scenario_files)
     try:
@@ -137,47 +144,46 @@ def watch(argv: list[str]) -> int:
     return 0
 
 
-for _family in discover().values():  # every game family's subcommands, its command module imported when one runs
-    if _family.commands and _family.subcommands:
-        declare(_family.commands, _family.subcommands)
+def _declare(family: Family) -> None:
+    """A game family's subcommands in the table, its command module imported when one runs."""
+    if family.commands and family.subcommands:
+        declare(family.commands, family.subcommands)
+
+
+discover()
+on_register(_declare)  # every family found, and any registered later (a notebook's own)
 
 
 @command("estimate", "what a scenario will cost and take on a backend, before anything is spent")
 def estimate_command(argv: list[str]) -> int:
-    """The run's own options (scenario, --backend or --population, --runs, --seed, --set, the
-    limits) and `--timed-calls N`; plays the scenario on the stand-in and prints the calls,
-    tokens, cost and wall time (agentsim/estimate.py). `--out DIR` also writes DIR/estimate.json,
-    which a run recorded into DIR shows beside what it spent."""
-    from ..cli import backend_options, build_parser
-    from ..estimate import estimate, write
-    from ..scenario_files import file_population, file_runs, load_scenario, parse_overrides
-
-    parser = build_parser()
-    parser.prog = "python -m agentsim estimate"
-    parser.usage = "python -m agentsim estimate SCENARIO.py [--backend SPEC | --population ...] [--runs K] [--set ...] [--out DIR]"
-    parser.description = ("What a scenario will cost and take on a backend before anything is spent: played on the "
-                          "stand-in with its real prompts (agentsim/estimate.py).")
-    parser.add_argument("--timed-calls", type=int, default=3, metavar="N",
-                        help="time N real calls of the backend for its latency where it answers (0: assume it); they "
-                             "are paid for")
-    options = parser.parse_args(argv)
-    if options.scenario is None:
+    """The run's own flags that choose what runs (scenario, --backend or --population, --runs,
+    --seed, --set, the backends' options and limits; agentsim/flags.py, read into the options
+    every front door builds from) and `--timed-calls N`; plays the scenario on the stand-in and
+    prints the calls, tokens, cost and wall time (agentsim/estimate.py). `--out DIR` also writes
+    DIR/estimate.json, which a run recorded into DIR shows beside what it spent."""
+    parser = CommandParser(
+        prog="python -m agentsim estimate",
+        usage="python -m agentsim estimate SCENARIO.py [--backend SPEC | --population ...] [--runs K] [--set ...] [--out DIR]",
+        description="What a scenario will cost and take on a backend before anything is spent: played on the stand-in "
+                    "with its real prompts (agentsim/estimate.py).")
+    add_experiment_arguments(parser, scenario_help="the scenario file to estimate, e.g. scenarios/naming_game.py",
+                             resume=False, execution=False)
+    parser.add_argument("--timed-calls", type=int, default=0, metavar="N",
+                        help="time N real calls of the backend for its latency, where it answers; they are paid for "
+                             "(default 0: the latency is assumed, and no paid API is called)")
+    arguments = parser.parse_args(argv)
+    if arguments.scenario is None:
         raise UserError("give a scenario file: python -m agentsim estimate scenarios/naming_game.py --backend SPEC")
-    if options.backend is not None and options.population is not None:
-        raise UserError("--backend and --population both choose the agents' models; give one of them")
-    if options.timed_calls < 0 or options.timed_calls > 20:
-        raise UserError(f"--timed-calls takes 0 to 20 calls (got {options.timed_calls})")
-    _, module = load_scenario(options.scenario)
-    runs = options.runs if options.runs is not None else file_runs(module, options.scenario, "pass --runs")
-    population = options.population
-    if population is None and options.backend is None:
-        population = file_population(module, options.scenario, "pass --population")
-    found = estimate(options.scenario, backend=options.backend or "stand-in", population=population or "", runs=runs,
-                     seed=options.seed or 0, overrides=parse_overrides(options.overrides),
-                     options=backend_options(options), timed_calls=options.timed_calls)
+    if not 0 <= arguments.timed_calls <= 20:
+        raise UserError(f"--timed-calls takes 0 to 20 calls (got {arguments.timed_calls})")
+    options = experiment_options(arguments)
+    from ..estimate import estimate, write  # (start-up: the runner and Mesa, only when it runs)
+
+    found = estimate(options, timed_calls=arguments.timed_calls)
     print(render_estimate(found.as_dict()))
-    if options.out is not None:
-        print(f"written to {write(found, Path(options.out))}; a run with --out {options.out} shows it beside what it spends")
+    if arguments.out is not None:
+        print(f"written to {write(found, Path(arguments.out))}; a run with --out {arguments.out} shows it beside what "
+              f"it spends")
     return 0
 
 

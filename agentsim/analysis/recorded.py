@@ -34,7 +34,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import UserError
-from ..scenario import Scenario
+from ..games import discover
+from ..scenario import Scenario, scenario_class
 from ..scenario_files import load_scenario
 from ..store import DATABASE, Store
 
@@ -318,10 +319,11 @@ def require_scenarios(experiments: list[RecordedExperiment]) -> None:
 
 
 def _import_class(path: str, directory: Path) -> type[Scenario[Any, Any, Any]] | None:
-    """The Scenario subclass `path` names, from a module already loaded (a scenario file the
-    user named, a class this process defined) or from a registered game family's package
-    (imported from outside `directory`); None otherwise: a module the results merely name is
-    never imported (`this`, a file beside them, anything on sys.path)."""
+    """The Scenario subclass `path` names (for a layer game's class, its engine's), from a
+    module already loaded (a scenario file the user named, a class this process defined) or
+    from a registered game family's package (imported from outside `directory`); None
+    otherwise: a module the results merely name is never imported (`this`, a file beside
+    them, anything on sys.path)."""
     module_name, _, name = path.rpartition(".")
     if not module_name:
         return None
@@ -329,7 +331,7 @@ def _import_class(path: str, directory: Path) -> type[Scenario[Any, Any, Any]] |
     if module is None and _in_family(module_name):
         module = _import_outside(module_name, directory.resolve())
     cls = getattr(module, name, None) if module is not None else None
-    return cls if isinstance(cls, type) and issubclass(cls, Scenario) else None
+    return scenario_class(cls) if isinstance(cls, type) else None  # (a layer game's class: its engine's)
 
 
 def _in_family(module_name: str) -> bool:
@@ -343,8 +345,6 @@ def _family_packages() -> set[str]:
     """The packages of the registered game families: `agentsim.games.NAME` for each, and the
     package holding each module a family declares (its commands, report sections, checkpoint
     classes), for a family installed from elsewhere."""
-    from ..games import discover
-
     packages: set[str] = set()
     for family in discover().values():
         packages.add(f"agentsim.games.{family.name}")

@@ -37,7 +37,9 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure as MplFigure
 
+from .. import analysis
 from ..errors import UserError
+from ..games import OPTIONAL_EXTRAS, report_section_modules
 from .recorded import RecordedExperiment, find_experiments, read_artifacts
 
 REPORT_DIR = "report"
@@ -145,9 +147,6 @@ def _load_sections() -> None:
     family's report sections (each family names them when it registers: agentsim.games), then
     the modules named in AGENTSIM_REPORT_SECTIONS."""
     import pkgutil
-
-    from .. import analysis
-    from ..games import OPTIONAL_EXTRAS, report_section_modules
 
     framework = [f"{analysis.__name__}.{found.name}" for found in pkgutil.iter_modules(analysis.__path__)
                  if found.name not in ("commands", "report")]

@@ -101,7 +101,7 @@ def recorded(path: Path, scenario_files: list[str], *, keep: bool = True) -> lis
     """The experiments under `path` (closed unless `keep`), after loading the scenario
     files the user named; a UserError naming what to pass if one's scenario class cannot be
     used safely."""
-    from .recorded import find_experiments, load_scenario_files, require_scenarios
+    from .recorded import find_experiments, load_scenario_files, require_scenarios  # (start-up: numpy, only when read)
 
     load_scenario_files(scenario_files)
     experiments = find_experiments(path)

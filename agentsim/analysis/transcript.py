@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ..errors import UserError
 from ..llm.base import Message
@@ -42,6 +42,29 @@ class Call:
     payoff: float | None
     new_messages: tuple[Message, ...]  # what this attempt added to the conversation
     fallback: bool = False  # the move no reply gave: drawn by the codec's fallback rule
+    first: bool = False  # the first call of a decision (an agent asked again in an encounter has several)
+
+
+class Rows(Protocol):
+    """What `calls` reads of a store: its runs and its rows (a `Store`, or `watch`'s read-only
+    connection)."""
+
+    def runs(self) -> list[dict[str, Any]]: ...
+
+    def rows(self, sql: str, parameters: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]: ...
+
+
+class Recorded(Protocol):
+    """What `calls` reads of an experiment (a `RecordedExperiment`): its store and its cell."""
+
+    @property
+    def store(self) -> Rows: ...
+
+    @property
+    def variant(self) -> int | None: ...
+
+    @property
+    def variants(self) -> int: ...
 
 
 def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> Scenario[Any, Any, Any]:
@@ -65,13 +88,13 @@ def rebuilding_scenario(experiment: RecordedExperiment, templates_dir: Path) -> 
     return scenario
 
 
-def _cell_runs(experiment: RecordedExperiment) -> dict[int, int]:
+def _cell_runs(experiment: Recorded) -> dict[int, int]:
     """Every run of this cell of the grid (finished or not) and its seed."""
     return {row["run"]: row["seed"] for row in experiment.store.runs()
             if experiment.variant is None or row["replicate"] % experiment.variants == experiment.variant}
 
 
-def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
+def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
           round_: int | None = None) -> Iterator[Call]:
     """The experiment's recorded calls in order (run, t, agent, attempt), with their messages."""
     runs = _cell_runs(experiment)
@@ -101,7 +124,8 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
     replies: list[str] = []
     shown = 0
     for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in rows:
-        if attempt == 0:
+        first = attempt == 0 or bool(row_context)  # a decision starts at its row with a context
+        if first:
             context, replies, shown = row_context, [], 0
         if context is None:
             continue
@@ -114,7 +138,7 @@ def calls(experiment: RecordedExperiment, scenario: Scenario[Any, Any, Any], *, 
             replies.append(reply)
             shown += 1  # the reply is printed as the reply, not again as an assistant message
         yield Call(run_id, None if round_number is None else round_number + base, t, agent_id, model or "", attempt, reply,
-                   parsed, error, action, payoff, new, bool(fell))
+                   parsed, error, action, payoff, new, bool(fell), first)
 
 
 def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = None, agent: int | None = None,
@@ -147,16 +171,25 @@ def write_transcript(directory: Path | str, out: TextIO, *, run: int | None = No
 
 
 def _write_call(out: TextIO, call: Call, seed: int | None) -> None:
+    out.write(call_text(call, seed))
+
+
+def call_text(call: Call, seed: int | None) -> str:
+    """One call as `transcript` prints it (the heading before a decision's first attempt, the
+    messages it added, the reply, how it was read and what was played); `watch` shows the same."""
+    parts = []
     where = f"round {call.round}" if call.round is not None else "round ?"
-    if call.attempt == 0:
-        out.write(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}) ===\n")
-    out.writelines(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
+    if call.first:
+        again = " · asked again" if call.attempt else ""  # a later move of the agent in the same encounter
+        parts.append(f"\n=== run {call.run} (seed {seed}) · {where} · t {call.t} · agent {call.agent} ({call.model}){again} ===\n")
+    parts.extend(f"[{message.role}]\n{message.content}\n" for message in call.new_messages)
     if call.reply is not None:
-        out.write(f"[reply, attempt {call.attempt}]\n{call.reply}\n")
+        parts.append(f"[reply, attempt {call.attempt}]\n{call.reply}\n")
     verdict = f"read as {call.parsed}" if call.parsed is not None else "read as nothing"
     if call.error:
         verdict += f" ({call.error})"
     if call.payoff is not None:
         played = f"{call.action} (a fallback: no reply gave it; drawn by the fallback rule)" if call.fallback else call.action
         verdict += f"; played {played}, payoff {call.payoff:g}"
-    out.write(f"→ {verdict}\n")
+    parts.append(f"→ {verdict}\n")
+    return "".join(parts)

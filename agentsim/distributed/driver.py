@@ -64,18 +64,25 @@ def _lost_worker_errors(ray: Any) -> tuple[type[BaseException], ...]:
         "RaySystemError", "OutOfMemoryError", "ActorUnavailableError") if hasattr(exceptions, name))
 
 
+def run_plan(session: Session) -> RunPlan:
+    """What every worker is sent: the configuration the session opened (the one the builder,
+    agentsim/configure.py, made for the command line and the Python API alike), its scenarios
+    and backends; the response cache named, so that every worker on the driver's machine shares
+    its file."""
+    config = session.config
+    if config.llm.cache and config.llm.cache_path is None:
+        config = dataclasses.replace(config, llm=dataclasses.replace(config.llm, cache_path=default_cache_path()))
+    return RunPlan(config=config, scenario=session.scenario, variant_scenarios=list(session.variant_scenarios),
+                   shares=list(session.shares))
+
+
 class RayExecutor:
     """Every replicate of the session as a Ray task; returns when all are recorded."""
 
     async def run(self, session: Session, progress: Progress) -> None:
         ray, connected_here = connect(session.config.ray_address)
-        config = session.config
-        llm = config.llm
-        if llm.cache and llm.cache_path is None:  # every worker on this machine shares the driver's cache file
-            llm = dataclasses.replace(llm, cache_path=default_cache_path())
-            config = dataclasses.replace(config, llm=llm)
-        plan = RunPlan(config=config, scenario=session.scenario, variant_scenarios=list(session.variant_scenarios),
-                       shares=list(session.shares))
+        plan = run_plan(session)
+        config, llm = plan.config, plan.config.llm
         plan_bytes = ray.cloudpickle.dumps(plan)
         here = ray.get_runtime_context().get_node_id()
         on_driver_node = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(here, soft=False)
@@ -148,7 +155,7 @@ class _Sweep:
     async def run(self) -> None:
         """Every run, with the in-process executor's loop: one run that fails, or Ctrl-C,
         stops the others; each worker stops its run, which records why (see `_follow`)."""
-        await run_all(self.session.config.runs, self._run_one, at_once=self.session.runs_at_once(),
+        await run_all(self.session.config.replicates, self._run_one, at_once=self.session.runs_at_once(),
                       progress=self.progress)
 
     async def _run_one(self, replicate: int) -> None:

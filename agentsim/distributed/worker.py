@@ -40,6 +40,7 @@ from ..llm.specs import build_backend
 from ..progress import NoView, Progress
 from ..replicates import Replicates
 from ..scenario import Scenario
+from ..scenario_files import load_scenario
 from ..secrets import keep_credentials
 from ..session import ExperimentConfig
 from ..store import Recorder
@@ -140,8 +141,6 @@ def run_replicate(scenario_file: str, plan_bytes: bytes, replicate: int, checkpo
         queue.put_nowait(Placed(socket.gethostname(), os.getpid()))
         try:
             if scenario_file:
-                from ..scenario_files import load_scenario
-
                 load_scenario(scenario_file)  # registers the file's classes before the plan names them
             # The driver pickled the plan in this session and Ray holds it in memory: it is no
             # stored byte (a checkpoint this run resumes from is plain data, agentsim/checkpoints.py).

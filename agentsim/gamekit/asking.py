@@ -25,7 +25,8 @@ class Ask:
     """What one player is asked: `game` and `move` (the ask's name: "choose", "propose",
     "respond"), the round (from 1), the player's name, the choice, the rendered `system`
     text, earlier `turns` ((question, reply) pairs of a kept conversation), this turn's
-    `prompt`, and the `facts` it was rendered from (JSON-able)."""
+    `prompt`, the `facts` it was rendered from (JSON-able), and its `step` in the round (1,
+    2, ... in the order asked, asks made together sharing one; 0 where not recorded)."""
 
     game: str
     move: str
@@ -36,6 +37,7 @@ class Ask:
     prompt: str
     turns: tuple[tuple[str, str], ...] = ()
     facts: tuple[tuple[str, Any], ...] = ()
+    step: int = 0
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -88,11 +90,12 @@ class KitCodec(Codec[Ask]):
     def encode(self, situation: Ask) -> str:
         return json.dumps({"g": situation.game, "m": situation.move, "r": situation.round, "p": situation.player,
                            "c": situation.choice.spec(), "s": situation.system, "q": situation.prompt,
-                           "t": [list(turn) for turn in situation.turns], "f": [list(fact) for fact in situation.facts]},
+                           "t": [list(turn) for turn in situation.turns], "f": [list(fact) for fact in situation.facts],
+                           "n": situation.step},
                           separators=(",", ":"), ensure_ascii=False)
 
     def decode(self, context: str) -> Ask:
         data = json.loads(context)
         return Ask(data["g"], data["m"], int(data["r"]), data["p"], choice_from_spec(data["c"]), data["s"], data["q"],
                    tuple((str(question), str(reply)) for question, reply in data["t"]),
-                   tuple((str(key), value) for key, value in data["f"]))
+                   tuple((str(key), value) for key, value in data["f"]), int(data.get("n", 0)))

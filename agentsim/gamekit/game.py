@@ -1,41 +1,50 @@
-"""`Game`: a game in one short file. A subclass says what a player chooses (`choice`), what it
-is shown (`rules`, `question`; earlier rounds or its own conversation follow by themselves),
-how a round's outcome follows from the choices (`outcome`, or a whole `play_round` for a
-sequential game) and what each player is told (`Round.tell`, `feedback`); the layer derives the
-rest of a game family from it: the prompt codec, the stand-in's rule, metrics, live figures,
-the report section, checkpoints and resume (docs/games-layer.md).
+"""`Game`: a game in one short file, as its author writes it. A subclass says what a player
+chooses (`choice`), what it is shown (`rules`, `question`; earlier rounds or its own
+conversation follow by themselves), how a round's outcome follows from the choices
+(`outcome`, or a whole `play_round` for a sequential game) and what each player is told
+(`Round.tell`, `feedback`) (docs/games-layer.md).
+
+A `Game` is a narrow object: it holds what its author writes and nothing of the engine's, so
+any helper or attribute name the author picks is the author's (a `draw`, a `template`). The
+engine that runs it (agentsim/gamekit/engine.py: a `Scenario` wrapping the game) derives the
+rest of a game family: the prompt codec, the stand-in's rule, metrics, live figures, the report
+section, checkpoints and resume. A parameter named like a field the layer fills in itself
+(`{round}`, `{rounds}`, `{player}`, ...) is refused when its class is made.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 from .. import checkpoints
-from ..agents import PopulationAgent
-from ..errors import UserError
+from ..errors import ParameterError, UserError
 from ..llm.base import Sampling
-from ..model import PopulationModel
 from ..params import Params, StandInSettings, require
-from ..parts import StandInPart
-from ..policies import LLMPolicy
-from ..records import EncounterRecord, Move
 from ..scenario import Scenario
-from ..scheduler import Encounter, GroupPairing
-from ..seeding import derive_seed
 from . import presentation
-from .asking import Ask, KitCodec
+from .asking import Ask
 from .choices import Choice
-from .guard import game_code
-from .round import Player, Round
+from .round import LAYER_FIELDS, Player, Round
+
+
+def _refuse_layer_fields(owner: str, names: Sequence[str]) -> None:
+    clash = [name for name in names if name in LAYER_FIELDS]
+    if clash:
+        raise ParameterError(f"{owner} has a parameter named '{clash[0]}', a field the game layer fills in itself "
+                             f"({LAYER_FIELDS[clash[0]]}); rename the parameter (e.g. '{clash[0]}_count' or "
+                             f"'my_{clash[0]}')")
 
 
 @dataclass(frozen=True, kw_only=True)
 class GameParams(Params):
-    """What every layer game has; a game's own parameters subclass it (`--set KEY=VALUE`)."""
+    """What every layer game has; a game's own parameters subclass it (`--set KEY=VALUE`). A
+    field named like one the layer fills in (`round`, `rounds`, `player`, `players`, `score`,
+    `instruction`) is refused when the class is made: the layer's value would replace it in
+    every prompt."""
 
     agents: int = 10
     max_rounds: int = 10
@@ -46,6 +55,10 @@ class GameParams(Params):
     max_tokens: int = 32
     max_reasks: int = 2  # re-asks with a reminder after an unusable reply, then a recorded fallback
     constrained_decoding: bool = False  # send the choice's grammar, where the backend constrains decoding
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _refuse_layer_fields(cls.__qualname__, list(vars(cls).get("__annotations__", {})))
 
     def validate(self) -> None:
         require(self.agents >= 1, f"agents must be at least 1 (got {self.agents})")
@@ -89,26 +102,28 @@ class KitState:
 
 checkpoints.register(KitState)
 
-
-class PromptText(NamedTuple):
-    """The prompt text a run was sent with, recorded with the experiment (a resume refuses a changed one)."""
-
-    name: str
-    text: str
-
-
 P = TypeVar("P", bound=GameParams)
-RECORDED_CLASS = "agentsim.games.gamekit.recorded.RecordedGame"  # a name, not an import: the layer imports no family
-ROUND_SEED = 0x6B17  # what a table's seed is derived with (beside the run's seed and the encounter's t)
+
+# How a game becomes the scenario a run runs: the engine (engine.py) tells this module when it is
+# imported (`serve`), so that the engine imports the game and never the reverse; the package's
+# __init__ imports the engine, so it is told before any game is run.
+_ENGINE: list[Callable[[type[Game[Any]]], type[Scenario[Any, Any, Any]]]] = []
 
 
-class Game(Scenario[P, Ask, KitState], Generic[P]):
+def serve(engine_class: Callable[[type[Game[Any]]], type[Scenario[Any, Any, Any]]]) -> None:
+    """Make `engine_class` (the engine's) what gives a game class its scenario class."""
+    _ENGINE[:] = [engine_class]
+
+
+class Game(Generic[P]):
     """Base of a game in one file. Set `name`, `Params` (a `GameParams` subclass), `rules`
     and `question` (templates over the parameters and the ask's facts), and write `choice`
-    and `outcome` (a simultaneous game) or `play_round` (a sequential one)."""
+    and `outcome` (a simultaneous game) or `play_round` (a sequential one). Build it as
+    `MyGame()`, `MyGame(agents=20)` or `MyGame(MyParams(...), standin=...)`; its parameters
+    are `self.params`."""
 
     name: ClassVar[str] = "game"
-    Params: ClassVar[type[Params]] = GameParams
+    Params: ClassVar[type[GameParams]] = GameParams
     standin: KitStandInSettings = KitStandInSettings()
     rules: str = ""  # the system message: a template over the parameters and facts (may be a property)
     question: str = "Round {round} of {rounds}."  # each ask's text; the choice's answer format follows
@@ -116,20 +131,54 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
     # The choice's answer format follows each question (or stands where it says {instruction});
     # False: the game's own text asks for the format (a template read from a file).
     append_instruction: ClassVar[bool] = True
-    # A layer game counts its rounds from 1 everywhere: prompts, `Round.number`, the round lines
-    # and `Results.rounds()`, `Results.moves().round`, `transcript --round`, the figures (the
-    # store's own tables keep population rounds from 0: round 1 is the store's round 0).
-    round_base: ClassVar[int] = 1
+    params: P
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not (isinstance(cls.Params, type) and issubclass(cls.Params, GameParams)):
+            raise ParameterError(f"{cls.__qualname__}.Params must be a GameParams subclass (got {cls.Params!r}); "
+                                 f"write `class MyParams(GameParams)` with @dataclass(frozen=True, kw_only=True)")
+        if dataclasses.is_dataclass(cls.Params):
+            _refuse_layer_fields(cls.Params.__qualname__, [each.name for each in dataclasses.fields(cls.Params)])
 
     def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
-        super().__init__(params, standin=standin, **changes)
-        game = cast(GameParams, self.params)
-        require(game.agents >= self.min_players,
+        base = params if params is not None else cast(P, self.Params())
+        self.params = base.replace(**changes) if changes else base
+        if standin is not None:
+            expected = type(type(self).standin)
+            if not isinstance(standin, expected):
+                raise ParameterError(f"standin= takes {expected.__name__} for {type(self).__name__} "
+                                     f"(got {type(standin).__name__})")
+            self.standin = standin
+        require(self.params.agents >= self.min_players,
                 f"agents must be >= min_players: {type(self).__name__} needs at least {self.min_players} players "
-                f"(got agents={game.agents}); raise agents")
-        require(game.group_size == 0 or game.group_size >= self.min_players,
+                f"(got agents={self.params.agents}); raise agents")
+        require(self.params.group_size == 0 or self.params.group_size >= self.min_players,
                 f"group_size must be 0 (everyone together) or >= min_players={self.min_players}: a smaller group "
-                f"plays no round (got group_size={game.group_size})")
+                f"plays no round (got group_size={self.params.group_size})")
+
+    def __repr__(self) -> str:
+        defaults = self.Params()
+        changed = [f"{each.name}={getattr(self.params, each.name)!r}" for each in dataclasses.fields(self.params)
+                   if getattr(self.params, each.name) != getattr(defaults, each.name)]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    @classmethod
+    def __scenario_class__(cls) -> type[Scenario[Any, Any, Any]]:
+        """The engine's class for this game class (agentsim.scenario.scenario_class asks it): a
+        scenario class built from parameters, as a recorded class is rebuilt."""
+        if not _ENGINE:
+            raise RuntimeError("no engine runs games: import agentsim.gamekit (its engine module tells this one)")
+        return _ENGINE[0](cls)
+
+    def __scenario__(self) -> Scenario[Any, Any, Any]:
+        """The engine's scenario around this game (agentsim.scenario.as_scenario calls it): what
+        the command line, `agentsim.run` and `PopulationModel` run."""
+        return self.__scenario_class__()(self)
+
+    def with_params(self, **changes: Any) -> Self:
+        """A copy with some parameters changed: `game.with_params(max_rounds=3)`."""
+        return type(self)(self.params.replace(**changes), standin=self.standin)
 
     # --- what a game writes ----------------------------------------------------------------
     def choice(self, player: Player) -> Choice:
@@ -144,13 +193,15 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
 
     async def play_round(self, round: Round) -> None:
         """A round: by default every live player chooses at once, then `outcome`. A sequential
-        game asks its players in turn here (`await round.ask(proposer, ...)`)."""
+        game asks its players in turn here (`await round.ask(proposer, ...)`), the same player
+        again where the game says so (alternating moves, a counter-offer)."""
         await round.ask_each(round.players, self.choice)
         self.outcome(round)
 
     def feedback(self, player: Player, round: Round) -> str:
         """What `player` reads about this round in its later prompts: by default the lines the
-        round told it, its own choice and its payoff."""
+        round told it, its own choices and its payoff; nothing for a round it sat out (asked,
+        told and paid nothing)."""
         return presentation.feedback(player, round)
 
     def private(self, player: Player, rng: random.Random) -> Mapping[str, Any]:
@@ -168,112 +219,5 @@ class Game(Scenario[P, Ask, KitState], Generic[P]):
         return None
 
     def player_name(self, index: int) -> str:
+        """How prompts name player `index` (from 0)."""
         return f"Player {index + 1}"
-
-    # --- what the layer derives ------------------------------------------------------------
-    @cached_property
-    def codec(self) -> KitCodec:
-        return KitCodec()
-
-    def describe(self) -> dict[str, Any]:
-        """Runs record the layer's `RecordedGame` as their class: the store holds every prompt
-        and round line, so opening them needs none of this file's code (agentsim/games/gamekit)."""
-        return {"name": self.name, "class": RECORDED_CLASS}
-
-    @property
-    def template(self) -> PromptText:
-        return PromptText(self.name, f"{self.rules}\n---\n{self.question}")
-
-    def build_population(self, model: PopulationModel) -> None:
-        params = cast(GameParams, self.params)
-        sampling = params.sampling()
-        if params.constrained_decoding:
-            sampling = Sampling(temperature=params.temperature, max_tokens=max(params.max_tokens, 64))
-        grammar = self.codec.grammar if params.constrained_decoding else None
-        for index in range(params.agents):
-            PopulationAgent(model, LLMPolicy(model.backend_for(index), sampling, self.codec,
-                                             max_reasks=params.max_reasks, grammar=grammar), memory_length=0)
-
-    def pairing(self, model: PopulationModel) -> GroupPairing:
-        size = cast(GameParams, self.params).group_size
-        return GroupPairing(size or None)
-
-    def new_state(self, model: PopulationModel) -> KitState:
-        return KitState()
-
-    def draw(self, model: PopulationModel, encounter: Encounter) -> int:
-        """The seed of the table's dice and private values, derived from the run's seed and the
-        encounter's number without drawing from the run's generator: the groups alone draw from
-        it, so a layer game in pairs is matched as a family game with a `RoundPairing` is."""
-        return derive_seed(model.seed, ROUND_SEED, encounter.t)
-
-    def start(self, model: PopulationModel[KitState], encounter: Encounter) -> tuple[tuple[Player, ...], int]:
-        state: KitState = model.state
-        seed = cast(int, encounter.drawn)
-        players = []
-        with game_code(self, f"in round {encounter.round + 1}"):
-            for agent in encounter.agents:
-                if agent.index in state.out:
-                    continue
-                player = Player(agent.index, self.player_name(agent.index), agent.policy.label,
-                                state.score.get(agent.index, 0.0), state.private.get(agent.index, {}))
-                private = dict(self.private(player, random.Random(derive_seed(seed, agent.index + 1))))
-                players.append(Player(player.index, player.name, player.model, player.score, private))
-        return tuple(players), seed
-
-    async def play(self, model: PopulationModel[KitState], encounter: Encounter) -> Round:
-        players, seed = cast(tuple[tuple[Player, ...], int], encounter.views)
-        round_ = Round(self, model.state, {agent.index: agent for agent in encounter.agents}, encounter.round + 1,
-                       players, seed)
-        if len(players) >= self.min_players:
-            with game_code(self, f"in round {round_.number}"):
-                await self.play_round(round_)
-        return round_
-
-    def resolve(self, model: PopulationModel[KitState], encounter: Encounter, answers: Round) -> EncounterRecord:
-        round_, state, params = answers, model.state, cast(GameParams, self.params)
-        for player in round_.players:
-            index = player.index
-            state.private[index] = {**player.private, **round_.kept.get(index, {})}
-            state.score[index] = state.score.get(index, 0.0) + round_.payoffs.get(index, 0)
-            with game_code(self, f"in round {round_.number}"):
-                told = self.feedback(player, round_)
-            if told:
-                history = state.history.setdefault(index, [])
-                history.append((round_.number, told))
-                keep = params.history_rounds
-                if not params.conversation and len(history) > keep:  # what no prompt shows again
-                    del history[: len(history) - keep]
-            asked = round_.asked.get(index)
-            if asked is not None and params.conversation:
-                # what the player wrote, a fallback's unreadable reply included: the feedback says what was played for it
-                calls = asked.decision.calls
-                reply = calls[-1].reply if calls else ""
-                state.turns.setdefault(index, []).append((round_.number, asked.ask.prompt, reply))
-        state.out.update(round_.eliminated)
-        state.ended = state.ended or round_.ended
-        moves = [Move(index, asked.action, round_.payoffs.get(index, 0), asked.decision.fell_back)
-                 for index, asked in round_.asked.items()]
-        presentation.metrics_of(model).add(encounter.round, round_)
-        return EncounterRecord(encounter.t, encounter.round, len(round_.asked), moves, round_.calls())
-
-    def new_metrics(self, model: PopulationModel) -> presentation.KitMetrics:
-        return presentation.KitMetrics(game=self.name, models={agent.index: agent.policy.label for agent in model.agents})
-
-    def stop_reason(self, model: PopulationModel[KitState]) -> str | None:
-        state: KitState | None = model.state
-        if state is None:
-            return None
-        if state.ended:
-            return state.ended
-        live = len(model.agents) - len(state.out)
-        return f"{live} player(s) left" if live < self.min_players else None
-
-    def readout(self) -> presentation.KitReadout:
-        return presentation.KitReadout(self)
-
-    def standin_part(self) -> StandInPart:
-        from .standin import KitStandIn
-
-        return StandInPart(rules=[KitStandIn(self)],
-                           ignores=("temperature", "max_tokens", "history_rounds", "conversation", "constrained_decoding"))

@@ -7,13 +7,15 @@ A round's line (the store's `rounds` table; `Results.rounds()`; what the report 
 `score` read) is plain JSON:
 
     kit, game, round (from 1)
-    groups      one per table: players, moves [[player, move, kind, action, fallback]],
+    groups      one per table: players, moves [[player, move, kind, action, fallback]] (in the
+                order asked),
                 payoffs [[player, amount]], eliminated [[player, why]], winners, data, ended
     data        what the tables recorded: one table's data, or by table number ("1", "2", ...)
-    asked, choices, fallbacks; players (player-rounds at the tables), payoff (all paid),
-                chosen_payoff and mean_payoff: the payoff per player-round in which the player
-                chose (its move a choice, not a fallback), the one mean payoff of the layer
-                (the run summary's, the report's and the store's by-model table's)
+    asked, choices, fallbacks: moves (a player asked twice in a round: two); players
+                (player-rounds at the tables), payoff (all paid), chosen_payoff, chosen_players
+                and mean_payoff: the payoff per player-round in which the player chose (every
+                move it made a choice, not a fallback), the one mean payoff of the layer (the
+                run summary's, the report's and the store's by-model table's)
     moves       per move name: choices, and the mean (a number), the shares (an option, a
                 target) or the mean of each part (a split) over choices only
     by_model    the same per model (a mixed population): asked, choices, fallbacks, payoff,
@@ -25,14 +27,16 @@ A fallback (no reply gave it) plays its part (its payoffs) but is in no mean and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import checkpoints
 from ..figures import LiveFigures
 from ..parts import Readout
+from ..views import Views
 from .guard import game_code
+from .views import kit_series, kit_views, shown
 
 if TYPE_CHECKING:
     from ..model import PopulationModel
@@ -57,11 +61,12 @@ class KitMetrics:
             self.rounds.append([])
         self.rounds[round_index].append({
             "players": [player.index for player in round_.players],
-            "moves": [[index, asked.ask.move, asked.ask.choice.kind, asked.action, asked.decision.fell_back]
-                      for index, asked in sorted(round_.asked.items())],
+            "moves": [[asked.player.index, asked.ask.move, asked.ask.choice.kind, asked.action, asked.decision.fell_back]
+                      for asked in round_.in_order()],  # in the order asked (a player asked twice: twice)
             "payoffs": [[index, amount] for index, amount in sorted(round_.payoffs.items())],
             "eliminated": [[index, why] for index, why in sorted(round_.eliminated.items())],
             "winners": list(round_.winners),
+            "choices": {asked.ask.move: asked.ask.choice.spec() for asked in round_.in_order()},
             "data": dict(round_.data),
             "ended": round_.ended,
         })
@@ -112,17 +117,27 @@ def _tally(groups: Sequence[dict[str, Any]], keep: Any) -> dict[str, Any]:
     moves = [move for group in groups for move in group["moves"] if kept(move[0])]
     payoff = sum(amount for group in groups for player, amount in group["payoffs"] if kept(player))
     fallbacks = sum(1 for move in moves if move[4])
-    # The mean payoff is over the player-rounds in which the player chose (a move no reply gave
-    # is in no mean, as in the store's by-model table): its payoff that round, per such move.
-    chosen_payoff = sum(dict(group["payoffs"]).get(move[0], 0)
-                        for group in groups for move in group["moves"] if kept(move[0]) and not move[4])
+    # The mean payoff is over the player-rounds in which the player chose (every move it made
+    # that round a choice: a move no reply gave is in no mean, as in the store's by-model
+    # table): its payoff that round, per such player-round.
+    chosen_payoff, chosen_players = 0.0, 0
+    for group in groups:
+        fell: dict[int, bool] = {}
+        for move in group["moves"]:
+            if kept(move[0]):
+                fell[move[0]] = fell.get(move[0], False) or bool(move[4])
+        paid = dict(group["payoffs"])
+        for player, fallback in fell.items():
+            if not fallback:
+                chosen_payoff += paid.get(player, 0)
+                chosen_players += 1
     by_move: dict[str, Any] = {}
     for name in sorted({move[1] for move in moves}):  # one order in every line and summary
         chosen = [move for move in moves if move[1] == name and not move[4]]
         by_move[name] = summarize(chosen[0][2] if chosen else "", [move[3] for move in chosen])
     return {"asked": len(moves), "choices": len(moves) - fallbacks, "fallbacks": fallbacks, "players": len(players),
-            "payoff": payoff, "chosen_payoff": chosen_payoff,
-            "mean_payoff": chosen_payoff / (len(moves) - fallbacks) if len(moves) > fallbacks else None, "moves": by_move}
+            "payoff": payoff, "chosen_payoff": chosen_payoff, "chosen_players": chosen_players,
+            "mean_payoff": chosen_payoff / chosen_players if chosen_players else None, "moves": by_move}
 
 
 def summarize(kind: str, actions: Sequence[str]) -> dict[str, Any]:
@@ -145,29 +160,30 @@ def summarize(kind: str, actions: Sequence[str]) -> dict[str, Any]:
     return summary
 
 
-def shown(move: str) -> str:
-    """A move's name as figures show it: the default move, "choose", as "choice"."""
-    return "choice" if move == "choose" else move
-
-
 def metrics_of(model: PopulationModel) -> KitMetrics:
     return cast(KitMetrics, model.metrics)
 
 
 def feedback(player: Player, round_: Round) -> str:
-    """The default: `Round R:` the lines told, the player's own choice (a fallback told as played
-    for it, not as its choice), its payoff (0 where the round paid it nothing: a player can tell
-    it earned nothing), whether it left the game."""
-    parts = list(round_.told.get(player.index, []))
-    asked = round_.asked.get(player.index)
-    if asked is not None:
-        played = asked.ask.choice.reply(round_.choices[player]).rstrip('.')
-        # a fallback is no choice of the player's: it is told what was played for it
-        parts.append(f"No reply of yours could be read, so {played} was played for you." if asked.decision.fell_back
-                     else f"You chose {played}.")
-    parts.append(f"Your payoff: {_number(round_.payoffs.get(player.index, 0))}.")  # 0 where the round paid it nothing
-    if player.index in round_.eliminated:
-        parts.append(f"You are out of the game ({round_.eliminated[player.index]}).")
+    """The default: `Round R:` the lines told, the player's own choices in order (a fallback told
+    as played for it, not as its choice), its payoff (0 where the round paid it nothing: a player
+    can tell it earned nothing), whether it left the game; nothing for a round the player sat out
+    (asked, told and paid nothing)."""
+    index = player.index
+    told = list(round_.told.get(index, []))
+    mine = [asked for asked in round_.in_order() if asked.player.index == index]
+    if not (told or mine or index in round_.payoffs or index in round_.eliminated):
+        return ""  # a round it sat out: no line saying so in every later prompt
+    parts = told
+    chosen = [asked.ask.choice.reply(asked.value).rstrip(".") for asked in mine if not asked.decision.fell_back]
+    played = [asked.ask.choice.reply(asked.value).rstrip(".") for asked in mine if asked.decision.fell_back]
+    if chosen:
+        parts.append(f"You chose {', then '.join(chosen)}.")
+    if played:  # a fallback is no choice of the player's: it is told what was played for it
+        parts.append(f"No reply of yours could be read, so {', then '.join(played)} was played for you.")
+    parts.append(f"Your payoff: {_number(round_.payoffs.get(index, 0))}.")  # 0 where the round paid it nothing
+    if index in round_.eliminated:
+        parts.append(f"You are out of the game ({round_.eliminated[index]}).")
     return f"Round {round_.number}: " + " ".join(parts)
 
 
@@ -220,7 +236,7 @@ def live_figures(model: PopulationModel[KitState]) -> LiveFigures:
         if "mean" in entry:
             rows.append((f"mean {shown(move)}", f"{entry['mean']:.2f} {latest}"))
     if line["mean_payoff"] is not None:
-        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per choice {latest}"))
+        rows.append(("mean payoff", f"{line['mean_payoff']:.2f} per player-round {latest}"))
     if len(line["by_model"]) > 1:
         for model_label, entry in line["by_model"].items():
             means = ", ".join(f"{shown(move)} {each['mean']:.2f}" for move, each in entry["moves"].items() if "mean" in each)
@@ -246,3 +262,17 @@ class KitReadout(Readout["KitState"]):
 
     def live_figures(self, model: PopulationModel[KitState]) -> LiveFigures:
         return live_figures(model)
+
+    def views(self, model: PopulationModel[KitState], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """Each move's choices per round within its bounds, the payoffs, the score as it accrues
+        (gamekit/views.py), from the store's round lines."""
+        state = model.state
+        return kit_views([line for _, line in sorted(rounds.items())], done=model.rounds_done,
+                         total=self.game.params.max_rounds, score=self.game.score,
+                         eliminated=len(state.out) if state is not None else 0,
+                         ended=state.ended if state is not None else None)
+
+    def model_series(self, model: PopulationModel[KitState]) -> dict[str, float | str | None]:
+        """Mesa's columns: the first move's mean choice, the mean payoff and fallbacks of the
+        latest round, the game's score so far (gamekit/views.py)."""
+        return kit_series(metrics_of(model).lines(), self.game.score)

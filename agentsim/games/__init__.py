@@ -7,13 +7,13 @@ owns its rules, prompts, state, metrics and report, and tells the framework abou
 from its `__init__`:
 
     register_family(Family(
-        name="dilemma",
-        summary="the repeated Prisoner's Dilemma with reputation",
-        scenario_names=("prisoners_dilemma",),              # what its runs record as `scenario`
-        commands="agentsim.games.dilemma.commands",          # where its subcommands register ...
-        subcommands={"cooperation": "cooperation per round and per model"},  # ... imported when one runs
-        report_sections=("agentsim.games.dilemma.report",),  # registers its report sections (imported for a report)
-        checkpoint_classes=("agentsim.games.dilemma.metrics:DilemmaState",),  # what its checkpoints may hold
+        name="commons",
+        summary="GovSim's commons (Piatti et al. 2024)",
+        scenario_names=("commons",),                           # what its runs record as `scenario`
+        commands="agentsim.games.commons.commands",            # where its subcommands register ...
+        subcommands={"commons-transcript": "a run month by month"},  # ... imported when one runs
+        report_sections=("agentsim.games.commons.report",),    # registers its report sections (imported for a report)
+        checkpoint_classes=("agentsim.games.commons.state:CommonsState",),  # what its checkpoints may hold
     ))
 
 `discover()` imports every family (the subpackages here, then the entry points) once; the
@@ -40,7 +40,7 @@ import importlib
 import pkgutil
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -80,6 +80,7 @@ class Family:
 
 FAMILIES: dict[str, Family] = {}
 UNAVAILABLE: dict[str, str] = {}  # entry points that failed to import: name -> the error
+_LISTENERS: list[Callable[[Family], None]] = []
 _discovered = False
 
 
@@ -95,14 +96,19 @@ def register_family(family: Family) -> Family:
     checkpoints.register_lazily(*(path for path in family.checkpoint_classes if isinstance(path, str)))
     if family.commands and not family.subcommands:
         importlib.import_module(family.commands)
-    elif family.commands and "agentsim.analysis.commands" in sys.modules:
-        # The table was built before this family registered (a notebook's own family, a
-        # script's): it joins now, as discovered ones did then.
-        from ..analysis.subcommands import declare
-
-        declare(family.commands, family.subcommands)
     FAMILIES[family.name] = family
+    for listener in _LISTENERS:  # the subcommand table, once built: a notebook's own family joins it now
+        listener(family)
     return family
+
+
+def on_register(listener: Callable[[Family], None]) -> None:
+    """Call `listener` with every family registered so far and every one registered later: how
+    the subcommand table (agentsim/analysis/commands.py, a layer above) learns of families
+    without this registry importing it."""
+    _LISTENERS.append(listener)
+    for family in list(FAMILIES.values()):
+        listener(family)
 
 
 def discover() -> dict[str, Family]:

@@ -158,6 +158,25 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+# Tokens a chat format puts around each message (role markers, separators) and before the
+# reply, at most: OpenAI's count 3-4 a message and 3 for the reply; the bound allows more.
+FORMAT_TOKENS_PER_MESSAGE = 8
+FORMAT_TOKENS_PER_REQUEST = 8
+
+
+def tokens_at_most(text: str) -> int:
+    """A count of `text`'s tokens that no byte-level tokenizer exceeds: its UTF-8 bytes (each
+    token of a BPE vocabulary with byte fallback covers at least one byte). What a budget
+    reserves with, where it must never count fewer tokens than the provider bills."""
+    return len(text.encode())
+
+
+def prompt_tokens_at_most(messages: tuple[Message, ...] | list[Message]) -> int:
+    """A prompt's tokens, at most: its texts' bytes and the chat format's tokens around them."""
+    return sum(tokens_at_most(message.content) + FORMAT_TOKENS_PER_MESSAGE for message in messages) \
+        + FORMAT_TOKENS_PER_REQUEST
+
+
 def usage_count(value: Any) -> int:
     """A part of the token usage a provider reports (cached input, cache writes); 0 where it
     gives none, or one a budget cannot trust (negative, not an integer)."""

@@ -46,8 +46,9 @@ from dataclasses import dataclass
 
 from ..errors import BackendError, BackendFailedError, ParameterError
 from ..secrets import redact
-from .accounting import Budget, answer_cost, count_tokens, estimate_cost
+from .accounting import UNBILLED_KINDS, Budget, answer_cost, count_tokens, reservation
 from .base import Completion, LanguageModel, Message, Request, Sampling
+from .prices import FREE, price_for
 
 # What to do about each kind of failure, for the one line the user reads.
 FIXES = {
@@ -232,37 +233,46 @@ def fallback_line(name: str, fallbacks: int, decisions: int, limit: float, *, re
 
 class BackendGuard:
     """The last layer before the provider: every request (every attempt) passes the breaker
-    and the budget, and its outcome feeds the breaker."""
+    and the budget, and its outcome feeds the breaker. A request reserved in the budget that
+    leaves no answer saying it was not billed (cancelled in flight, a timeout, a dropped
+    connection, an unreadable answer) stays counted as spent (llm/accounting.py)."""
 
-    def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str) -> None:
+    def __init__(self, inner: LanguageModel, health: BackendHealth, budget: Budget, *, model: str,
+                 prices: tuple[str, ...] | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.immediate = inner.immediate
         self.health = health
         self.budget = budget
         self.model = model
+        self.prices = prices  # the genai-prices providers that price the model (llm/providers.py)
 
     async def complete(self, request: Request) -> Completion:
         self.health.check()
-        estimate = estimate_cost(self.model, request)
+        estimate = reservation(price_for(self.model, self.prices) or FREE, request) if self.budget.limited else 0.0
         await self.budget.admit(estimate)
         try:
-            completion = await self.inner.complete(request)
-        except BackendError as error:
-            self.budget.release(estimate)
-            if error.kind == "bad_request":
-                raise self.health.trip(f"backend '{self.health.name}' refused a request: {redact(str(error))}; "
-                                       f"{FIXES['bad_request']}") from None
-            self.health.attempt_failed(error)
-            raise
-        except BaseException:
-            self.budget.release(estimate)
-            raise
-        if count_tokens(request, completion) and not self.health.warned_usage:
-            self.health.warned_usage = True
-            self.health.warn(f"backend '{self.health.name}' reports no usable token counts (absent or negative); "
-                             f"agentsim counts them from the text, four characters a token")
-        self.budget.settle(estimate, answer_cost(self.model, completion))
+            try:
+                completion = await self.inner.complete(request)
+            except BackendError as error:
+                if error.kind in UNBILLED_KINDS:  # the provider's answer says it did no billed work
+                    self.budget.release(estimate)
+                if error.kind == "bad_request":
+                    raise self.health.trip(f"backend '{self.health.name}' refused a request: {redact(str(error))}; "
+                                           f"{FIXES['bad_request']}") from None
+                self.health.attempt_failed(error)
+                raise
+            except Exception:
+                self.budget.release(estimate)  # a failure on this side, before any request left (no answer to bill)
+                raise
+            # (cancelled in flight: the reservation stays spent, the provider may bill the request)
+            if count_tokens(request, completion) and not self.health.warned_usage:
+                self.health.warned_usage = True
+                self.health.warn(f"backend '{self.health.name}' reports no usable token counts (absent or negative); "
+                                 f"agentsim counts them from the text as a bound (a byte a token)")
+            self.budget.settle(estimate, answer_cost(self.model, completion, self.prices))
+        finally:
+            self.budget.finished()
         self.health.attempt_succeeded()
         return completion
 

@@ -16,13 +16,18 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .providers import provider as described
+
 SAMPLE_BYTES = 8 * 2**20
 SMOLLM2 = "smollm2"
 
 
 def cache_identity(provider: str, target: str) -> str:
-    """What the response cache calls the model: a local model's content, else its name."""
-    if provider != "local":
+    """What the response cache calls the model: the content of a model run in process (its
+    provider's descriptor says which: llm/providers.py) where `target` names a file here,
+    else its name."""
+    found = described(provider)
+    if found is None or not found.in_process:
         return target
     path = _local_path(target)
     if path is None:

@@ -14,21 +14,21 @@
     local:PATH.gguf           any GGUF model by llama.cpp in process (llama-cpp-python)
     local:HF_ID_OR_PATH       transformers + torch in process (the `local` extra)
 
-`--base-url` applies to the openai and anthropic specs that name none. With a base URL (a
-self-hosted server) the key is optional; without one it is required. Providers register a
-factory in `PROVIDERS`; a factory gets the parsed spec and the options, and returns the bare
-backend. The stand-in is no provider: it answers with the rules it is handed
-(`build_backend(..., rules=...)`, a game's `StandInPart.rules`, agentsim/parts.py), so this layer
-knows requests and replies, never a scenario. `build_backend` wraps every backend but the
-in-process stand-in in the same stack (llm/stack.py). Keys come from the usual environment
-variables; a missing one is a one-line error naming it.
+`--base-url` applies to the specs of providers that take one (openai, anthropic). With a base
+URL (a self-hosted server) the key is optional; without one it is required. What each provider
+is (how its backend is built, whether it is remote, takes a base URL, routes) is its descriptor
+in llm/providers.py, where another distribution adds its own (an `agentsim.backends` entry
+point). The stand-in answers with the rules it is handed (`build_backend(..., rules=...)`, a
+game's `StandInPart.rules`, agentsim/parts.py), so this layer knows requests and replies, never
+a scenario. `build_backend` wraps every backend but the in-process stand-in in the same stack
+(llm/stack.py). Keys come from the usual environment variables; a missing one is a one-line
+error naming it (llm/factories.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,14 +36,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import BackendSpecError, ParameterError
-from ..secrets import credentials_for, redact, register_secret
+from ..secrets import redact
 from .accounting import Budget
 from .base import LanguageModel
 from .cache import DEFAULT_MAX_BYTES
 from .health import HealthPolicy
 from .limiter import Limits
+from .prices import Price, price_for
+from .providers import Provider, provider_of
 from .retries import RetryPolicy
-from .standin import NAME as STAND_IN
 from .standin import StandInModel, StandInRule
 
 if TYPE_CHECKING:
@@ -56,6 +57,11 @@ class BackendSpec:
     target: str
     text: str
     base_url: str | None = None
+
+    @property
+    def provider_info(self) -> Provider:
+        """The provider's descriptor (llm/providers.py)."""
+        return provider_of(self.provider)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,99 +106,10 @@ class BackendOptions:
             raise ParameterError(f"--batch-poll must be a number of seconds in (0, 3600] (got {self.batch_poll_s})")
 
 
-Factory = Callable[[BackendSpec, BackendOptions], LanguageModel]
-
-
 def _standin(spec: BackendSpec, rules: Sequence[StandInRule]) -> LanguageModel:
     model = StandInModel(rules)
     model.name = spec.text
     return model
-
-
-def _url_key(url: str | None) -> str | None:
-    """The key a base URL was given with (`http://user:KEY@host`): used, never recorded."""
-    credentials = credentials_for(url)
-    return (credentials[1] or credentials[0]) if credentials else None
-
-
-def _openai(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
-    base_url = spec.base_url or options.base_url
-    key = (os.environ.get("OPENAI_API_KEY") or _url_key(base_url)
-           or ("EMPTY" if base_url else require_key("OPENAI_API_KEY", spec)))
-    register_secret(key)
-    from .openai_backend import OpenAIModel, hosted
-
-    if base_url is not None and not hosted(base_url):  # a local server: the lean path (llm/openai_http.py)
-        from .openai_http import OpenAIHTTPModel
-
-        return OpenAIHTTPModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
-                               timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
-    return OpenAIModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url, timeout_s=options.timeout_s,
-                       max_connections=max(options.limits.max_in_flight, 8))
-
-
-def _anthropic(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
-    base_url = spec.base_url or options.base_url
-    key = (os.environ.get("ANTHROPIC_API_KEY") or _url_key(base_url)
-           or ("EMPTY" if base_url else require_key("ANTHROPIC_API_KEY", spec)))
-    register_secret(key)
-    from .anthropic_backend import AnthropicModel
-
-    return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
-                          timeout_s=options.timeout_s, cache_breakpoints=options.cache_breakpoints)
-
-
-def _tgi(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
-    if not spec.target.startswith(("http://", "https://")):
-        raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
-    from .tgi import TGIModel
-
-    return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or _url_key(spec.target),
-                    timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
-
-
-def _local(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
-    require_local_model(spec)
-    if spec.target.lower() == "smollm2" or spec.target.lower().endswith(".gguf"):
-        from .llamacpp import SMOLLM2, LlamaCppModel
-
-        return LlamaCppModel(name=spec.text, path=SMOLLM2 if spec.target.lower() == SMOLLM2 else spec.target)
-    from .local import LocalModel
-
-    return LocalModel(name=spec.text, path=spec.target)
-
-
-def require_local_model(spec: BackendSpec) -> None:
-    """A `local:` target that is SmolLM2, a file or directory here, or a Hugging Face id already
-    in the local cache; anything else fails at once, before transformers would try a model hub."""
-    target = spec.target
-    if target.lower() == "smollm2" or Path(target).expanduser().exists():
-        return
-    if "/" in target and not target.startswith((".", "/", "~")):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:  # no transformers: LocalModel says which extra to install
-            return
-        if isinstance(try_to_load_from_cache(target, "config.json"), str):
-            return
-    raise BackendSpecError(f"backend '{spec.text}': '{target}' is neither a file or directory here nor a known local "
-                           f"model; use local:smollm2, local:PATH.gguf, local:MODEL_DIRECTORY, or a Hugging Face id "
-                           f"already downloaded to this machine's cache")
-
-
-PROVIDERS: dict[str, Factory] = {
-    "openai": _openai,
-    "anthropic": _anthropic,
-    "tgi": _tgi,
-    "local": _local,
-}
-
-
-def require_key(variable: str, spec: BackendSpec) -> str:
-    key = os.environ.get(variable, "").strip()
-    if not key:
-        raise BackendSpecError(f"backend '{spec.text}' needs an API key: set the environment variable {variable}")
-    return key
 
 
 def check_url(url: str, where: str) -> None:
@@ -211,25 +128,22 @@ def check_url(url: str, where: str) -> None:
 
 def parse_spec(text: str) -> BackendSpec:
     text = text.strip()
-    provider, colon, target = text.partition(":")
-    provider = provider.strip().lower()
-    if provider not in PROVIDERS and provider != STAND_IN:
-        known = ", ".join(sorted([STAND_IN, *PROVIDERS]))
-        raise BackendSpecError(f"unknown backend '{text}'; use one of: {known} (as provider:model where it needs one)")
-    target = target.strip()
-    if provider == STAND_IN and colon and not target:
-        raise BackendSpecError(f"backend '{text}' has nothing after the colon; write {STAND_IN}, or {STAND_IN}:LABEL "
+    found = provider_of(text)
+    _, colon, target = text.partition(":")
+    provider, target = found.name, target.strip()
+    if found.stand_in and colon and not target:
+        raise BackendSpecError(f"backend '{text}' has nothing after the colon; write {provider}, or {provider}:LABEL "
                                f"to tell two stand-in shares apart")
-    if provider != STAND_IN and not target:
-        raise BackendSpecError(f"backend '{text}' needs a target after the colon, e.g. {provider}:MODEL")
+    if not found.stand_in and not target:
+        raise BackendSpecError(f"backend '{text}' needs a target after the colon, e.g. {provider}:{found.target}")
     base_url = None
-    if provider in ("openai", "anthropic") and "@http" in target:
+    if found.base_url and "@http" in target:
         target, _, rest = target.partition("@")
         base_url = rest
         if not target:
             raise BackendSpecError(f"backend '{text}' names no model before '@'; write {provider}:MODEL@URL")
         check_url(base_url, f"backend '{redact(text)}'")
-    if provider == "tgi" and target.startswith(("http://", "https://")):
+    if found.target_is_url and target.startswith(("http://", "https://")):
         check_url(target, f"backend '{redact(text)}'")
     return BackendSpec(provider, target, text, base_url)
 
@@ -264,18 +178,31 @@ def _servers(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     '|', llm/routing.py), one backend that spreads the requests over them."""
     from .routing import SEPARATOR, RoutedModel
 
-    factory = PROVIDERS[spec.provider]
-    if spec.provider == "tgi" and SEPARATOR in spec.target:
+    found = spec.provider_info
+    if found.routes == "target" and SEPARATOR in spec.target:
         urls = [url.strip() for url in spec.target.split(SEPARATOR)]
-        servers = [factory(dataclasses.replace(spec, target=url), options) for url in urls]
-    elif spec.provider in ("openai", "anthropic") and SEPARATOR in (spec.base_url or options.base_url or ""):
+        servers = [found.backend(dataclasses.replace(spec, target=url), options) for url in urls]
+    elif found.routes == "base_url" and SEPARATOR in (spec.base_url or options.base_url or ""):
         urls = [url.strip() for url in (spec.base_url or options.base_url or "").split(SEPARATOR)]
-        servers = [factory(dataclasses.replace(spec, base_url=url), options) for url in urls]
+        servers = [found.backend(dataclasses.replace(spec, base_url=url), options) for url in urls]
     else:
-        return factory(spec, options)
+        return found.backend(spec, options)
     if not all(urls):
         raise BackendSpecError(f"backend '{spec.text}' names an empty server between '|'; write URL1|URL2")
     return RoutedModel(servers, name=spec.text, endpoint=SEPARATOR.join(urls))
+
+
+def backend_price(text: str, options: BackendOptions) -> Price | None:
+    """The price of the model a backend spec bills for, as its accounts use it (at the
+    provider that bills it, llm/stack.price_sources): None for a provider whose calls are not
+    billed (the stand-in, a model in process) and for a billed model nobody priced (refused
+    under --max-cost)."""
+    from .stack import price_sources  # (the stack imports the SDK wrappers: only when asked)
+
+    spec = parse_spec(text)
+    if not spec.provider_info.billed:
+        return None
+    return price_for(spec.target, price_sources(spec, options))
 
 
 def build_backend(text: str, options: BackendOptions | None = None, budget: Budget | None = None,
@@ -289,7 +216,7 @@ def build_backend(text: str, options: BackendOptions | None = None, budget: Budg
 
     options = options or BackendOptions()
     spec = parse_spec(text)
-    backend = _standin(spec, rules) if spec.provider == STAND_IN else _servers(spec, options)
+    backend = _standin(spec, rules) if spec.provider_info.stand_in else _servers(spec, options)
     if options.sample_locally:
         from .choices import require_scoring
 

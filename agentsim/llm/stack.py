@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .specs import BackendOptions, BackendSpec
 
 _STORES: dict[str, ResponseStore] = {}
-REMOTE = frozenset({"openai", "anthropic", "tgi"})  # providers reached over the network: probed at start-up
 
 
 def response_store(options: BackendOptions) -> ResponseStore:
@@ -52,19 +51,30 @@ def wrap(backend: LanguageModel, spec: BackendSpec, options: BackendOptions, bud
          on_warning: Callable[[str], None] | None = None, limiter: Limiter = LimitedModel) -> LanguageModel:
     """The stack around `backend`; `limiter` makes its limiter layer (a Ray worker's admits
     through the sweep's cluster-wide one, agentsim/distributed/limits.py)."""
+    provider = spec.provider_info  # what the provider is (llm/providers.py)
     health = BackendHealth(spec.text, options.health, on_warning)
-    model: LanguageModel = limiter(BackendGuard(backend, health, budget, model=spec.target), options.limits)
-    if spec.provider in REMOTE and options.health.probe:
+    prices = price_sources(spec, options)
+    model: LanguageModel = limiter(BackendGuard(backend, health, budget, model=spec.target, prices=prices),
+                                   options.limits)
+    if provider.remote and options.health.probe:  # reached over the network: probed at start-up
         model = StartupProbe(model, health, deadline_s=min(options.health.probe_deadline_s, options.retry.deadline_s))
-    model = RetryingModel(model, options.retry, deadline=spec.provider in REMOTE)
+    model = RetryingModel(model, options.retry, deadline=provider.remote)
     if options.cache:
         endpoint = str(getattr(backend, "endpoint", "") or "")
-        identity = cache_identity(spec.provider, spec.target)  # a local model: its content, not its path
+        identity = cache_identity(spec.provider, spec.target)  # a model in process: its content, not its path
         model = CachedModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
                             model=identity, replay=options.replay)
         model = ChoiceDistributionModel(model, response_store(options), provider=spec.provider, endpoint=endpoint,
                                         model=identity, sample_locally=options.sample_locally)
-    return AccountedModel(model, budget, model=spec.target, health=health)
+    return AccountedModel(model, budget, model=spec.target, health=health, prices=prices)
+
+
+def price_sources(spec: BackendSpec, options: BackendOptions) -> tuple[str, ...]:
+    """The genai-prices providers that price `spec`'s model where it is served (its base URL's
+    provider, else its own: `Provider.price_sources`)."""
+    base_url = (spec.base_url or options.base_url or "").split("|")[0].strip() or None
+    return spec.provider_info.price_sources(base_url)
+
 
 
 def layer(model: LanguageModel, kind: type) -> object | None:

@@ -2,8 +2,10 @@
 ranked by seniority (player_0 the most senior), share 100 golds. The most senior pirate left
 proposes how the golds go to each pirate still aboard and everyone aboard votes (the proposer
 for); with at least half the votes the plan passes and the game ends, else the proposer is
-thrown overboard and the next one proposes. GAMA-Bench's score: half how close the proposals
-are to the subgame-perfect plan, half how many votes are the equilibrium's.
+thrown overboard and the next one proposes, in the next round (GAMA-Bench records a round per
+proposal; with two aboard the proposer's own vote is half, so a plan passes). GAMA-Bench's
+score: half how close the proposals are to the subgame-perfect plan, half how many votes are
+the equilibrium's.
 
     python -m agentsim scenarios/gamabench/pirate_game.py --out results/pirate
     python -m agentsim score results/pirate
@@ -47,10 +49,6 @@ class PirateGame(GamaGame[PirateParams]):
         aboard = sorted(round.players, key=lambda player: player.index)
         proposer, voters = aboard[0], aboard[1:]
         gold = self.params.gold
-        if not voters:
-            round.pay(proposer, gold)
-            round.record(**pirate_round([gold], ["accept"]))
-            return round.end("one pirate left")
         names = tuple(self.player_name(player.index) for player in aboard)
         plan = await round.ask(proposer, Split(len(aboard), gold, labels=names), "Round {round}: you propose. How "
                                "many golds does each pirate aboard get?", move="propose")

@@ -55,6 +55,7 @@ from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
 from ...scheduler import Encounter, GroupPairing, Pairing
+from ...views import Chart, Mark, Series, Stat, Views, percent
 from . import parser, prompts
 from .codec import CommonsCodec
 from .grammars import answer_options
@@ -393,15 +394,110 @@ class CommonsReadout(Readout[CommonsState]):
                     "condition": self.game.condition(), "framework_model": labels[state.framework]}
         return summary
 
+    def metrics_now(self, model: PopulationModel[CommonsState]) -> dict[str, Any]:
+        """GovSim's metrics of the months so far (`run_metrics`; a run not ended is truncated)."""
+        state, params = model.state, self.game.params
+        return run_metrics(state.history, horizon=params.horizon, villagers=state.villagers,
+                           initial_sustainable=params.sustainable_catch(params.initial_stock),
+                           names=dict(enumerate(state.names)), ended=state.finished is not None)
+
+    def months_done(self, model: PopulationModel[CommonsState]) -> float:
+        """Months over: the finished ones, the month under way counted by its step."""
+        state = model.state
+        if state.finished is not None:
+            return float(len(state.history))
+        return float(state.month - 1) + PHASE_SHARE.get(state.phase, 0.5)
+
+    def state_words(self, model: PopulationModel[CommonsState], metrics: Mapping[str, Any]) -> str:
+        state, horizon = model.state, self.game.params.horizon
+        if metrics["collapse_month"] is not None:
+            return f"collapsed in month {metrics['collapse_month']} of {horizon}"
+        if state.finished is not None:
+            return f"survived all {len(state.history)} months"
+        return f"month {state.month} of {horizon}: {PHASE_WORDS.get(state.phase, state.phase)}"
+
+    def views(self, model: PopulationModel[CommonsState], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """What GovSim's paper and dashboard plot, by month: the stock at each month's start and
+        after its harvest (across runs: every run's line), each villager's catch, the agreed
+        limit, the collapse marked; survived or collapsed and when; the five metrics."""
+        state, params, words = model.state, self.game.params, self.game.words
+        history = state.history
+        metrics = self.metrics_now(model)
+        collapse = metrics["collapse_month"]
+        marks = () if collapse is None else (Mark(at=float(collapse), label=f"collapse, month {collapse}"),)
+        start = Series(name="stock at the month's start", points=tuple((float(r.month), float(r.stock_before)) for r in history))
+        after = Series(name="after the harvest", points=tuple((float(r.month), float(r.stock_after))
+                                                             for r in history if r.harvested))
+        names = dict(enumerate(state.names))
+        catches = tuple(Series(name=names[index], points=tuple((float(r.month), float(r.caught.get(index, 0)))
+                                                               for r in history if r.harvested))
+                        for index in state.villagers)
+        limits = Series(name="agreed limit", points=tuple((float(r.month), float(r.limit)) for r in history
+                                                          if r.limit is not None))
+        thresholds = Series(name="sustainable per person", reference=True,
+                            points=tuple((float(r.month), float(r.threshold)) for r in history))
+        charts = (
+            Chart(key="stock", title=f"stock ({words.stock_unit})", y_label=words.stock_unit, y_min=0,
+                  y_max=float(params.capacity), series=(start, after), marks=marks, across="lines",
+                  levels=(Mark(at=float(params.collapse_below), label=f"collapse below {params.collapse_below}"),)),
+            Chart(key="harvest", title=f"harvest per villager ({words.unit})", y_label=words.unit, y_min=0,
+                  series=catches + (thresholds,), marks=marks, note="what each got after allocation; "
+                  "the sustainable catch per person for comparison"),
+            Chart(key="limit", title=f"agreed limit per person ({words.unit})", y_label=words.unit, y_min=0,
+                  series=(limits, thresholds), marks=marks,
+                  note="read from each month's discussion" if params.communication else "no discussion in this condition"),
+        )
+        over = metrics["over_usage"]
+        stats = (
+            Stat(label="survival", value=float(metrics["survival_months"]),
+                 text=("collapsed in month " + str(collapse)) if collapse is not None else
+                 f"{metrics['survival_months']} of {params.horizon} months" + ("" if state.finished else " so far")),
+            Stat(label="gain", value=float(metrics["gain"]), text=f"{metrics['gain']:g} {words.unit} per villager"),
+            Stat(label="efficiency", value=metrics["efficiency"], text=percent(metrics["efficiency"])),
+            Stat(label="equality", value=metrics["equality"], text=percent(metrics["equality"])),
+            Stat(label="over-usage", value=over, text=percent(over)),
+        )
+        periods: dict[int, list[int]] = {}
+        for round_, line in rounds.items():
+            month = line.get("month")
+            if isinstance(month, int):
+                periods.setdefault(month, []).append(round_)
+        return Views(unit="month", done=self.months_done(model), total=float(params.horizon),
+                     state=self.state_words(model, metrics), group=self.game.condition(), charts=charts, stats=stats,
+                     periods=tuple((float(month), min(found), max(found)) for month, found in sorted(periods.items())))
+
+    def model_series(self, model: PopulationModel[CommonsState]) -> dict[str, float | str | None]:
+        """Per step (a step of a month): the month, the stock, the last agreed limit, the last
+        month's total catch, and GovSim's metrics so far."""
+        state = model.state
+        metrics = self.metrics_now(model)
+        limits = [record.limit for record in state.history if record.limit is not None]
+        harvested = [record for record in state.history if record.harvested]
+        nan = float("nan")  # (not None: a column keeps its float dtype)
+        return {"month": float(state.month), "stock": float(state.stock),
+                "collapsed": float(metrics["collapse_month"] is not None),
+                "agreed_limit": float(limits[-1]) if limits else nan,
+                "harvest": float(sum(harvested[-1].caught.values())) if harvested else nan,
+                "survival_months": float(metrics["survival_months"]), "gain": float(metrics["gain"]),
+                "efficiency": float(metrics["efficiency"]), "equality": float(metrics["equality"]),
+                "over_usage": nan if metrics["over_usage"] is None else float(metrics["over_usage"])}
+
     def live_figures(self, model: PopulationModel[CommonsState]) -> LiveFigures:
         state = model.state
         limits = [record.limit for record in state.history if record.limit is not None]
         return LiveFigures(lines=(
-            ("month", f"{state.month} of {self.game.params.horizon}, {state.phase}"),
+            ("month", f"{len(state.history)} of {self.game.params.horizon}, over" if state.finished else
+                      f"{state.month} of {self.game.params.horizon}, {PHASE_WORDS.get(state.phase, state.phase)}"),
             ("stock", f"{state.stock} of {self.game.params.capacity} {self.game.words.stock_unit}"
              + (" (collapsed)" if state.history and state.current.collapsed else "")),
             ("agreed limit", f"{limits[-1]} {self.game.words.unit} per person" if limits else "none yet"),
         ))
+
+
+# A month's steps in plain words, and how far through the month each is.
+PHASE_WORDS = {"harvest": "harvesting", "utterance": "discussing", "limit": "agreeing a limit",
+               "reflection": "reflecting", "importance": "rating memories"}
+PHASE_SHARE = {"harvest": 0.0, "utterance": 0.35, "limit": 0.6, "reflection": 0.75, "importance": 0.9}
 
 
 def allocate(wanted: dict[int, int], stock: int, rng: random.Random) -> dict[int, int]:

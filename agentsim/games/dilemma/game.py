@@ -1,122 +1,115 @@
-"""The rules: a population of LLM agents plays the repeated Prisoner's Dilemma with public
-reputations, every round in a fresh random matching (pairs of strangers who know each other
-only by reputation: indirect reciprocity, not the two-player iterated game).
+"""The repeated Prisoner's Dilemma with public reputations, on the game layer (agentsim.gamekit):
+indirect reciprocity in the image-scoring set-up (Nowak and Sigmund 1998) with the prompts of
+the LLM iterated-dilemma studies (Akata et al. 2023; Fontana et al. 2024). Every round a fresh
+random matching (`group_size=2`); each player sees its partner's public reputation (C in how
+many of its last k moves), read from the moves every player keeps (`Round.keep`), and its own
+last rounds, and answers C or D; payoffs T > R > P > S (5/3/1/0). Its score is the run's
+cooperation rate (the share of C among the choices; fallbacks left out).
 
-Each agent's state is its own memory of `Play`s (its move, its partner's, its payoff); its
-reputation is read from that memory by its partner's prompt when they meet, so no agent reads
-any state but its own encounter's. The prompt, the reading of replies and the store's encoding
-are the codec's (codec.py), which the game gives its LLM policies.
+The stand-in is image scoring's discriminator: cooperate with a partner whose reputation is at
+least `threshold` (with a newcomer when `trusting`), then play the other move with probability
+`noise`; its dice come from each call's seed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import cached_property
-from typing import Any, ClassVar
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from ...agents import PopulationAgent, ask_together
-from ...figures import LiveFigures
-from ...model import PopulationModel
-from ...parts import Readout, StandInPart
-from ...policies import LLMPolicy
-from ...records import Decision, EncounterRecord, Move
-from ...scenario import Scenario
-from ...scheduler import Encounter, RoundPairing
-from .codec import DilemmaCodec
-from .metrics import DilemmaFigures, DilemmaMetrics
-from .params import COOPERATE, DilemmaParams, DilemmaStandInSettings
-from .situation import DilemmaView, Play
-from .standin import DilemmaStandIn
+from ...gamekit import Ask, Game, GameParams, KitStandInSettings, Options, Player, Round
+from ...params import require
+
+COOPERATE, DEFECT = "C", "D"
+MOVE = Options(COOPERATE, DEFECT)
 
 
-class PrisonersDilemma(Scenario[DilemmaParams, DilemmaView, None]):
+@dataclass(frozen=True, kw_only=True)
+class DilemmaParams(GameParams):
+    agents: int = 16
+    max_rounds: int = 20
+    group_size: int = 2  # a fresh random matching every round
+    history_rounds: int = 3  # the player's own last rounds its prompt shows
+    reputation_window: int = 5  # k: the moves a reputation is taken over
+    temptation: int = 5
+    reward: int = 3
+    punishment: int = 1
+    sucker: int = 0
+    max_tokens: int = 8
+
+    def validate(self) -> None:
+        super().validate()
+        require(self.group_size == 2, f"the dilemma is played in pairs: group_size must be 2 (got {self.group_size})")
+        require(self.reputation_window >= 1, f"reputation_window must be >= 1 (got {self.reputation_window})")
+        require(self.temptation > self.reward > self.punishment > self.sucker,
+                f"a Prisoner's Dilemma needs temptation > reward > punishment > sucker (got {self.temptation}, "
+                f"{self.reward}, {self.punishment}, {self.sucker})")
+        require(2 * self.reward > self.temptation + self.sucker,
+                f"mutual cooperation must pay more than taking turns to exploit: 2*reward > temptation + sucker "
+                f"(got 2*{self.reward} <= {self.temptation} + {self.sucker})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DilemmaStandInSettings(KitStandInSettings):
+    """The stand-in's rule; `--set standin.noise=0.2`."""
+
+    threshold: float = 0.5  # cooperate with a partner whose reputation is at least this
+    trusting: bool = True  # cooperate with a partner who has no record yet
+    noise: float = 0.1  # the chance of playing the other move (a tremble)
+
+    def validate(self) -> None:
+        super().validate()
+        self.require_rates("threshold", "noise")
+
+
+class PrisonersDilemma(Game[DilemmaParams]):
     name = "prisoners_dilemma"
     Params = DilemmaParams
     standin: DilemmaStandInSettings = DilemmaStandInSettings()
-    summary_dtypes: ClassVar[Mapping[str, str]] = {
-        "cooperation_rate": "Float64", "final_round_cooperation_rate": "Float64", "mean_payoff": "Float64",
-        "cooperation_by_model.*": "Float64", "mean_payoff_by_model.*": "Float64", "fallback_moves": "Int64",
-    }
+    rules = ("You are a player in a repeated game with {agents} players. Every round you are paired with a randomly "
+             "chosen other player. You and your partner each choose, at the same time and without seeing the other's "
+             "choice, one of two actions: C (cooperate) or D (defect).\n\nPoints per round:\n"
+             "- both choose C: you get {reward}, your partner gets {reward}\n"
+             "- you choose C, your partner D: you get {sucker}, your partner gets {temptation}\n"
+             "- you choose D, your partner C: you get {temptation}, your partner gets {sucker}\n"
+             "- both choose D: you get {punishment}, your partner gets {punishment}\n\n"
+             "Every player's reputation is public: how many of their last {reputation_window} moves were C. Other "
+             "players see yours the same way. Your goal is to earn as many points as possible over all rounds.")
+    question = "Round {round}. Your partner's reputation: {reputation}. Which action do you choose, C or D?"
 
-    @cached_property
-    def codec(self) -> DilemmaCodec:
-        """The prompt, the reading of replies and the store's encoding (codec.py)."""
-        return DilemmaCodec(self.params)
+    async def play_round(self, round: Round) -> None:
+        first, second = round.players
+        await asyncio.gather(self.ask(round, first, second), self.ask(round, second, first))
+        for player, partner in ((first, second), (second, first)):
+            mine, theirs = round.choices[player], round.choices[partner]
+            round.pay(player, self.payoff(mine, theirs))
+            round.tell(player, f"Your partner chose {theirs}.")
+            record = (player.private.get("record", "") + mine)[-self.params.reputation_window:]
+            round.keep(player, record=record)  # public: its partners read it as its reputation
+        chosen = list(round.choices.values())
+        round.record(cooperated=chosen.count(COOPERATE), mutual=chosen == [COOPERATE, COOPERATE])
 
-    # --- the run ---------------------------------------------------------------------------
-    def build_population(self, model: PopulationModel) -> None:
+    async def ask(self, round: Round, player: Player, partner: Player) -> None:
+        record = partner.private.get("record", "")
+        reputation = (f"C in {record.count(COOPERATE)} of their last {len(record)} moves" if record else
+                      "no moves yet (this is their first round)")
+        await round.ask(player, MOVE, reputation=reputation, partner_record=record)
+
+    def payoff(self, mine: str, theirs: str) -> int:
         params = self.params
-        for index in range(params.agents):
-            policy = LLMPolicy(model.backend_for(index), params.sampling(), self.codec, max_reasks=params.max_reasks)
-            PopulationAgent(model, policy, memory_length=params.memory_length())
+        if mine == COOPERATE:
+            return params.reward if theirs == COOPERATE else params.sucker
+        return params.temptation if theirs == COOPERATE else params.punishment
 
-    def pairing(self, model: PopulationModel) -> RoundPairing:
-        return RoundPairing()  # a random matching of the whole population each round
+    def standin_choice(self, ask: Ask, rng: random.Random) -> str:
+        """Image scoring's discriminator with a tremble (the settings above)."""
+        settings, record = self.standin, ask.fact("partner_record")
+        cooperate = record.count(COOPERATE) / len(record) >= settings.threshold if record else settings.trusting
+        return COOPERATE if cooperate != (rng.random() < settings.noise) else DEFECT
 
-    def start(self, model: PopulationModel, encounter: Encounter) -> tuple[DilemmaView, DilemmaView]:
-        """Each player's view: its own last rounds and its partner's last moves."""
-        first, second = encounter.agents
-        return self._view(encounter, first, second), self._view(encounter, second, first)
-
-    def _view(self, encounter: Encounter, player: PopulationAgent, partner: PopulationAgent) -> DilemmaView:
-        params = self.params
-        own: list[Play] = list(player.memory)
-        record = [play.own for play in partner.memory][-params.reputation_window:]
-        history = own[-params.history_length:] if params.history_length else []
-        return DilemmaView(encounter.round + 1, tuple(history), tuple(record))
-
-    async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = await ask_together(encounter.agents, encounter.views)
-        return first, second
-
-    def resolve(self, model: PopulationModel, encounter: Encounter, decisions: tuple[Decision, Decision]) -> EncounterRecord:
-        (first, second), (first_decision, second_decision) = encounter.agents, decisions
-        first_move, second_move = _move(first_decision), _move(second_decision)
-        first_payoff = self.params.payoff(first_move, second_move)
-        second_payoff = self.params.payoff(second_move, first_move)
-        first.memory.append(Play(first_move, second_move, first_payoff))
-        second.memory.append(Play(second_move, first_move, second_payoff))
-        return EncounterRecord(
-            encounter.t, encounter.round, int(first_move == COOPERATE) + int(second_move == COOPERATE),
-            [Move(first.index, first_move, first_payoff, first_decision.fell_back),
-             Move(second.index, second_move, second_payoff, second_decision.fell_back)],
-            first_decision.calls + second_decision.calls,
-        )
-
-    def new_metrics(self, model: PopulationModel) -> DilemmaMetrics:
-        return DilemmaMetrics(models={agent.index: agent.policy.label for agent in model.agents})
-
-    def readout(self) -> DilemmaReadout:
-        return DilemmaReadout()
-
-    # --- the stand-in ----------------------------------------------------------------------
-    def standin_part(self) -> StandInPart:
-        return StandInPart(rules=[DilemmaStandIn(self.standin)],
-                           ignores=("temptation", "reward", "punishment", "sucker", "temperature", "max_tokens",
-                                    "history_length"))
-
-
-class DilemmaReadout(Readout[None]):
-    """What a dilemma run shows: its cooperation and payoffs, overall and per model."""
-
-    def run_summary(self, model: PopulationModel[None]) -> dict[str, Any]:
-        metrics: DilemmaMetrics = model.metrics
-        rates = metrics.cooperation_history
-        return {
-            "cooperation_rate": metrics.total.cooperation_rate,
-            "final_round_cooperation_rate": rates[-1] if rates else None,
-            "mean_payoff": metrics.total.mean_payoff,
-            "cooperation_by_model": {label: tally.cooperation_rate for label, tally in sorted(metrics.by_model.items())},
-            "mean_payoff_by_model": {label: tally.mean_payoff for label, tally in sorted(metrics.by_model.items())},
-            "fallback_moves": metrics.total.fallbacks,
-        }
-
-    def live_figures(self, model: PopulationModel[None]) -> LiveFigures:
-        return DilemmaFigures.of(model.metrics).as_live()
-
-
-def _move(decision: Decision) -> str:
-    """A decision's move: a reply's, or the codec's recorded fallback (which always names one)."""
-    if decision.action is None:
-        raise RuntimeError("a dilemma decision without a move: the fallback always names C or D")
-    return decision.action
+    def score(self, rounds: Sequence[Mapping[str, Any]]) -> float | None:
+        """The run's cooperation rate: the share of C among its choices (fallbacks left out)."""
+        chosen = [move[3] for line in rounds for group in line["groups"] for move in group["moves"] if not move[4]]
+        return chosen.count(COOPERATE) / len(chosen) if chosen else None

@@ -14,6 +14,7 @@ Subclasses (`DonorGame`, `StagHunt`) say what a game round asks and how it resol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -22,6 +23,7 @@ from ...parts import Readout, StandInPart
 from ...policies import LLMPolicy
 from ...records import Decision, EncounterRecord, Move
 from ...scenario import Scenario
+from ...views import Chart, Series, Stat, Texts, Views, percent
 from . import prompts
 from .codec import EvolutionCodec
 from .metrics import EvolutionMetrics
@@ -239,18 +241,97 @@ class EvolutionReadout(Readout[RunState]):
                 "rounds_per_game": game.params.rounds, "games_per_generation": game.params.games,
                 "generations": metrics.summary()}
 
+    def views(self, model: PopulationModel[RunState], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """The papers' figures by generation: the resources agents end a generation with (the
+        mean final payoff, with the range over agents), how much donors give (the Donor game)
+        or how often agents hunt stag, and the strategies of the last generation, best first.
+        A click on a generation opens its calls: strategies, advice and every game round."""
+        metrics: EvolutionMetrics = model.metrics
+        game, params = self.game, self.game.params
+        closed = metrics.generations
+        resources = Series(
+            name="mean final payoff",
+            points=tuple((float(record["generation"]), float(record["mean_payoff"])) for record in closed),
+            band=tuple((float(record["generation"]), float(min(record["payoffs"].values())),
+                        float(max(record["payoffs"].values()))) for record in closed if record["payoffs"]))
+        charts = [Chart(key="resources", title="resources per generation (final payoff)", y_label="payoff",
+                        series=(resources,), across="mean", note="line: the mean; band: lowest to highest agent")]
+        giving = "donation_fraction" if game.name.startswith("donor") else "cooperation_rate"
+        title = "share of resources donated" if giving == "donation_fraction" else "stag hunts per choice"
+        charts.append(Chart(key="giving", title=f"{title} per generation", y_label="share", percent=True, y_min=0, y_max=1,
+                            across="mean", series=(Series(name=title, points=tuple(
+                                (float(record["generation"]), float(record[giving])) for record in closed
+                                if record.get(giving) is not None)),), note="fallbacks left out"))
+        round_ = min(model.rounds_done, len(game.schedule) - 1)
+        phase = game.phase(round_)
+        done = sum(1 for entry in game.schedule[:model.rounds_done] if entry.generation == phase.generation)
+        in_generation = sum(1 for entry in game.schedule if entry.generation == phase.generation)
+        finished = model.rounds_done >= len(game.schedule) or model.stop_reason is not None
+        last = closed[-1] if closed else None
+        stats = [Stat(label="generation", value=float(phase.generation), text=f"{phase.generation} of {params.generations}")]
+        if last is not None:
+            stats.append(Stat(label="mean payoff", value=float(last["mean_payoff"]),
+                              text=f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
+            share = last.get(giving)
+            stats.append(Stat(label=title, value=share, text=percent(share)))
+        if giving == "donation_fraction" and metrics.donations and not finished:
+            share = metrics.donated / metrics.donations
+            stats.append(Stat(label="donated this generation", value=share, text=f"{share:.0%} so far"))
+        texts = []
+        rosters = [line for _, line in sorted(rounds.items()) if isinstance(line.get("roster"), list)]
+        if rosters:
+            roster = sorted(rosters[-1]["roster"], key=lambda entry: -float(entry.get("score") or 0))
+            texts.append(Texts(title=f"generation {rosters[-1].get('generation')}'s strategies, best first", rows=tuple(
+                (f"{entry.get('name')} ({float(entry.get('score') or 0):.2f}{', survived' if entry.get('survived') else ''})",
+                 short(str(entry.get("strategy") or "")))
+                for entry in roster[:SHOWN_STRATEGIES])))
+        periods: dict[int, list[int]] = {}
+        for index, entry in enumerate(game.schedule):
+            periods.setdefault(entry.generation, []).append(index)
+        doing = f"game {phase.game + 1}, round {phase.round + 1}" if phase.kind == "play" else PHASE_WORDS.get(phase.kind, phase.kind)
+        return Views(unit="generation", total=float(params.generations),
+                     done=float(len(closed)) if finished else phase.generation - 1 + done / max(in_generation, 1),
+                     state=(f"{len(closed)} generations done" if finished else
+                            f"generation {phase.generation} of {params.generations}: {doing}"),
+                     group=CONDITION_LABELS[params.condition], charts=tuple(charts), stats=tuple(stats), texts=tuple(texts),
+                     periods=tuple((float(generation), found[0], found[-1]) for generation, found in sorted(periods.items())))
+
+    def model_series(self, model: PopulationModel[RunState]) -> dict[str, float | str | None]:
+        """Per step: the generation under way, and the last finished generation's mean payoff,
+        donation fraction (Donor game) and stag-hunt rate (Stag Hunt)."""
+        metrics: EvolutionMetrics = model.metrics
+        game = self.game
+        last = metrics.generations[-1] if metrics.generations else {}
+
+        def number(key: str) -> float:  # NaN, not None, where there is none yet: a column keeps its float dtype
+            value = last.get(key)
+            return float("nan") if value is None else float(value)
+
+        return {"generation": float(game.phase(min(model.rounds_done, len(game.schedule) - 1)).generation),
+                "mean_payoff": number("mean_payoff"), "donation_fraction": number("donation_fraction"),
+                "cooperation_rate": number("cooperation_rate")}
+
     def live_figures(self, model: PopulationModel[RunState]) -> LiveFigures:
         metrics: EvolutionMetrics = model.metrics
         game = self.game  # the run's variant: the readout is made from `model.scenario`
         round_ = min(model.rounds_done, len(game.schedule) - 1)
         phase = game.phase(round_)
-        doing = f"game {phase.game + 1}, round {phase.round + 1}" if phase.kind == "play" else phase.kind
+        doing = f"game {phase.game + 1}, round {phase.round + 1}" if phase.kind == "play" else PHASE_WORDS.get(phase.kind, phase.kind)
         lines = [("condition", CONDITION_LABELS[game.params.condition]),
                  ("generation", f"{phase.generation} of {game.params.generations}: {doing}")]
         if metrics.generations:
             last = metrics.generations[-1]
             lines.append(("mean payoff", f"{last['mean_payoff']:.2f} (generation {last['generation']})"))
         return LiveFigures(lines=tuple(lines))
+
+
+SHOWN_STRATEGIES = 6  # a generation's strategies shown on the page, best first
+PHASE_WORDS = {"strategy": "writing strategies", "elicit": "writing norms", "inherit": "reading the survivors' advice",
+               "mutate_strategy": "mutating strategies", "revise": "revising norms", "mutate": "mutating norms"}
+
+
+def short(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def advice_block(advice: list[tuple[str, float, str]], *, with_scores: bool) -> str:

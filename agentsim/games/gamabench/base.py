@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from ...gamekit import Game, GameParams, Round
+from ...gamekit.engine import GameEngine, engine_class
 from ...llm.base import Sampling
 from ...params import require
+from ...scenario import Scenario
 from . import exact
 from .checkout import Checkout
 from .codec import GamaCodec
@@ -85,6 +87,21 @@ class GamaParams(GameParams):
 
 
 P = TypeVar("P", bound=GamaParams)
+RECORDED = "agentsim.games.gamabench.recorded.RecordedGamaGame"
+_ENGINES: dict[type[Game[Any]], type[GameEngine]] = {}
+
+
+def gama_engine_class(game_class: type[Game[Any]]) -> type[GameEngine]:
+    """The layer's engine class of a GAMA-Bench game class, with GAMA-Bench's codec: one per game
+    class, made once (as the layer's own `engine_class`)."""
+    made = _ENGINES.get(game_class)
+    if made is None:
+        base = engine_class(game_class)
+        made = _ENGINES[game_class] = type(base.__name__, (base,), {
+            "__module__": __name__, "__qualname__": base.__qualname__,
+            "codec": cached_property(lambda self: GamaCodec()),
+            "describe": lambda self: {"name": self.name, "class": RECORDED}})
+    return made
 
 
 class GamaGame(Game[P]):
@@ -103,13 +120,11 @@ class GamaGame(Game[P]):
         """GAMA-Bench-exact: the runner's request carries its own answer format, and nothing follows it."""
         return not self.params.exact
 
-    @cached_property
-    def codec(self) -> GamaCodec:
-        return GamaCodec()
-
-    def describe(self) -> dict[str, Any]:
-        """Runs record `RecordedGamaGame`: the layer's reading of the store with GAMA-Bench's codec."""
-        return {"name": self.name, "class": "agentsim.games.gamabench.recorded.RecordedGamaGame"}
+    @classmethod
+    def __scenario_class__(cls) -> type[Scenario[Any, Any, Any]]:
+        """The layer's engine for this game, reading calls with GAMA-Bench's codec (exact mode's
+        conversation) and recording `RecordedGamaGame` as the runs' class."""
+        return gama_engine_class(cls)
 
     @cached_property
     def checkout(self) -> Checkout:

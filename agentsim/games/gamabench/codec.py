@@ -43,4 +43,4 @@ class GamaCodec(KitCodec):
         choice = answer_from_spec(spec) if spec.get("kind") == RunnerAnswer.kind else choice_from_spec(spec)
         return Ask(data["g"], data["m"], int(data["r"]), data["p"], choice, data["s"], data["q"],
                    tuple((str(question), str(reply)) for question, reply in data["t"]),
-                   tuple((str(key), value) for key, value in data["f"]))
+                   tuple((str(key), value) for key, value in data["f"]), int(data.get("n", 0)))

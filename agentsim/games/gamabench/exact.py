@@ -190,9 +190,9 @@ async def ask(game: GamaGame[Any], round_: Round, player: Player, request: str, 
                             **{STRUCTURE: structure_of(game)}, **fields)
 
 
-def attempts(round_: Round, player: Player) -> int:
-    asked = round_.asked.get(player.index)
-    return len(asked.decision.calls) if asked is not None else 0
+def asked_of(round_: Round, player: Player) -> list[Any]:
+    """The player's asks this round, in the order asked."""
+    return [asked for asked in round_.in_order() if asked.player.index == player.index]
 
 
 def tell(game: GamaGame[Any], round_: Round, reports: Mapping[Player, Sequence[str | list[str]]],
@@ -204,9 +204,8 @@ def tell(game: GamaGame[Any], round_: Round, reports: Mapping[Player, Sequence[s
     keep = KEEP_ROUNDS.get(game.game, 20)
     for player in round_.players:
         turns = turns_of(player)
-        asked = round_.asked.get(player.index)
-        if gemini and asked is not None:
-            for _ in range(attempts(round_, player)):
+        for asked in asked_of(round_, player) if gemini else ():
+            for _ in asked.decision.calls:  # the runner keeps every attempt's request
                 _add_user(turns, asked.ask.prompt)
         for report in reports.get(player, ()):
             parts = [report] if isinstance(report, str) else report

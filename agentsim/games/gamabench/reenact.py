@@ -41,8 +41,10 @@ from typing import Any
 
 from ...analysis.recorded import find_experiments
 from ...errors import UserError
+from ...gamekit import KitState
 from ...llm.base import Completion, Request
 from ...model import BackendShare, PopulationModel
+from ...scenario import as_scenario
 from ...scenario_files import load_scenario
 from . import SCENARIO_PREFIX
 from .base import GamaGame
@@ -163,10 +165,11 @@ def scenario_for(run: RawRun, checkout: Checkout, scenarios: Path, role: int | N
         raise UserError(f"no scenario file '{path}'; give the folder of agentsim's GAMA-Bench games: --scenarios "
                         f"AGENTSIM/scenarios/gamabench")
     scenario, _ = load_scenario(path)
-    if not isinstance(scenario, GamaGame):
+    game = getattr(scenario, "game", scenario)  # the layer's engine wraps the game the file writes
+    if not isinstance(game, GamaGame):
         raise UserError(f"'{path}' defines no GAMA-Bench game")
     meta = run.meta
-    params = type(scenario).Params
+    params = type(game).Params
     values = {key: meta[key] for key in PARAMETERS[run.base] if key in meta and key in params.field_names()}
     condition = CONDITION.match(run.condition or "")
     rounds = len(run.records)
@@ -183,11 +186,12 @@ def scenario_for(run: RawRun, checkout: Checkout, scenarios: Path, role: int | N
         settings["role"] = role
     if run.base == "sealed_bid_auction" and isinstance(meta.get("seed"), int):
         settings["auction_seed"] = meta["seed"] - rounds  # saved after counting up once a round
-    game = type(scenario)
+    game_class: type[GamaGame[Any]] = type(game)
     if run.base == "battle_royale":  # the runner's dice are not seeded: the file's
         outs = [bool(record.get("out")) for record in run.records]
-        game = type(game.__name__, (game,), {"shot_hits": lambda self, number, shooter, rate, rng: outs[number - 1]})
-    return game(**settings)
+        game_class = type(game_class.__name__, (game_class,),
+                          {"shot_hits": lambda self, number, shooter, rate, rng: outs[number - 1]})
+    return game_class(**settings)
 
 
 class Reenacted(Exception):
@@ -311,7 +315,9 @@ def _turns(prompt: list[Any]) -> list[list[Any]]:
 def reenact_run(run: RawRun, checkout: Checkout, scenarios: Path, role: int | None = None) -> RunResult:
     scenario = scenario_for(run, checkout, scenarios, role)
     answers = FileAnswers(run)
-    model = PopulationModel(scenario, seed=0, backends=[BackendShare(answers)])
+    engine = as_scenario(scenario)
+    assert engine is not None, "a GAMA-Bench game has the layer's engine"
+    model: PopulationModel[KitState] = PopulationModel(engine, seed=0, backends=[BackendShare(answers)])
 
     async def play() -> None:
         while model.running:
@@ -454,7 +460,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _compare_last_reports(run: RawRun, scenario: GamaGame[Any], model: PopulationModel, replies: list[Reply]) -> None:
+def _compare_last_reports(run: RawRun, scenario: GamaGame[Any], model: PopulationModel[KitState],
+                          replies: list[Reply]) -> None:
     """Each player's conversation at the end (so the last round's report too) against the
     file's, on its last reply."""
     last: dict[int, Reply] = {}

@@ -11,11 +11,12 @@ and `scenario_file`.)
 
 from __future__ import annotations
 
-from ...gamekit.game import Game, GameParams
+from ...gamekit.engine import GameEngine
+from ...gamekit.game import Game
 
 
-class RecordedGame(Game[GameParams]):
-    """A layer game's runs as the store keeps them: the layer's codec over the recorded calls."""
+class RecordedGame(GameEngine):
+    """A layer game's runs as the store keeps them: the engine around a bare `Game`, whose
+    codec reads the recorded calls."""
 
-    name = "game"
-    Params = GameParams
+    game_class = Game

@@ -61,7 +61,7 @@ def summary_rows(experiment: RecordedExperiment) -> list[list[Any]]:
     in which the player chose, and each move's mean choice."""
     rows = []
     for model in [None, *models_of(experiment)]:
-        asked = choices = fallbacks = 0
+        asked = choices = fallbacks = chose = 0
         payoff = 0.0
         means: dict[str, list[float]] = defaultdict(list)
         for entries in experiment.round_stats.values():
@@ -71,12 +71,13 @@ def summary_rows(experiment: RecordedExperiment) -> list[list[Any]]:
                 choices += tally.get("choices", 0)
                 fallbacks += tally.get("fallbacks", 0)
                 payoff += tally.get("chosen_payoff", 0) or 0
+                chose += tally.get("chosen_players", tally.get("choices", 0))  # (lines before it: a move per player-round)
                 for move, entry in (tally.get("moves") or {}).items():
                     if entry.get("mean") is not None:
                         means[move].extend([float(entry["mean"])] * int(entry.get("choices", 0)))
         shown = "; ".join(f"{move} {np.mean(values):.3g}" for move, values in means.items() if values)
         rows.append([experiment.label, model or "all", len(experiment.runs), asked, choices, fallbacks,
-                     round(payoff / choices, 4) if choices else None, shown])
+                     round(payoff / chose, 4) if chose else None, shown])
     return rows
 
 

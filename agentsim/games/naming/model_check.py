@@ -47,7 +47,6 @@ from ...llm.health import HealthPolicy
 from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend, parse_spec
 from ...llm.stack import layer
-from ...llm.standin import NAME as STAND_IN
 from ...llm.standin import StandInModel
 from ...seeding import derive_seed
 from . import NamingGame, NamingSituation, question_messages, questions_for, score
@@ -343,7 +342,7 @@ def _sampled_beside_exact(chosen: int, total: int, exact: float, low: float, hig
 
 
 def check_model(check: ModelCheck) -> CheckReport:
-    if parse_spec(check.backend).provider == STAND_IN:
+    if parse_spec(check.backend).provider_info.stand_in:
         raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
                         "settings say): give a model with --backend, e.g. --backend local:smollm2")
     if check.batch:

@@ -17,7 +17,8 @@ Works for any NamingGame subclass's agents; `agentsim.analysis.networks` draws t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 import networkx as nx
@@ -26,6 +27,7 @@ from ...model import PopulationModel
 from ...params import require
 from ...scheduler import Pairing, RoundPairing, SequentialPairing
 from ...topology import Topology
+from ...views import Stat, Views
 from .game import NamingGame, NamingParams
 from .metrics import ConventionMetrics
 from .readout import NamingReadout
@@ -146,3 +148,27 @@ class NetworkReadout(NamingReadout):
             "clustering": round(nx.average_clustering(graph), 4),
             "agreement_round": metrics.agreement_round,
         }
+
+    def views(self, model: PopulationModel[None], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """The naming game's views, compared by topology (the run's `group`), with the graph's
+        family, mean degree and the round its agents agreed (the paper's convergence time)."""
+        metrics: NetworkMetrics = model.metrics
+        graph: nx.Graph = model.graph
+        topology = self.game.topology_of(model)
+        degree = 2 * graph.number_of_edges() / max(graph.number_of_nodes(), 1)
+        agreed = metrics.agreement_round
+        stats = (Stat(label="topology", value=None, text=topology),
+                 Stat(label="mean degree", value=degree, text=f"{degree:.1f}"),
+                 Stat(label="agreement round", value=None if agreed is None else float(agreed),
+                      text="not yet" if agreed is None else str(agreed)))
+        shown = super().views(model, rounds)
+        kept = tuple(stat for stat in shown.stats if stat.label != "consensus round")  # this study's criterion is agreement
+        return replace(shown, group=topology, stats=stats + kept,
+                       state=f"agreed at round {agreed}" if agreed is not None else shown.state)
+
+    def model_series(self, model: PopulationModel[None]) -> dict[str, float | str | None]:
+        """The naming game's series, with the run's topology and the round its agents agreed."""
+        metrics: NetworkMetrics = model.metrics
+        return super().model_series(model) | {
+            "topology": self.game.topology_of(model),
+            "agreement_round": float("nan") if metrics.agreement_round is None else float(metrics.agreement_round)}

@@ -4,10 +4,12 @@ model series and the run's summary, all read from its `ConventionMetrics`. Varia
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...figures import LiveFigures
 from ...parts import Readout
+from ...views import Chart, Mark, Series, Stat, Views, percent, shares_chart
 from .metrics import ConventionMetrics
 
 if TYPE_CHECKING:
@@ -65,6 +67,57 @@ class NamingReadout(Readout[None]):
             series["alternative_share"] = metrics.alternative_share()
         return series
 
+    def views(self, model: PopulationModel[None], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """Fig. 1 and Fig. 3 of the paper, over the whole run: each name's share of every
+        round's choices, the success rate per round and, with a committed minority, the
+        alternative's share among the non-committed agents' choices, the flip marked; each
+        also as the mean across runs with its band. x is the population round, as
+        `transcript --round` numbers it."""
+        metrics: ConventionMetrics = model.metrics
+        ordered = sorted(rounds.items())
+        limit = model.scenario.max_rounds()
+        charts = [shares_chart(productions(ordered), self.game.names,
+                               note="committed agents' plays included" if metrics.committed else ""),
+                  Chart(key="success", title="success rate per round", y_label="success", percent=True, y_min=0, y_max=1,
+                        across="mean", series=(Series(name="success", points=tuple(
+                            (float(round_), float(line["success_rate"])) for round_, line in ordered
+                            if line.get("success_rate") is not None)),))]
+        stats = [Stat(label="agreement", value=metrics.agreement, text=percent(metrics.agreement)),
+                 Stat(label="success", value=metrics.success_rate, text=percent(metrics.success_rate)),
+                 Stat(label="consensus round", value=None if metrics.consensus is None else metrics.consensus.round,
+                      text="not yet" if metrics.consensus is None else f"{metrics.consensus.round} ({metrics.consensus.name})")]
+        if metrics.alternative is not None:
+            flip = metrics.flip
+            charts.append(Chart(
+                key="alternative", title=f"{metrics.alternative}'s share among the non-committed agents' choices",
+                y_label="share", percent=True, y_min=0, y_max=1, across="mean",
+                series=(Series(name=str(metrics.alternative), points=tuple(
+                    (float(round_), float(line["alternative_share"])) for round_, line in ordered
+                    if line.get("alternative_share") is not None)),),
+                levels=(Mark(at=metrics.threshold, label=f"flip at {metrics.threshold:.0%} over the window"),),
+                marks=() if flip is None else (Mark(at=float(flip.round), label=f"flip, round {flip.round}"),),
+                note="per round, fallbacks left out"))
+            share = metrics.alternative_share()
+            stats += [Stat(label="flip round", value=None if flip is None else flip.round,
+                           text="not yet" if flip is None else str(flip.round)),
+                      Stat(label=f"{metrics.alternative} among the others", value=share, text=percent(share))]
+        return Views(unit="round", done=model.rounds_done, total=limit or None, names=tuple(self.game.names),
+                     state=self.state_words(model), charts=tuple(charts), stats=tuple(stats),
+                     group=self.topology_words())
+
+    def state_words(self, model: PopulationModel[None]) -> str:
+        metrics: ConventionMetrics = model.metrics
+        if metrics.flip is not None:
+            return f"flipped to {metrics.alternative} at round {metrics.flip.round}"
+        if metrics.consensus is not None:
+            return f"consensus on {metrics.consensus.name} at round {metrics.consensus.round}"
+        return ""
+
+    def topology_words(self) -> str:
+        """The graph the agents meet on, where it is not everyone with everyone."""
+        topology = getattr(self.game.params, "topology", "complete")
+        return "" if topology == "complete" else f"{topology} (degree {self.game.params.topology_degree})"
+
     def live_figures(self, model: PopulationModel[None]) -> LiveFigures:
         metrics: ConventionMetrics = model.metrics
         shares = metrics.window_shares()
@@ -91,3 +144,12 @@ class NamingReadout(Readout[None]):
                          f"share of the last {len(metrics.window_productions)} choices{fallbacks}"),
             lines=tuple(lines),
         )
+
+
+
+def productions(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> list[tuple[float, dict[str, int]]]:
+    """Each round's choices by name, from the store's round lines (`RoundStats.as_dict`): a
+    reply that named none (the key null) and fallbacks (counted apart) left out."""
+    return [(float(round_), {str(name): int(count) for name, count in (line.get("productions") or {}).items()
+                             if name not in (None, "null") and isinstance(count, int)})
+            for round_, line in ordered]

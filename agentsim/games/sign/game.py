@@ -46,6 +46,7 @@ from ...policies import LLMPolicy
 from ...prompts import PromptTemplate
 from ...records import Decision, EncounterRecord, Move
 from ...scheduler import Encounter
+from ...views import Chart, Mark, Series, Stat, Views, percent, shares_chart
 from ..pairwise import PairwiseGame, PairwiseParams
 from .codec import SignCodec
 from .metrics import THRESHOLDS, SignMetrics
@@ -274,6 +275,55 @@ class SignReadout(Readout[None]):
             "constrained_decoding": self.game.grammar() is not None,
             **metrics.summary(),
         }
+
+    def cell(self) -> str:
+        """The run's cell of the paper's grid, in its words: condition, N, K, alpha."""
+        params = self.game.params
+        return (f"{CONDITION_LABELS[self.game.condition]}, N={params.agents}, K={params.memory_window()}, "
+                f"α={params.alpha:g}")
+
+    def views(self, model: PopulationModel[None], rounds: Mapping[int, Mapping[str, Any]]) -> Views:
+        """Fig. 1 and 2 of the paper: agreement per round (the most common name's share of the
+        round's names) with the thresholds reached marked, and each name's share of the round's
+        choices, coloured as the lexicon orders the names in every run; the run's cell is its
+        group, from its first round."""
+        metrics: SignMetrics = model.metrics
+        history = metrics.agreement_history
+        agreement = history[-1] if history else None
+        at: dict[int, list[str]] = {}  # the thresholds each round reached first, one mark per round
+        for threshold in THRESHOLDS:
+            if threshold in metrics.reached:
+                at.setdefault(metrics.reached[threshold][0], []).append(f"{threshold:.0%}")
+        reached = tuple(Mark(at=float(round_), label=", ".join(labels)) for round_, labels in sorted(at.items()))
+        # x counts rounds from 1, as the paper's "rounds to 50%" does (the store's round x - 1).
+        charts = (Chart(key="agreement", title="agreement per round", y_label="agreement", percent=True, y_min=0,
+                        y_max=1, across="mean", marks=reached,
+                        series=(Series(name="agreement", points=tuple((float(index + 1), value)
+                                                                      for index, value in enumerate(history))),),
+                        note="the most common name's share of the round's names; marks: thresholds first reached"),
+                  shares_chart([(float(round_ + 1), {str(name): count for name, count in (line.get("productions") or {}).items()
+                                                     if name not in (None, "null") and isinstance(count, int)})
+                                for round_, line in sorted(rounds.items())], self.game.names, across=""))
+        stats = [Stat(label="agreement", value=agreement, text=percent(agreement)),
+                 Stat(label="success", value=metrics.success_rate, text=percent(metrics.success_rate))]
+        for threshold in THRESHOLDS:
+            round_ = metrics.reached[threshold][0] if threshold in metrics.reached else None
+            stats.append(Stat(label=f"rounds to {threshold:.0%}", value=None if round_ is None else float(round_),
+                              text="not yet" if round_ is None else str(round_)))
+        compliance = metrics.rate("compliant")
+        stats.append(Stat(label="compliance", value=compliance, text=percent(compliance)))
+        limit = model.scenario.max_rounds()
+        return Views(unit="round", done=model.rounds_done, total=limit or None, names=tuple(self.game.names),
+                     group=self.cell(), charts=charts, stats=tuple(stats),
+                     periods=tuple((float(round_ + 1), round_, round_) for round_ in range(model.rounds_done)),
+                     state=f"consensus on {metrics.consensus.name}" if metrics.consensus is not None else "")
+
+    def model_series(self, model: PopulationModel[None]) -> dict[str, float | str | None]:
+        """Per step: the last closed round's agreement and the success rate, the leading name
+        and its share (Readout's)."""
+        metrics: SignMetrics = model.metrics
+        history = metrics.agreement_history
+        return super().model_series(model) | {"agreement": history[-1] if history else float("nan")}
 
     def live_figures(self, model: PopulationModel[None]) -> LiveFigures:
         metrics: SignMetrics = model.metrics
