@@ -209,3 +209,37 @@ def test_exact_needs_the_checkout_and_its_settings_need_exact(templates: Path) -
         guessing(structure="gemini")
     assert game("guessing_game", templates).params.sampling().max_tokens == 1024, "the runner's token limit"
     assert guessing().params.sampling().max_tokens == 64
+
+
+def test_a_recorded_exact_run_rebuilds_the_runners_conversation_from_the_store(templates: Path, tmp_path: Path) -> None:
+    """Runs record `RecordedGamaGame`: opened with no scenario file and no checkout, every call's
+    messages rebuild as they were sent (the runner's conversation; with Gemini's structure, each
+    re-ask's request again)."""
+    import agentsim
+    from agentsim.analysis.recorded import RecordedExperiment
+    from helpers import run_experiment
+
+    class Recording(Scripted):
+        def __init__(self) -> None:
+            super().__init__(lambda player, round_, attempt, request: "no JSON" if attempt == 0 and player == 1
+                             else '{"chosen_number": "9"}')
+
+    for structure in ("messages", "gemini"):
+        backend = Recording()
+        out = tmp_path / structure
+        run_experiment(game("guessing_game", templates, agents=2, max_rounds=2, structure=structure).__scenario__(), out,
+                       backend=lambda scenario, backend=backend: backend)
+        recorded = RecordedExperiment(out)
+        assert recorded.experiment["scenario_class"] == "agentsim.games.gamabench.recorded.RecordedGamaGame"
+        scenario = recorded.scenario
+        sent = {(request.situation.round, request.situation.player): [] for request in backend.requests}
+        for request in backend.requests:
+            sent[request.situation.round, request.situation.player].append(request.messages)
+        calls = list(recorded.store.rows("SELECT t, agent, attempt FROM calls WHERE run = 1 ORDER BY t, agent, attempt"))
+        assert len(calls) == len(backend.requests) == 2 * 2 + 2  # player 1 asked twice a round
+        for t, agent, attempt in calls:
+            rebuilt = recorded.store.messages(scenario, 1, t, agent, attempt)
+            assert rebuilt == sent[t + 1, f"player_{agent}"][attempt], (structure, t, agent, attempt)
+        recorded.close()
+        with agentsim.open(out) as results:
+            assert len(results.decisions(prompts=True)) >= 4
