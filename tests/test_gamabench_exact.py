@@ -215,9 +215,10 @@ def test_a_recorded_exact_run_rebuilds_the_runners_conversation_from_the_store(t
     """Runs record `RecordedGamaGame`: opened with no scenario file and no checkout, every call's
     messages rebuild as they were sent (the runner's conversation; with Gemini's structure, each
     re-ask's request again)."""
+    from helpers import run_experiment
+
     import agentsim
     from agentsim.analysis.recorded import RecordedExperiment
-    from helpers import run_experiment
 
     class Recording(Scripted):
         def __init__(self) -> None:
