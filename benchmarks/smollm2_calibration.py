@@ -68,6 +68,9 @@ def main() -> int:
                              "answer or of the scoring left in the KV cache)")
     parser.add_argument("--diagnose", type=int, default=0, metavar="DRAWS",
                         help="also take a miscalibration apart, with this many one-token draws")
+    parser.add_argument("--depth", type=int, default=0,
+                        help="with --diagnose: the exact distribution of the first DEPTH tokens' text against as many "
+                             "draws of DEPTH tokens (where along the reply the sampler and the scoring part)")
     options = parser.parse_args()
     game = CommonsGame(agents=3, constrained_decoding=True, temperature=options.temperature)
     situation = harvest(options.stock)
@@ -104,6 +107,8 @@ def main() -> int:
               f"{answered.get(amount, 0):5d}")
     if options.diagnose:
         diagnose(model, requests[0], options.diagnose)
+        if options.depth:
+            prefixes(model, requests[0], options.diagnose, options.depth)
     asyncio.run(model.aclose())
     return 0
 
@@ -164,6 +169,58 @@ def diagnose(model: LlamaCppModel, request: Request, seeds: int) -> None:
             top = sorted(zip(tokens, chances), key=lambda item: -item[1])[:3]
             print("    from the batch logits instead: " + ", ".join(
                 f"{table.piece(token).decode(errors='replace')!r} {chance:.4f}" for token, chance in top))
+
+
+def prefixes(model: LlamaCppModel, request: Request, draws: int, depth: int) -> None:
+    """The exact distribution of the text of the reply's first `depth` tokens (the sampler's
+    chain over the grammar's allowed tokens, from logits evaluated one token at a time after the
+    prompt, as the scoring reads them) against `draws` replies cut at `depth` tokens."""
+    import numpy as np
+
+    from agentsim.llm.scoring import sampler_probabilities
+
+    llama, bindings, table = model.llama, model.bindings, model._table()
+    first = asyncio.run(model.complete(request))
+    prompt = [int(token) for token in llama.input_ids[:first.prompt_tokens]]
+    vocabulary = llama.n_vocab()
+    assert request.grammar is not None
+    replies = {reply.encode(): option for reply, option in request.grammar.choices}
+    sampling = request.sampling
+
+    def logits(path: tuple[int, ...]) -> np.ndarray:
+        llama.n_tokens = len(prompt) - 1
+        llama.eval(prompt[-1:] + list(path))
+        return np.array(np.ctypeslib.as_array(bindings.llama_get_logits_ith(llama.ctx, -1), shape=(vocabulary,)))
+
+    exact: Counter[bytes] = Counter()
+    stack: list[tuple[tuple[int, ...], bytes, float]] = [((), b"", 1.0)]
+    while stack:
+        path, written, chance = stack.pop()
+        candidates, ends = table.allowed(replies, written)
+        tokens = [token for token, _ in candidates] + ends
+        if len(path) == depth or not tokens:
+            exact[written] += chance
+            continue
+        chances = sampler_probabilities(logits(path)[tokens], temperature=sampling.temperature, top_k=sampling.top_k,
+                                        top_p=sampling.top_p)
+        for (token, piece), share in zip(candidates, chances):
+            if share * chance > 1e-6:
+                stack.append((path + (token,), written + piece, chance * share))
+        if ends:
+            exact[written] += chance * float(chances[len(candidates):].sum())
+    cut = dataclasses.replace(request.sampling, max_tokens=depth)
+    drawn: Counter[bytes] = Counter()
+    for seed in range(draws):
+        drawn[asyncio.run(model.complete(dataclasses.replace(request, sampling=cut, seed=seed))).text.encode()] += 1
+    kept = [(text, share) for text, share in exact.items() if share * draws >= 5]
+    observed = [drawn.get(text, 0) for text, _ in kept] + [draws - sum(drawn.get(text, 0) for text, _ in kept)]
+    expected = [share * draws for _, share in kept] + [draws * (1 - sum(share for _, share in kept))]
+    test = stats.chisquare(observed, [value * sum(observed) / sum(expected) for value in expected])
+    print(f"(3) the first {depth} tokens' text over {draws} draws against its exact distribution: chi-square p = "
+          f"{test.pvalue:.3f}")
+    for text, share in sorted(kept, key=lambda item: -item[1])[:8]:
+        print(f"    {text.decode(errors='replace')!r}: exact {share:.4f}, expected {share * draws:6.1f}, "
+              f"drawn {drawn.get(text, 0)}")
 
 
 if __name__ == "__main__":
