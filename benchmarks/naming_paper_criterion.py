@@ -26,9 +26,11 @@ from agentsim.analysis.report import build_report
 from agentsim.games.naming.ainorms import import_source
 from agentsim.games.naming.critical_mass import PAPER_FLIP, smallest_from_which
 
-TABLE_S3 = {("Llama-3-70B-Instruct", "M"): 6, ("Llama-3-70B-Instruct", "Q"): 1, ("Llama-3.1-70B-Instruct", "M"): 10,
-            ("Llama-3.1-70B-Instruct", "Q"): 0, ("Claude-3.5-Sonnet", "M"): 5, ("Claude-3.5-Sonnet", "Q"): 5,
-            ("Llama-2-70b-Chat", "M"): 16, ("Llama-2-70b-Chat", "Q"): 11}
+# Table S3 (model, N, H, the convention overturned): the critical mass the paper prints
+TABLE_S3 = {("Llama-3-70B-Instruct", 48, 3, "M"): 6, ("Llama-3-70B-Instruct", 48, 3, "Q"): 1,
+            ("Llama-3.1-70B-Instruct", 24, 5, "M"): 10, ("Llama-3.1-70B-Instruct", 24, 5, "Q"): 0,
+            ("Claude-3.5-Sonnet", 24, 5, "M"): 5, ("Claude-3.5-Sonnet", 24, 5, "Q"): 5,
+            ("Llama-2-70b-Chat", 24, 5, "M"): 16, ("Llama-2-70b-Chat", 24, 5, "Q"): 11}
 NOTEBOOK_WINDOW = {"Llama-3-70B-Instruct": 21}  # plotter.ipynb: max_round = 21 for Llama-3, else 30
 
 
@@ -60,16 +62,22 @@ def main() -> int:
         with (out / "report" / "table_s3_critical_mass.csv").open(encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
     print("Table S3 from `report` (agentsim's rule: every run flips; paper's criterion: the runs' mean curve flips)")
-    print(f"{'model':<26}{'N':>4}  against  {'paper':>5}  {'agentsim':>8}  {'paper criterion':>15}")
+    print(f"{'model, N, H':<36}  against  {'paper':>5}  {'agentsim':>8}  {'paper criterion':>15}")
     agree = 0
-    for row in rows:
-        model = row["backend"].removesuffix(" (AI-norms data)")
-        paper = TABLE_S3.get((model, row["majority"]))
-        mine = row["critical_mass_paper_criterion"] or "none"
-        agree += paper is not None and str(paper) == mine
-        print(f"{model:<26}{row['agents']:>4}  {row['majority']:>7}  {paper if paper is not None else '-':>5}  "
-              f"{row['critical_mass'] or 'none':>8}  {mine:>15}")
-    print(f"the paper's criterion gives {agree} of Table S3's {len(TABLE_S3)} values")
+    for found in result.critical_masses:
+        model, agents, memory = found.group.split(", ")
+        key = (model, int(agents.removeprefix("N=")), int(memory.removeprefix("H=")), found.result.majority)
+        paper = TABLE_S3.get(key)
+        agree += paper is not None and paper == found.paper
+        print(f"{found.group:<36}  {found.result.majority:>7}  {paper if paper is not None else '-':>5}  "
+              f"{found.result.critical_mass if found.result.critical_mass is not None else 'none':>8}  "
+              f"{found.paper if found.paper is not None else 'none':>15}")
+    shown = sorted((row["backend"].removesuffix(" (AI-norms data)"), row["majority"], row["critical_mass_paper_criterion"])
+                   for row in rows)
+    computed = sorted((found.group.split(", ")[0], found.result.majority, "" if found.paper is None else str(found.paper))
+                      for found in result.critical_masses)
+    print(f"the paper's criterion gives {agree} of Table S3's {len(TABLE_S3)} values; the report's Table S3 shows "
+          f"them: {shown == computed} (the rows not in Table S3 are the data's other conditions)")
     print("the plotter taken literally, with the notebook's windows:")
     groups: dict[tuple[str, int, int, str], dict[int, list[list[float]]]] = {}
     for entry in result.imported:
@@ -84,7 +92,7 @@ def main() -> int:
         window = NOTEBOOK_WINDOW.get(model, 30)
         verdicts = {size: literal_flips(curves, window) for size, curves in sizes.items()}
         print(f"  {model:<26} N={agents:<3} H={memory}  against {majority}: {smallest_from_which(verdicts)} "
-              f"(max_round {window}); Table S3: {TABLE_S3.get((model, majority), '-')}")
+              f"(max_round {window}); Table S3: {TABLE_S3.get((model, agents, memory, majority), '-')}")
     return 0
 
 
