@@ -510,7 +510,7 @@ def best(run: RawRun, checkout: Checkout, scenarios: Path, revisions: bool) -> R
     if found.replies and found.equal == len(found.replies):
         return found
     versions = [checkout.at(revision) for revision in _revisions(checkout, run)] if revisions else []
-    roles: list[int | None] = [None] if CONDITION.match(run.condition or "") else [None, 1, 2, 3]
+    roles: list[int | None] = [None] if (run.condition or "").startswith("role") else [None, 1, 2, 3]
     for role in roles:
         for version in [checkout, *versions]:
             if (version, role) == (checkout, None):
