@@ -120,7 +120,10 @@ def diagnose(model: LlamaCppModel, request: Request, seeds: int) -> None:
     the largest difference of their logits. (2) The first token alone: its exact distribution
     under the grammar and the temperature from those logits, against the first tokens the sampler
     draws over the seeds (one-token answers): a chi-square test. A difference at (1) is the KV
-    cache and its reuse; at (2), with (1) equal, the sampler."""
+    cache and its reuse; at (2), with (1) equal, the sampler. (1b) The reply's tokens evaluated in
+    one batch against one at a time: llama.cpp's CPU kernels give a batch of several tokens other
+    logits (SmolLM2's Q4_1 weights: up to 0.8), so the scoring and (3) evaluate them one at a
+    time, as the sampler does."""
     import numpy as np
 
     from agentsim.llm.scoring import sampler_probabilities
@@ -141,6 +144,15 @@ def diagnose(model: LlamaCppModel, request: Request, seeds: int) -> None:
     llama.eval(prompt[-1:])
     alone = logits()
     print(f"(1) last position's logits, one batch against alone: largest difference {np.max(np.abs(batch - alone)):.3e}")
+    reply = [int(token) for token in llama.tokenize(first.text.encode(), add_bos=False, special=False)]
+    llama.n_tokens = len(prompt) - 1
+    llama.eval(prompt[-1:] + reply)
+    together = logits()
+    llama.n_tokens = len(prompt) - 1
+    for token in prompt[-1:] + reply:
+        llama.eval([token])
+    print(f"(1b) after the reply {first.text!r}: its tokens evaluated in one batch against one at a time (as the "
+          f"sampler does): largest difference {np.max(np.abs(together - logits())):.3e}")
     assert request.grammar is not None
     table = model._table()
     replies = {reply.encode(): option for reply, option in request.grammar.choices}
@@ -187,9 +199,10 @@ def prefixes(model: LlamaCppModel, request: Request, draws: int, depth: int) -> 
     replies = {reply.encode(): option for reply, option in request.grammar.choices}
     sampling = request.sampling
 
-    def logits(path: tuple[int, ...]) -> np.ndarray:
+    def logits(path: tuple[int, ...]) -> np.ndarray:  # one token at a time, as the sampler evaluates them
         llama.n_tokens = len(prompt) - 1
-        llama.eval(prompt[-1:] + list(path))
+        for token in prompt[-1:] + list(path):
+            llama.eval([token])
         return np.array(np.ctypeslib.as_array(bindings.llama_get_logits_ith(llama.ctx, -1), shape=(vocabulary,)))
 
     exact: Counter[bytes] = Counter()
