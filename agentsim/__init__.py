@@ -23,11 +23,11 @@ __all__ = ["Results", "__version__", "arun", "open", "run"]
 def __getattr__(name: str) -> object:
     """`agentsim.run`, `.arun`, `.open` and `.Results`, imported on first use."""
     if name in ("arun", "open", "run"):
-        from . import api  # (start-up: `import agentsim` imports nothing until a name is used)
+        from . import api  # lazy: `import agentsim` imports nothing until a name is used
 
         return getattr(api, name)
     if name == "Results":
-        from .results import Results  # (start-up: as above)
+        from .results import Results  # lazy: as above
 
         return Results
     raise AttributeError(f"module 'agentsim' has no attribute '{name}'")

@@ -11,7 +11,7 @@ def command() -> int:
     """The command line (agentsim/cli.py), its signals taken first."""
     try:
         interrupts.install()
-        from .cli import main  # (after the signals are taken: the command's imports take a while)
+        from .cli import main  # lazy: after the signals are taken (the command's imports take a while)
     except KeyboardInterrupt:  # a signal while the command's modules import: nothing has started
         print(f"agentsim: interrupted by {interrupts.by()}; it stopped before any run started; no run was recorded "
               f"or changed", file=sys.stderr)

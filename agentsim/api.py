@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # (the runner is imported where a run needs it: `agentsim.ope
 def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
         runs: int | None = None, add_runs: int = 0, seed: int | None = None, overrides: Mapping[str, Any] | None = None,
         options: BackendOptions | None = None, out: str | Path | None = None, resume: bool = False,
-        checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
-        progress: bool | None = None) -> Results:
+        scenario_changed: bool = False, checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "",
+        cpus_per_run: float = 1.0, progress: bool | None = None) -> Results:
     """Run `scenario` and return its results.
 
     scenario    a scenario file (its RUNS, POPULATION and VARIANTS are read as the command line
@@ -60,6 +60,8 @@ def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, p
                 name), so that the runs stay on disk for `report` and `agentsim.open`; with
                 resume, default the latest there
     resume      continue the runs recorded in `out`
+    scenario_changed   with resume: continue with the scenario file as it is now, though its
+                content differs from the file's the runs started with (else refused)
     checkpoint_seconds   commit rows and a resumable checkpoint at most this often
     executor, ray_address, cpus_per_run   "local" (this process) or "ray": each run a Ray task on
                 the cluster at `ray_address` (default: a Ray started here), with this many CPUs
@@ -77,8 +79,9 @@ def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, p
     try:
         return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs,
                                   seed=seed, overrides=overrides, options=options, out=out, resume=resume,
-                                  checkpoint_seconds=checkpoint_seconds, executor=executor, ray_address=ray_address,
-                                  cpus_per_run=cpus_per_run, progress=progress, opened=opened))
+                                  scenario_changed=scenario_changed, checkpoint_seconds=checkpoint_seconds,
+                                  executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
+                                  progress=progress, opened=opened))
     except KeyboardInterrupt:
         if not opened:  # before the output directory was opened: nothing recorded
             raise
@@ -88,12 +91,12 @@ def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, p
 async def arun(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
                runs: int | None = None, add_runs: int = 0, seed: int | None = None,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-               out: str | Path | None = None, resume: bool = False, checkpoint_seconds: float = 1.0,
-               executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
+               out: str | Path | None = None, resume: bool = False, scenario_changed: bool = False,
+               checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
                progress: bool | None = None) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
     return await _arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
-                       overrides=overrides, options=options, out=out, resume=resume,
+                       overrides=overrides, options=options, out=out, resume=resume, scenario_changed=scenario_changed,
                        checkpoint_seconds=checkpoint_seconds, executor=executor, ray_address=ray_address,
                        cpus_per_run=cpus_per_run, progress=progress, opened=[])
 
@@ -115,8 +118,8 @@ def open(directory: str | Path) -> Results:
 def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
             runs: int | None = None, add_runs: int = 0, seed: int | None = None,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
-            out: str | Path | None = None, resume: bool = False, checkpoint_seconds: float = 1.0,
-            executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
+            out: str | Path | None = None, resume: bool = False, scenario_changed: bool = False,
+            checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
             progress: bool | None = None) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
     if progress is not None and not isinstance(progress, bool):  # (what the view is: the API's own)
@@ -124,19 +127,20 @@ def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = Non
                             f"{progress!r:.60})")
     config = configure(ExperimentOptions(
         scenario=scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
-        overrides={} if overrides is None else overrides, out=out, resume=resume, checkpoint_seconds=checkpoint_seconds,
+        overrides={} if overrides is None else overrides, out=out, resume=resume, scenario_changed=scenario_changed,
+        checkpoint_seconds=checkpoint_seconds,
         executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
         llm=BackendOptions() if options is None else options))
-    from .runner import Experiment  # (start-up: the population model and Mesa, only for a run)
+    from .runner import Experiment  # lazy: the population model and Mesa, only for a run
 
     view: Any = NoView()  # a script prints nothing it was not asked for
     if progress is not False:
-        from .notebook import NotebookView, in_notebook  # (start-up: IPython's display, only where asked)
+        from .notebook import NotebookView, in_notebook  # lazy: IPython's display, only where asked
 
         if in_notebook():
             view = NotebookView()
         elif progress:
-            from .live import LogView, configure_logging  # (start-up: rich and structlog, only where asked)
+            from .live import LogView, configure_logging  # lazy: rich and structlog, only where asked
 
             configure_logging()
             view = LogView()

@@ -158,7 +158,7 @@ def _main(arguments: list[str], started: dict[str, Path]) -> int:
         if conclude is not None:  # the summary and the next step (a log line: experiment_ended)
             conclude(outcome=outcome, exit_code=code, out=str(out), message=message,
                      runs=[experiment.summaries[run] for run in sorted(experiment.summaries)])
-        from .live import LogView  # (start-up: rich; loaded by the run already)
+        from .live import LogView  # lazy: rich; loaded by the run already
 
         json_lines = options.log_format == "json" and isinstance(experiment.view, LogView)
         if message and not json_lines:  # last, so that a failure ends with its one line (JSON: in experiment_ended)
@@ -177,8 +177,8 @@ def _misspelt_subcommand(word: str) -> bool:
 def _prepare(arguments: argparse.Namespace) -> Experiment:
     """The experiment the flags describe, built as every front door builds it, and opened."""
     config = configure(experiment_options(arguments))
-    from .live import LogView, RichView, configure_logging  # (start-up: rich, only for a run)
-    from .runner import Experiment  # (start-up: the population model and Mesa, only for a run)
+    from .live import LogView, RichView, configure_logging  # lazy: rich, only for a run
+    from .runner import Experiment  # lazy: the population model and Mesa, only for a run
 
     live = not arguments.no_live and sys.stdout.isatty()
     if not live:

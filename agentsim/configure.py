@@ -19,20 +19,27 @@ read without changing it. It writes nothing and creates no directory.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .distributed import require_ray
-from .errors import ArgumentError, ScenarioFileError, UserError
+from .errors import ArgumentError, OutputDirError, ScenarioFileError, UserError
+from .llm.providers import STAND_IN
 from .llm.specs import BackendOptions
 from .scenario import Scenario
 from .scenario_files import ScenarioSource, file_population, file_runs, scenario_from, with_changes
-from .session import LOCAL, RAY, ExperimentConfig, fresh_directory, refuse_linked_store
-from .store import DATABASE
+from .session import (
+    LOCAL,
+    RAY,
+    ExperimentConfig,
+    check_scenario_digest,
+    fresh_directory,
+    recorded_runs,
+    refuse_linked_store,
+)
+from .store import DATABASE, Store
 from .variants import pinned_variants
 
 GIVE_A_SCENARIO = ("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR to "
@@ -56,6 +63,9 @@ class ExperimentOptions:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # `--set`: text as the command line reads it, or values
     out: str | Path | None = None  # None: results/NAME/YYYYMMDD-HHMMSS (on a resume: the latest there)
     resume: bool = False
+    # With `resume`: continue with the scenario file as it is now, though it differs from the file
+    # the runs started with (`--scenario-changed`; by default such a resume is refused).
+    scenario_changed: bool = False
     checkpoint_seconds: float = 1.0
     executor: str = LOCAL
     ray_address: str = ""
@@ -82,6 +92,9 @@ class ExperimentOptions:
             raise UserError("--out is empty; give a directory, e.g. --out results/mine")
         if self.scenario is None and not self.resume:
             raise UserError(GIVE_A_SCENARIO)
+        if self.scenario_changed and not self.resume:
+            raise UserError("--scenario-changed continues a recorded experiment with its edited scenario file: add "
+                            "--resume --out DIR, or drop it")
         if self.scenario is None and self.out is None:
             raise UserError("--resume without a scenario file needs the output directory: --resume --out DIR")
 
@@ -97,6 +110,7 @@ _TAKES: dict[str, tuple[tuple[type, ...], str]] = {
     "overrides": ((Mapping,), 'a mapping of parameter names to values, e.g. {"agents": 24}'),
     "out": ((str, Path, type(None)), "a directory path"),
     "resume": ((bool,), "True or False"),
+    "scenario_changed": ((bool,), "True or False"),
     "checkpoint_seconds": ((int, float), "a number of seconds"),
     "executor": ((str,), '"local" or "ray"'),
     "ray_address": ((str,), 'a Ray address such as "ray://head:10001" or "auto"'),
@@ -121,6 +135,8 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         if not Path(source).is_file():
             raise ScenarioFileError(f"the scenario file recorded in {out}, '{source}', is not there any more; name it: "
                                     f"python -m agentsim FILE --resume --out {out}")
+        # the file the store names, checked before it runs: the file the runs started with
+        check_scenario_digest(recorded, source, out=out, changed=options.scenario_changed)
     scenario, module = scenario_from(source)
     overrides = dict(options.overrides)
     if options.scenario is None:  # the recorded experiment's settings, where the options give none
@@ -137,15 +153,16 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         variants = pinned_variants(recorded["variants"], overrides)
     seed = options.seed if options.seed is not None else int(recorded.get("seed", 0)) if options.scenario is None else 0
     runs = options.runs if options.runs is not None else file_runs(module, file, "pass --runs")
-    if options.resume and options.runs is None and isinstance(recorded.get("runs"), int) and recorded["runs"] > 0:
+    per_cell = recorded_runs(recorded, max(1, len(variants)), out) if options.resume else None
+    if options.runs is None and per_cell is not None:
         # The recorded count, never the file's RUNS (a resume continues what was recorded);
         # `runs` counts each variant's replicates, the store all of them.
-        runs = recorded["runs"] // max(1, len(variants)) + options.add_runs
+        runs = per_cell + options.add_runs
     return ExperimentConfig(
         scenario=scenario,
         variants=variants,
         out=out,
-        backend=backend or "stand-in",
+        backend=backend or STAND_IN,
         population=population or "",
         llm=options.llm,
         runs=runs,
@@ -157,6 +174,7 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         executor=options.executor,
         ray_address=options.ray_address,
         cpus_per_run=options.cpus_per_run,
+        scenario_changed=options.scenario_changed,
     )
 
 
@@ -177,20 +195,18 @@ def _output_directory(options: ExperimentOptions) -> Path:
 
 
 def recorded_settings(out: Path) -> dict[str, Any]:
-    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), read
-    without changing the database; empty when there is none (the session then says so)."""
+    """What the experiment in `out` recorded (scenario file, parameters, seed, backend), for a
+    resume, read without changing anything under `out` (`Store.read_only`: a damaged store, or
+    one that records no experiment, is refused here in its own words); empty when there is no
+    database (the session then says so)."""
     refuse_linked_store(out)  # (before reading it: never through a link into another directory)
-    database = out / DATABASE
-    if not database.is_file() or database.stat().st_size == 0:
+    if not (out / DATABASE).is_file():
         return {}
-    try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return {key: json.loads(value) for key, value in connection.execute("SELECT key, value FROM experiment")}
-        finally:
-            connection.close()
-    except (sqlite3.Error, ValueError):  # damaged: Session.open says so in its own words
-        return {}
+    with Store.read_only(out, resume=True) as store:
+        recorded = store.experiment() if store.has_tables else {}
+    if "scenario" not in recorded:
+        raise OutputDirError(f"nothing to resume: {out / DATABASE} records no experiment; drop --resume")
+    return recorded
 
 
 def _with_recorded(scenario: Scenario[Any, Any, Any], recorded: dict[str, Any],

@@ -54,6 +54,9 @@ def add_experiment_arguments(parser: argparse.ArgumentParser, *, scenario_help: 
                             help="continue the runs recorded in --out (default: the latest); the scenario file, its "
                                  "--set values, the seed and the backend default to the recorded ones, and the number "
                                  "of runs is the recorded one (--add-runs K adds replicates)")
+        parser.add_argument("--scenario-changed", action="store_true",
+                            help="with --resume: continue with the scenario file as it is now, though its content "
+                                 "differs from the file's the runs started with (by default such a resume is refused)")
     if execution:
         parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                             help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
@@ -130,7 +133,7 @@ def experiment_options(arguments: argparse.Namespace) -> ExperimentOptions:
                              out=arguments.out, llm=backend_options(arguments), **offered)
 
 
-_OPTIONAL = ("add_runs", "resume", "checkpoint_seconds", "executor", "ray_address", "cpus_per_run")
+_OPTIONAL = ("add_runs", "resume", "scenario_changed", "checkpoint_seconds", "executor", "ray_address", "cpus_per_run")
 
 
 def backend_options(arguments: argparse.Namespace) -> BackendOptions:

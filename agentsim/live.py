@@ -21,6 +21,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .llm.providers import all_on_the_stand_in
 from .progress import RunView
 from .session import RULE_AGENTS
 
@@ -89,7 +90,7 @@ def render(experiment: dict[str, Any], runs: list[RunView], *, elapsed_s: float 
     """The whole view, in at most `height` lines (24 by default) of any `width` from 80: the
     table of runs shows as many as fit and counts the others."""
     backend = str(experiment.get("backend", "?"))
-    stand_in = bool(experiment.get("stand_in", backend.startswith("stand-in")))  # every agent on it (runner.stand_in)
+    stand_in = bool(experiment.get("stand_in", all_on_the_stand_in(backend)))  # every agent on it (runner.stand_in)
     rules = backend == RULE_AGENTS
     header = [_line((f"{experiment.get('scenario', '?')}", "bold"), "  backend ",
                     (backend, "bold yellow" if stand_in else "bold"),
@@ -301,7 +302,7 @@ class LogView:
     def start(self, experiment: dict[str, Any]) -> None:
         self.experiment = experiment
         self.started = time.monotonic()
-        self.log.info("experiment_started", **({"stand_in": str(experiment.get("backend", "")).startswith("stand-in")}
+        self.log.info("experiment_started", **({"stand_in": all_on_the_stand_in(str(experiment.get("backend", "")))}
                                                | experiment | {"rule_agents": experiment.get("backend") == RULE_AGENTS}))
 
     def update(self, runs: list[RunView], *, final: bool = False) -> None:

@@ -144,7 +144,7 @@ class PopulationModel(mesa.Model, Generic[St]):
             start += share.count
         if not self.backends:
             if self._default_backend is None:
-                from .llm.specs import build_backend  # the LLM stack, only when a model asks for it
+                from .llm.specs import build_backend  # lazy: the LLM stack, only when a model asks for it
 
                 self._default_backend = build_backend("stand-in", rules=self.scenario.standin_part().rules)
             return self._default_backend

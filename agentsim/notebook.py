@@ -74,7 +74,7 @@ class NotebookView:
         from rich.table import Table
         from rich.text import Text
 
-        from .live import clock, eta
+        from .live import clock, eta  # lazy: rich and structlog, only when the bar is drawn
 
         planned = int(self.experiment.get("runs") or len(self.runs) or 1)
         runs = self.runs

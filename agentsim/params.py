@@ -14,6 +14,7 @@ import numbers
 import types
 import typing
 from argparse import ArgumentTypeError
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self, get_args, get_origin, get_type_hints
 
 from .errors import ParameterError
@@ -60,8 +61,10 @@ class Params:
             raise ParameterError(self._unknown_message(unknown[0]))
         return dataclasses.replace(self, **changes)
 
-    def with_overrides(self, overrides: dict[str, str]) -> Self:
-        """Apply `--set key=value` pairs, converting each text to its field's type."""
+    def with_overrides(self, overrides: Mapping[str, str], values: Mapping[str, Any] | None = None) -> Self:
+        """Apply `--set key=value` pairs, converting each text to its field's type, and `values`
+        (Python's own, used as they are) in the same change: checked once, together, whatever
+        order they came in (`stop_at="flip"` beside `committed=2`)."""
         hints = get_type_hints(type(self))
         changes: dict[str, Any] = {}
         for key, text in overrides.items():
@@ -69,7 +72,8 @@ class Params:
                 raise ParameterError(self._unknown_message(key))
             self.refuse_unread(key)
             changes[key] = convert(text, hints[key], self.key_prefix + key)
-        return self.replace(**changes)
+        self.refuse_unread(*(values or {}))
+        return self.replace(**(changes | dict(values or {})))
 
     def refuse_unread(self, *keys: str) -> None:
         """A user's setting of a parameter this scenario inherits but never reads changes

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 from .codec import PromptCodec, Situation
 from .errors import BackendError, BackendFailedError
 from .llm.base import Grammar, LanguageModel, Request, Sampling
+from .llm.cache import CachedModel
 from .records import CallRecord, Decision
 from .secrets import redact
 from .seeding import unit_uniforms
+from .usage import PROBE
 
 if TYPE_CHECKING:
     from .agents import PopulationAgent
@@ -97,6 +99,10 @@ class LLMPolicy(Generic[S]):
             usage.count(completion.prompt_tokens, completion.completion_tokens, latency_us)
             if completion.cost_usd or completion.cached or completion.retries or completion.sampled_locally:
                 usage.answered(completion)
+            if completion.probe is not None:  # the start-up probe sent before this call: billed, so recorded
+                probe = model.usage.backend(self.label + PROBE)
+                probe.count(completion.probe.prompt_tokens, completion.probe.completion_tokens, 0)
+                probe.answered(completion.probe)
             calls.append(CallRecord(agent.index, attempt, context if attempt == 0 else "", completion.text,
                                     parsed.action, completion.prompt_tokens, completion.completion_tokens,
                                     latency_us, parsed.problem, completion.option_probabilities,
@@ -136,8 +142,6 @@ class LLMPolicy(Generic[S]):
 
 def _cache_forget(backend: LanguageModel) -> Callable[[Request], None] | None:
     """The `forget` of the response cache in `backend`'s stack (llm/stack.py), or None."""
-    from .llm.cache import CachedModel  # (imported by the stack already, where there is one)
-
     layer: object | None = backend
     while layer is not None:
         if isinstance(layer, CachedModel):

@@ -51,14 +51,9 @@ class Results:
                                 f"[agentsim.open(path.parent) for path in Path('{self.directory}').rglob('{DATABASE}')]")
             raise UserError(f"'{self.directory}' holds no {DATABASE}; give the output directory of a run "
                             f"(e.g. results/naming_game/TIMESTAMP)")
-        database = self.directory / DATABASE
-        if database.stat().st_size == 0:
-            raise DamagedStoreError(f"{database} is empty (truncated); restore it from a copy")
         self._recorded: RecordedExperiment = RecordedExperiment(self.directory)
-        try:  # opened now, so that a damaged or foreign file says so here, not at the first table
-            if "scenario" not in self._recorded.experiment:
-                raise DamagedStoreError(f"{database} records no experiment (a run that never started, or another "
-                                        f"program's database); give the output directory of a run")
+        try:  # opened now (read-only, checked whole), so that a damaged or foreign file says so here, not at a table
+            self._recorded.store  # noqa: B018
         finally:  # (and opened again by the thread that reads a table: `run` may build this on a worker thread)
             self._recorded.close()
 
@@ -85,9 +80,19 @@ class Results:
         return dict(self._recorded.experiment)
 
     def summary(self) -> dict[str, Any]:
-        """`summary.json` as written at the experiment's end ({} while it runs)."""
+        """`summary.json` as written at the experiment's end ({} while it runs); one that does not
+        read back as a mapping is refused in one line (the store, which the tables read, is the record)."""
         path = self.directory / "summary.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if not path.is_file():
+            return {}
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            document = None
+        if not isinstance(document, dict):
+            raise DamagedStoreError(f"{path} is damaged (not a JSON object); the runs are in the store: "
+                                    f"results.runs() reads them")
+        return document
 
     # --- tables --------------------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:
@@ -206,7 +211,7 @@ class Results:
     def report(self, out: str | Path | None = None) -> Path:
         """Build the report (`python -m agentsim report DIR`): figures (PNG, with their data as
         CSV), tables and `report.html`, under `out` (default DIR/report); returns the HTML's path."""
-        from .analysis.report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
+        from .analysis.report import REPORT_HTML, build_report  # lazy: matplotlib, only for a report
 
         target = Path(out) if out is not None else self.directory / REPORT_DIR
         build_report(self.directory, target)

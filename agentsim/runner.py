@@ -17,6 +17,7 @@ from .collection import fewer_collections
 from .executors import Executor, LocalExecutor, run_all
 from .llm.accounting import Budget
 from .llm.base import LanguageModel, Request
+from .llm.providers import STAND_IN
 from .model_fitness import require_readable
 from .progress import NoView, Progress, RunView, View, run_outcome
 from .replicates import Replicates, RunSink, StoreSink, starting_point
@@ -73,7 +74,7 @@ class Experiment:
             await require_readable([session.scenario, *session.variant_scenarios], session.backends,
                                    session.config.llm, session.config.seed)
             if session.config.llm.batch:  # independent calls, asked at half price before the runs play
-                from .batch_run import prefetch_batches  # (start-up: the batch APIs and aiohttp, only with --batch)
+                from .batch_run import prefetch_batches  # lazy: the batch APIs and aiohttp, only with --batch
 
                 ((_, stack),) = session.backends.items()
                 await prefetch_batches(stack, await self.rehearse(), poll_s=session.config.llm.batch_poll_s,
@@ -88,20 +89,20 @@ class Experiment:
     async def rehearse(self) -> list[Request]:
         """The requests this experiment makes, found by playing it on the stand-in (same runs,
         seeds, grid and settings) in a scratch directory: what `--batch` asks before the runs."""
-        from .batch_run import Recorder  # (start-up: the batch APIs and aiohttp, only with --batch)
+        from .batch_run import Recorder  # lazy: the batch APIs and aiohttp, only with --batch
 
         with tempfile.TemporaryDirectory(prefix="agentsim-batch-") as scratch:
             played = Experiment(self.session.config.on_the_stand_in(Path(scratch) / "standin"), NoView())
             played.open()
-            recorder = Recorder(played.backends["stand-in"])
-            played.backends = {"stand-in": recorder}
+            recorder = Recorder(played.backends[STAND_IN])
+            played.backends = {STAND_IN: recorder}
             await played.run()
             return recorder.requests
 
     def executor(self) -> Executor:
         """The executor the configuration names."""
         if self.session.config.executor == RAY:
-            from .distributed.driver import RayExecutor  # (Ray is an extra: imported only when asked for)
+            from .distributed.driver import RayExecutor  # lazy: Ray is an extra, imported only when asked for
 
             return RayExecutor()
         return LocalExecutor()

@@ -144,19 +144,33 @@ class Scenario(Generic[P, S, St]):
     def with_params(self, **changes: Any) -> Self:
         return type(self)(self.params.replace(**changes), standin=self.standin)
 
-    def with_overrides(self, overrides: dict[str, str]) -> Self:
-        """`--set KEY=VALUE` pairs: parameters, and the stand-in's settings as `standin.KEY`."""
+    def with_overrides(self, overrides: Mapping[str, str], values: Mapping[str, Any] | None = None) -> Self:
+        """`--set KEY=VALUE` pairs: parameters, and the stand-in's settings as `standin.KEY`;
+        with `values` (Python's own, used as they are) in the same change."""
         prefix = StandInSettings.key_prefix
-        settings = {key.removeprefix(prefix): text for key, text in overrides.items() if key.startswith(prefix)}
-        params = {key: text for key, text in overrides.items() if not key.startswith(prefix)}
-        for key in params:
+        changes = {**overrides, **(values or {})}
+        settings = {key.removeprefix(prefix): value for key, value in changes.items() if key.startswith(prefix)}
+        texts = {key: text for key, text in overrides.items() if not key.startswith(prefix)}
+        others = {key: value for key, value in (values or {}).items() if not key.startswith(prefix)}
+        for key in texts | others:
             if key.startswith("standin_") and key not in self.params.field_names():  # the spelling before store version 5
                 known = ", ".join(prefix + name for name in sorted(self.standin.field_names())) or "this scenario has none"
                 raise ParameterError(f"unknown parameter '{key}': the stand-in's settings are set as {prefix}KEY=VALUE ({known})")
-        if settings and self.rule_agents:
+        return type(self)(self.params.with_overrides(texts, others), standin=self.standin).with_standin(settings)
+
+    def with_standin(self, changes: Mapping[str, Any]) -> Self:
+        """A copy with the stand-in's settings changed (`standin.KEY` without its prefix): text
+        read as `--set` reads it, any other value used as it is. Rule agents ask no stand-in,
+        so any change is refused for them, in one line, however it was given."""
+        if not changes:
+            return self
+        if self.rule_agents:
             raise ParameterError(f"{type(self).__name__}'s agents follow a rule and ask no stand-in; "
-                                 f"drop {', '.join(prefix + key for key in settings)}")
-        return type(self)(self.params.with_overrides(params), standin=self.standin.with_overrides(settings))
+                                 f"drop {', '.join(StandInSettings.key_prefix + key for key in changes)}")
+        texts = {key: value for key, value in changes.items() if isinstance(value, str)}
+        values = {key: value for key, value in changes.items() if not isinstance(value, str)}
+        self.standin.refuse_unread(*values)
+        return type(self)(self.params, standin=self.standin.with_overrides(texts).replace(**values))
 
     def for_experiment(self, seed: int) -> Self:
         """Resolve what is drawn once per experiment (a random name pool), shared by all runs."""

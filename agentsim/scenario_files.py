@@ -18,7 +18,6 @@ from typing import Any
 
 from .errors import ArgumentError, ScenarioFileError, UserError
 from .interrupts import Interrupt
-from .params import StandInSettings
 from .scenario import GivesScenario, Scenario, as_scenario
 
 # What a front door takes as the scenario: a file's path, a Scenario subclass, or a Scenario object,
@@ -49,21 +48,15 @@ def with_changes(scenario: Scenario[Any, Any, Any], changes: Mapping[str, Any]) 
     as Mesa's model parameters give it)."""
     changes = dict(changes)
     settings_object = changes.pop("standin", None)
-    texts = {key: value for key, value in changes.items() if isinstance(value, str)}
-    values = {key: value for key, value in changes.items() if not isinstance(value, str)}
-    if texts:
-        scenario = scenario.with_overrides(texts)
-    prefix = StandInSettings.key_prefix
-    settings = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
-    params = {key: value for key, value in values.items() if not key.startswith(prefix)}
-    if params:
-        scenario.params.refuse_unread(*params)
-        scenario = scenario.with_params(**params)
-    if settings_object is not None:
+    if settings_object is not None and settings_object != scenario.standin:  # (then `standin.KEY` changes it)
+        if scenario.rule_agents:  # refused as `standin.KEY` is, naming the settings it changes
+            given, current = settings_object.as_dict(), scenario.standin.as_dict()
+            scenario.with_standin({key: value for key, value in given.items() if current.get(key) != value} or given)
         scenario = type(scenario)(scenario.params, standin=settings_object)
-    if settings:
-        scenario = type(scenario)(scenario.params, standin=scenario.standin.replace(**settings))
-    return scenario
+    if not changes:
+        return scenario
+    texts = {key: value for key, value in changes.items() if isinstance(value, str)}
+    return scenario.with_overrides(texts, {key: value for key, value in changes.items() if key not in texts})
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

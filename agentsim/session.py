@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -27,7 +28,7 @@ from .llm.accounting import Budget
 from .llm.base import LanguageModel
 from .llm.limiter import LimitedModel
 from .llm.prices import PRICES_HELP, load_user_prices
-from .llm.providers import is_stand_in
+from .llm.providers import STAND_IN, is_stand_in
 from .llm.specs import BackendOptions, backend_price, build_backend, parse_population, parse_spec
 from .llm.stack import layer
 from .model_fitness import refuse_unscorable
@@ -92,7 +93,7 @@ class ExperimentConfig:
 
     scenario: Scenario[Any, Any, Any]
     out: Path
-    backend: str = "stand-in"
+    backend: str = STAND_IN
     runs: int = 1  # each variant's replicates (`replicates` counts them all)
     seed: int = 0
     resume: bool = False
@@ -114,6 +115,9 @@ class ExperimentConfig:
     # agents); a fraction for runs that mostly wait on a model server, so that more of them
     # share a worker node's cores and keep the servers busy.
     cpus_per_run: float = 1.0
+    # With `resume`: continue with the scenario file as it is now although its content differs
+    # from the file's the runs started with (`--scenario-changed`; its digest is then recorded anew).
+    scenario_changed: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, bool) or not isinstance(self.runs, int) or not 1 <= self.runs <= MAX_RUNS:
@@ -153,7 +157,7 @@ class ExperimentConfig:
     def on_the_stand_in(self, out: Path) -> ExperimentConfig:
         """The same experiment (scenario, grid, runs, seeds) played afresh on the stand-in, in
         process, into `out`: what `--batch` and `estimate` play to find the calls it will make."""
-        return dataclasses.replace(self, out=out, backend="stand-in", population="", llm=BackendOptions(),
+        return dataclasses.replace(self, out=out, backend=STAND_IN, population="", llm=BackendOptions(),
                                    resume=False, add_runs=0, executor=LOCAL, ray_address="", cpus_per_run=1.0)
 
 
@@ -235,7 +239,7 @@ class Session:
                 _render_every_prompt(scenario.codec, config.seed)
         self.shares = self._shares()
         if config.llm.batch:
-            from .batch_run import refuse_unbatchable  # (start-up: the batch APIs and aiohttp, only with --batch)
+            from .batch_run import refuse_unbatchable  # lazy: the batch APIs and aiohttp, only with --batch
 
             refuse_unbatchable([self.scenario, *self.variant_scenarios], [spec for spec, _ in self.shares])
         refuse_unscorable([self.scenario, *self.variant_scenarios], config.llm)
@@ -280,45 +284,16 @@ class Session:
 
     def _open_store(self, identity: dict[str, Any]) -> None:
         config = self.config
+        if config.resume:
+            recorded = self._check_resumable(identity)
         if Store.exists(config.out):
-            store = Store(config.out)  # its checkpoints are read once it is known to be this experiment
-            recorded = store.experiment()
-            if recorded and not config.resume and store.runs():
+            store = Store(config.out, checked=config.resume)  # (a resume's checks read it whole just now)
+            if not config.resume and store.experiment() and store.runs():
                 if _holds_results(store):
                     store.close()
                     raise OutputDirError(f"{config.out} already holds results; pass --resume to continue them or --out NEW_DIR")
                 for row in store.runs():  # runs that failed before recording anything (a typo in a template)
                     store.discard_run(row["run"])
-            if config.resume and "scenario" not in recorded:  # (a store always records its own version)
-                store.close()
-                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
-            if recorded and config.resume and store.written_version < SAME_DRAWS_SINCE:
-                store.close()
-                raise OutputDirError(
-                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
-                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
-                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
-            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
-            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
-                # (a directory whose experiment recorded no run yet is started afresh)
-                if recorded and config.resume and recorded.get(key) != value:
-                    store.close()
-                    raise OutputDirError(
-                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
-                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
-                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
-                        f"use --out NEW_DIR")
-            if recorded and config.resume:
-                self._check_templates(recorded.get("prompt_templates") or {}, store)
-                self._check_code_version(recorded)
-                try:
-                    store.verify_checkpoints()
-                    self._check_checkpoints(store)
-                except BaseException:
-                    store.close()
-                    raise
-            if recorded and config.resume:
-                self._check_run_count(int(recorded.get("runs", 0)), store)
             self.store = store
             if config.resume and self.budget.limited:  # the budget is the experiment's, not this session's
                 self.budget.restore(recorded.get("budget_spent") or {})
@@ -334,6 +309,8 @@ class Session:
             **identity,
             "runs": max(self.config.replicates, self.store.experiment().get("runs", 0)),
             "scenario_file": config.scenario_file,
+            **({"scenario_sha256": digest} if config.scenario_file and (digest := scenario_digest(config.scenario_file))
+               else {}),
             "code_version": self.code_version,
             "checkpoint_format": CHECKPOINT_FORMAT,
             # The texts the runs' prompts were sent with: a resume adds a template, never rewrites one.
@@ -347,6 +324,37 @@ class Session:
         if self.estimate is not None and not self.store.experiment().get("estimate"):
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
+
+    def _check_resumable(self, identity: dict[str, Any]) -> dict[str, Any]:
+        """Everything a resume relies on, on the store opened read-only, before anything under
+        the directory changes: the store whole (`Store.read_only`), the same experiment, the
+        same scenario file, prompts and checkpoints' format, every run's row and checkpoint, the
+        count of runs. Returns what the experiment recorded."""
+        config = self.config
+        with Store.read_only(config.out, resume=True) as store:
+            recorded = store.experiment()
+            if "scenario" not in recorded:  # (a store always records its own version)
+                raise OutputDirError(f"nothing to resume: {config.out / DATABASE} records no experiment; drop --resume")
+            if store.written_version < SAME_DRAWS_SINCE:
+                raise OutputDirError(
+                    f"{config.out} was recorded by an agentsim that drew option orders differently (store version "
+                    f"{store.written_version}, this one writes {SAME_DRAWS_SINCE} and later), so its runs cannot be "
+                    f"continued; finish them with the agentsim that started them, or drop --resume and use --out NEW_DIR")
+            # (the seed and the backend first: a seed also draws the name pool, so name the cause)
+            for key, value in sorted(identity.items(), key=lambda item: item[0] not in ("scenario", "seed", "backend")):
+                if recorded.get(key) != value:
+                    raise OutputDirError(
+                        f"{config.out} holds a different experiment ({_difference(key, recorded.get(key), value)}); "
+                        f"give the recorded value, or leave out the scenario file and every --set to continue with "
+                        f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
+                        f"use --out NEW_DIR")
+            check_scenario_digest(recorded, config.scenario_file, out=config.out, changed=config.scenario_changed)
+            self._check_templates(recorded.get("prompt_templates") or {}, store)
+            self._check_code_version(recorded)
+            store.verify_checkpoints()
+            self._check_checkpoints(store)
+            self._check_run_count(int(recorded.get("runs", 0)), store)
+        return recorded
 
     def _check_run_count(self, recorded: int, store: Store) -> None:
         """A resume continues the runs the experiment recorded, no more and no fewer: the
@@ -371,17 +379,24 @@ class Session:
         layout, types, ranges and counters: `model.checked_state`), and the encounters the
         checkpoint says were completed are the ones the store holds. One line naming the run
         otherwise, and the directory as it was."""
-        from .model import BackendShare, PopulationModel  # (start-up: Mesa; the session builds no model otherwise)
+        from .model import BackendShare, PopulationModel  # lazy: Mesa; the session builds no model otherwise
 
         recorded_runs = store.experiment().get("runs", 0)
         encounters = dict(store.rows("SELECT run, COUNT(*) FROM encounters GROUP BY run"))
+        marks = dict(store.rows("SELECT run, t FROM checkpoints"))
         for row in store.runs():
             run = row["run"]
             if type(run) is not int or not 1 <= run <= max(recorded_runs, self.config.replicates) or row["status"] not in RUN_STATUSES:
                 raise DamagedStoreError(f"{store.path}: the runs table's row {run!r} is damaged (run {run!r}, status "
                                         f"{row['status']!r}); {_NOTHING_CHANGED}")
+            refuse_inconsistent_row(store, row)
             blob = store.checkpoint(run)
-            if row["status"] == "done" or blob is None:
+            if row["status"] == "done":
+                continue
+            if blob is None:
+                if encounters.get(run, 0):  # (a run is forgotten only if it had recorded nothing: `starting_point`)
+                    raise DamagedStoreError(f"{store.path}: run {run} records {encounters[run]} encounters and no "
+                                            f"checkpoint to continue them from; {_NOTHING_CHANGED}")
                 continue
             scenario, seed, _ = run_cell(self.scenario, self.variant_scenarios, self.config.seed, run - 1)
             model = PopulationModel(scenario, seed=seed, replicate=run - 1, run_id=run,
@@ -399,6 +414,10 @@ class Session:
             if encounters.get(run, 0) != model.completed:
                 raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
                                         f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
+            if marks.get(run) != model.encounters_begun:
+                raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is marked t={marks.get(run)!r} and its "
+                                        f"state began {model.encounters_begun} encounters; {_NOTHING_CHANGED}")
+            refuse_unruled_stop(store, run, model)
 
     def _shares(self) -> list[tuple[str, int | None]]:
         """Which backend each agent uses: one for all, or the population's counts in order."""
@@ -573,6 +592,69 @@ class Session:
                                 "latency_cuts": limiter.queueing.cuts if limiter.queueing is not None else 0,
                                 "mean_in_flight": round(limiter.mean_in_flight(), 2)}
         return stats
+
+
+def refuse_inconsistent_row(store: Store, row: dict[str, Any]) -> None:
+    """A run's row as a run writes it: its status and stop reason those its summary was written
+    with (one call writes the three), none of them before the run ended (`running`)."""
+    summary, run = row["summary"], row["run"]
+    written = (summary.get("status", row["status"]), summary.get("stop_reason", row["stop_reason"])) if summary else \
+        ("running", None)
+    if (row["status"], row["stop_reason"]) != written:
+        raise DamagedStoreError(f"{store.path}: the runs table's row {run} is damaged (status {row['status']!r} and stop "
+                                f"reason {row['stop_reason']!r}, its summary written with {written[0]!r} and "
+                                f"{written[1]!r}); {_NOTHING_CHANGED}")
+
+
+def refuse_unruled_stop(store: Store, run: int, model: Any) -> None:
+    """A restored run stopped (`stop_reason`) exactly when its scenario's stop rule says so of
+    the state restored: a reason the rule does not give would end the run where it never
+    stopped, none where it gives one would play it past its stop."""
+    try:
+        ruled = model.scenario.stop_reason(model)
+    except Exception as error:  # a rule that cannot read the restored state: the state is not the run's
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (its stop rule fails on it: "
+                                f"{type(error).__name__}); {_NOTHING_CHANGED}") from None
+    if (model.stop_reason is None) != (ruled is None):
+        raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} is damaged (it says the run stopped for "
+                                f"{model.stop_reason!r}, and the scenario's rule says {ruled!r} of its state); "
+                                f"{_NOTHING_CHANGED}")
+
+
+def recorded_runs(recorded: dict[str, Any], cells: int, out: Path) -> int | None:
+    """The runs per cell a resume continues, from what the experiment recorded (None: none
+    recorded); a count no experiment could have is the store's damage, not a --runs."""
+    count = recorded.get("runs")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    if count // cells > MAX_RUNS:
+        raise DamagedStoreError(f"{out / DATABASE} records {count} runs, more than the {MAX_RUNS} an experiment holds "
+                                f"({'per variant' if cells > 1 else 'at most'}): it is damaged; {_NOTHING_CHANGED}")
+    return count // cells
+
+
+def scenario_digest(path: str | Path) -> str | None:
+    """The SHA-256 of a scenario file's content (what a resume checks it runs), None if unreadable."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def check_scenario_digest(recorded: dict[str, Any], scenario_file: str | Path, *, out: Path, changed: bool) -> None:
+    """A resume runs the scenario file its runs started with: one whose content differs from the
+    digest recorded then is refused unless `changed` says to continue with it as it is now; the
+    file the store names is checked before it is loaded (agentsim/configure.py), one the user
+    named before anything under `out` is written (`Session`). A store from before digests were
+    recorded, or a run of no file (the Python API's scenario object), has nothing to compare."""
+    digest = recorded.get("scenario_sha256")
+    if changed or not scenario_file or not isinstance(digest, str):
+        return
+    now = scenario_digest(scenario_file)
+    if now != digest:
+        raise OutputDirError(f"the scenario file {scenario_file} is not the one the runs in {out} started with (its "
+                             f"content changed since: SHA-256 {str(now)[:12]}, recorded {digest[:12]}); restore it to "
+                             f"continue them, or add --scenario-changed to continue them with the file as it is now")
 
 
 def refuse_linked_store(out: Path) -> None:

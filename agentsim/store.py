@@ -30,6 +30,11 @@ the exact messages from it (`Store.messages`), which keeps a naming-game interac
 bytes with every prompt recoverable. Rows reach the file only together with the checkpoint of
 the state they lead to, in one transaction: a run killed at any moment resumes from its last
 checkpoint without losing or duplicating a row.
+
+A run and `--resume` open the file to write it (`Store(DIR)`), every reader to read it
+(`Store.read_only(DIR)`: nothing under DIR is written, SQLite's side files included,
+agentsim/sqlite_reading.py); both check it whole first and refuse, in one line, a store that is
+damaged, not agentsim's, or not laid out as its version says (agentsim/store_layout.py).
 """
 
 from __future__ import annotations
@@ -43,17 +48,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checkpoints import CheckpointError, loads
-from .errors import DamagedStoreError, OutputDirError
+from .errors import DamagedStoreError, OutputDirError, UserError
 from .records import CallRecord, EncounterRecord
+from .sqlite_reading import open_read_only
+from .store_layout import APPLICATION_ID, MOVES_VIEW, VIEWS, check_store
 
 if TYPE_CHECKING:
     from .llm.base import Message
     from .scenario import Scenario
 
 DATABASE = "agentsim.db"
-# SQLite's application_id of an agentsim database ("AGSM"): agentsim never writes into a file
-# that is not its own. Databases written before it was set carry 0 and agentsim's tables.
-APPLICATION_ID = 0x4147534D
 # The store's version, in `experiment`: 2 added decisions.fallback (and the application_id); 3
 # draws option orders with `random.Random.sample` on the run's generator (before, one draw was
 # decoded as a Lehmer code), so a run written before 3 is read and analysed as ever but cannot be
@@ -66,9 +70,6 @@ APPLICATION_ID = 0x4147534D
 # earlier file moves it to a table of its own, `first_token_probabilities`, read by no analysis.
 STORE_VERSION = 6
 SAME_DRAWS_SINCE = 3
-
-_MOVES_VIEW = """CREATE VIEW IF NOT EXISTS moves AS
-    SELECT run, t, agent, action, payoff, fallback IS 1 AS fallback FROM decisions WHERE payoff IS NOT NULL"""
 
 # One transaction: a disk that fills while the tables are made leaves all of them or none.
 _SCHEMA = """
@@ -85,17 +86,11 @@ CREATE TABLE IF NOT EXISTS decisions (
     run INTEGER, t INTEGER, agent INTEGER, attempt INTEGER, action TEXT, payoff REAL, parsed TEXT,
     context TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_us INTEGER, error TEXT,
     probabilities TEXT, fallback INTEGER, sampled_locally INTEGER, PRIMARY KEY (run, t, agent, attempt)) WITHOUT ROWID;
-{moves}
-CREATE VIEW IF NOT EXISTS calls AS
-    SELECT run, t, agent, attempt, parsed AS action, context, reply, prompt_tokens, completion_tokens, latency_us, error
-    FROM decisions WHERE reply IS NOT NULL;
-CREATE VIEW IF NOT EXISTS decisions_by_model AS
-    SELECT decisions.*, agents.model AS model, agents.kind AS kind FROM decisions JOIN agents USING (run, agent);
+{views}
 CREATE TABLE IF NOT EXISTS rounds (run INTEGER, round INTEGER, stats TEXT, PRIMARY KEY (run, round)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, state BLOB);
 COMMIT;
-""".replace("{moves}", _MOVES_VIEW + ";")
-
+""".replace("{views}", "".join(view + ";\n" for view in VIEWS))
 
 @dataclass
 class Recorder:
@@ -163,21 +158,35 @@ def _next_decision(own: list[CallRecord], offset: int) -> list[CallRecord]:
 
 
 class Store:
-    def __init__(self, directory: Path | str, *, check_checkpoints: bool = False) -> None:
-        """Open (or create) the database of `directory`. An existing file is checked before
-        anything is written to it: refused if damaged or not agentsim's, and with
-        `check_checkpoints` (a resume) if a checkpoint does not read back."""
+    """An output directory's database: opened to write by a run and `--resume` only
+    (`Store(DIR)`), by every reader to read (`Store.read_only(DIR)`)."""
+
+    directory: Path
+    path: Path
+    connection: sqlite3.Connection
+    writable: bool  # opened by a run or a resume; False: by a reader, which writes nothing
+    written_version: int  # the store version the file was written with
+    has_tables: bool
+    fix: str  # what a refusal tells the user to do
+
+    def __init__(self, directory: Path | str, *, checked: bool = False) -> None:
+        """Open (or create) the database of `directory` to write it: a run's and `--resume`'s
+        only (every reader opens it with `Store.read_only`). An existing file is checked whole
+        through a read-only connection before anything is written to it: refused if damaged,
+        not agentsim's, or missing a table or column its version has, or holding a value of the
+        wrong type; `checked`: the caller has just checked it so (`read_only(resume=True)`),
+        under the directory's lock."""
         self.directory = Path(directory)
         self.path = self.directory / DATABASE
+        self.writable = True
+        self.fix = "restore it from a copy, or record into a new --out DIR"
         existing = self.path.is_file() and self.path.stat().st_size > 0
+        if existing and not checked:
+            with _opened_to_read(self.directory, reader=False) as looked:
+                existing = looked.has_tables
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
         try:
-            if existing:
-                existing = self._check_own()
-                self._check_json()
-                if check_checkpoints:
-                    self.verify_checkpoints()
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
             self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
@@ -191,28 +200,27 @@ class Store:
             self.connection.close()
             raise
 
-    def _check_own(self) -> bool:
-        """Refuse, before writing anything, a file that is damaged or not agentsim's; say whether
-        it holds any table (one with none is new: a disk that filled as agentsim made them)."""
-        where = self.path
-        try:
-            application = self.connection.execute("PRAGMA application_id").fetchone()[0]
-            tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            verdict = self.connection.execute("PRAGMA quick_check").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise DamagedStoreError(f"{where} is damaged or not a database ({error}); nothing was changed: restore it "
-                                    f"from a copy, or record into a new --out DIR") from None
-        if application != APPLICATION_ID and tables and not (application == 0 and {"experiment", "runs"} <= tables):
-            raise OutputDirError(f"{where} is an SQLite database agentsim did not create; agentsim never writes into "
-                                 f"it: choose another --out DIR")
-        if verdict != "ok":
-            raise DamagedStoreError(f"{where} is damaged ({verdict}); nothing was changed: restore it from a copy, "
-                                    f"or record into a new --out DIR")
-        return bool(tables)
+    @classmethod
+    def read_only(cls, directory: Path | str, *, resume: bool = False) -> Store:
+        """The store of `directory` opened to read, as every reader opens it (report, transcript,
+        the analyses, `agentsim.open`, watch, an import's checks, a resume's checks): nothing
+        under the directory is written, not even SQLite's side files (agentsim/sqlite_reading.py),
+        and no table is ever made. A file that is missing, empty, damaged, not agentsim's, records
+        no experiment, or lacks a table or column its version has, or holds a value of the wrong
+        type, is refused in one line (a UserError) before anything is read from it. A store of
+        an earlier version is read in this one's layout through temporary views (in memory).
+        `resume`: for a resume's checks (its refusals name a new --out DIR; a store that records
+        no experiment is the resume's to refuse)."""
+        store = _opened_to_read(directory, reader=not resume)
+        if not resume and (not store.has_tables or "scenario" not in store.experiment()):
+            store.close()
+            raise DamagedStoreError(f"{store.path} records no experiment (a run that stopped before it began, or "
+                                    f"another program's database); give the output directory of a run")
+        return store
 
     def _recorded_version(self) -> int:
         row = self.connection.execute("SELECT value FROM experiment WHERE key = 'store_version'").fetchone()
-        return int(row[0]) if row else 1
+        return int(json.loads(row[0])) if row else 1
 
     def _upgrade(self) -> None:
         """Bring a database written by an earlier agentsim to this layout."""
@@ -228,7 +236,7 @@ class Store:
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN fallback INTEGER")
                 self.connection.execute("UPDATE decisions SET fallback = 1 WHERE payoff IS NOT NULL AND error IS NOT NULL")
                 self.connection.execute("DROP VIEW IF EXISTS moves")
-                self.connection.execute(_MOVES_VIEW)
+                self.connection.execute(MOVES_VIEW)
             if "sampled_locally" not in columns:  # written before --sample-locally
                 self.connection.execute("ALTER TABLE decisions ADD COLUMN sampled_locally INTEGER")
             approximate = "SELECT run, t, agent, attempt, probabilities FROM decisions WHERE probabilities IS NOT NULL"
@@ -242,15 +250,12 @@ class Store:
     def _move_standin_settings(self) -> None:
         """Before version 5 the stand-in's settings were parameters named standin_KEY; they
         are the experiment's `standin` {KEY: value} now, which a resume compares and the
-        analyses read."""
-        experiment = self.experiment()
-        params = experiment.get("params")
-        if not isinstance(params, dict) or "standin" in experiment:
-            return
-        settings = {key.removeprefix("standin_"): params.pop(key) for key in sorted(params) if key.startswith("standin_")}
+        analyses read (a reader sees them moved: `experiment`)."""
+        recorded = self.experiment()
+        moved = _standin_moved(recorded)
         self.connection.executemany("INSERT OR REPLACE INTO experiment VALUES (?, ?)",
-                                    [(key, json.dumps(value, sort_keys=True))
-                                     for key, value in (("params", params), ("standin", settings))])
+                                    [(key, json.dumps(moved[key], sort_keys=True)) for key in ("params", "standin")
+                                     if key in moved and moved[key] != recorded.get(key)])
 
     def verify_checkpoints(self) -> None:
         """Every checkpoint reads back as this agentsim's plain data, before a resume changes
@@ -264,35 +269,11 @@ class Store:
             except CheckpointError as error:
                 if not error.incompatible:
                     raise DamagedStoreError(f"{self.path}: the checkpoint of run {run} is damaged ({error}); nothing "
-                                            f"was changed: restore the database from a copy, or record into a new "
-                                            f"--out DIR") from None
+                                            f"was changed: {self.fix}") from None
                 written = self._recorded_text("code_version") or "an older agentsim"
                 raise OutputDirError(f"{self.path}: the checkpoint of run {run} cannot be continued by this agentsim "
                                      f"({error}; written by {written}); finish the runs with the agentsim that started "
                                      f"them, or start afresh with --out NEW_DIR") from None
-
-    def _check_json(self) -> None:
-        """The experiment's values and the runs' summaries read back (a resume and the analyses
-        read them), before anything changes."""
-        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        checks = [("experiment", "SELECT key, value FROM experiment"), ("runs", "SELECT run, summary FROM runs")]
-        for table, sql in checks:
-            if table not in tables:
-                continue
-            for key, value in self.connection.execute(sql):
-                if value is None and table == "runs":
-                    continue
-                what = f"the experiment's '{key}'" if table == "experiment" else f"the summary of run {key}"
-                try:
-                    read = json.loads(value)
-                except (TypeError, ValueError, RecursionError):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not JSON); nothing was changed: restore "
-                                            f"the database from a copy, or record into a new --out DIR") from None
-                expected = _SUMMARY_TYPE if table == "runs" else _EXPERIMENT_TYPES.get(key)
-                if expected is not None and not (isinstance(read, expected[0]) and not isinstance(read, bool)
-                                                 and expected[1](read)):
-                    raise DamagedStoreError(f"{self.path}: {what} is damaged (not {expected[2]}); nothing was changed: "
-                                            f"restore the database from a copy, or record into a new --out DIR")
 
     def _recorded_text(self, key: str) -> str | None:
         try:
@@ -306,12 +287,22 @@ class Store:
         return (Path(directory) / DATABASE).is_file()
 
     def close(self) -> None:
-        self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        """Let go of the file (a writer first folds its WAL back into it, so that nothing but
+        agentsim.db is left once it is closed)."""
+        if self.writable:
+            self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.connection.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
 
     # --- the experiment ------------------------------------------------------------------
     def experiment(self) -> dict[str, Any]:
-        return {key: json.loads(value) for key, value in self.connection.execute("SELECT key, value FROM experiment")}
+        recorded = {key: json.loads(value) for key, value in self.connection.execute("SELECT key, value FROM experiment")}
+        return recorded if self.writable or self.written_version >= 5 else _standin_moved(recorded)
 
     def set_experiment(self, values: dict[str, Any]) -> None:
         with self._transaction():
@@ -438,28 +429,6 @@ class Store:
         return _Transaction(self.connection)
 
 
-# What the experiment's values and the runs' summaries must be for a resume and the analyses
-# to read them: (type, a check of the value, what to call it), by key.
-_RUN_LIMIT = 10**9
-_EXPERIMENT_TYPES: dict[str, tuple[type | tuple[type, ...], Any, str]] = {
-    "runs": (int, lambda value: 0 <= value <= _RUN_LIMIT, "a count of runs"),
-    "seed": (int, lambda value: 0 <= value < 2**63, "a seed from 0 to 2^63 - 1"),
-    "params": (dict, lambda value: True, "a mapping of parameters"),
-    "standin": (dict, lambda value: True, "a mapping of the stand-in's settings"),
-    "prompt_templates": (dict, lambda value: all(isinstance(text, str) for text in value.values()),
-                         "a mapping of template names to texts"),
-    "population": (list, lambda value: all(isinstance(share, list) and len(share) == 2 and isinstance(share[0], str)
-                                           and (share[1] is None or type(share[1]) is int) for share in value),
-                   "a list of [backend, count]"),
-    "variants": (list, lambda value: all(isinstance(variant, dict) for variant in value), "a list of parameter changes"),
-    "scenario": (str, lambda value: True, "a scenario's name"),
-    "scenario_class": (str, lambda value: True, "a class's dotted name"),
-    "scenario_file": (str, lambda value: True, "a file's path"),
-    "backend": (str, lambda value: True, "a backend's name"),
-}
-_SUMMARY_TYPE: tuple[type, Any, str] = (dict, lambda value: True, "a mapping of the run's figures")
-
-
 class _Transaction:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
@@ -469,6 +438,43 @@ class _Transaction:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _opened_to_read(directory: Path | str, *, reader: bool) -> Store:
+    """A read-only store of `directory`, checked whole (agentsim/store_layout.py); `reader`: for a reader
+    (one with no table is refused by `read_only`), else for the writer about to open it."""
+    store = Store.__new__(Store)
+    store.directory = Path(directory)
+    store.path = store.directory / DATABASE
+    store.writable = False
+    store.fix = "restore it from a copy" if reader else "restore it from a copy, or record into a new --out DIR"
+    if not store.path.is_file():
+        raise UserError(f"'{store.directory}' holds no {DATABASE}; give the output directory of a run (e.g. "
+                        f"results/naming_game/TIMESTAMP)")
+    if store.path.stat().st_size == 0:
+        raise DamagedStoreError(f"{store.path} is empty (truncated); nothing was changed: {store.fix}")
+    try:
+        store.connection = open_read_only(store.path)
+    except sqlite3.Error as error:
+        raise DamagedStoreError(f"{store.path} cannot be read ({error}); nothing was changed: {store.fix}") from None
+    try:
+        checked = check_store(store.connection, store.path, reader=reader, fix=store.fix, current=STORE_VERSION)
+    except BaseException:
+        store.connection.close()
+        raise
+    store.has_tables, store.written_version = checked.has_tables, checked.written_version
+    return store
+
+
+def _standin_moved(experiment: dict[str, Any]) -> dict[str, Any]:
+    """`experiment` with the stand-in's settings as its `standin` (before version 5 they were
+    parameters named standin_KEY)."""
+    params = experiment.get("params")
+    if not isinstance(params, dict) or "standin" in experiment:
+        return experiment
+    settings = {key.removeprefix("standin_"): params[key] for key in sorted(params) if key.startswith("standin_")}
+    kept = {key: value for key, value in params.items() if not key.startswith("standin_")}
+    return experiment | {"params": kept, "standin": settings}
 
 
 def _now() -> str:

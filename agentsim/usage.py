@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from .llm.base import Completion
 
 
+PROBE = " (start-up probe)"  # the usage line of a backend's start-up probe: LABEL (start-up probe)
+
+
 @dataclass
 class LatencyHistogram:
     counts: dict[int, int] = field(default_factory=dict)

@@ -428,7 +428,7 @@ function experimentBlock(experiment) {
   const waiting = Math.max(0, (experiment.planned || 0) - runs.length);
   if (waiting) counts["not begun"] = waiting;
   const sum = (key) => runs.reduce((total, run) => total + Number(run.usage?.[key] || 0), 0);
-  const standIn = String(experiment.backend || "").startsWith("stand-in");
+  const standIn = experiment.stand_in === true;  // the providers' table says (watch.py)
   const recording = experiment.recording === true ? "recording" : experiment.recording === false ? "not recording" : "";
   const colourOf = namePalette(experiment.names);
   section.append(el("div", {class: "meta"}, "backend ", el("b", {class: standIn ? "standin" : null}, experiment.backend ?? "–"),

@@ -12,12 +12,10 @@ scenario and seed and restored, never stepped. So every family is shown from wha
 holds, and nothing is asked of a model. A click on a point of a chart asks `calls.json` for that
 round's (month's, generation's) prompts and replies, as `transcript` prints them.
 
-Nothing under DIR is written, the database's SQLite side files included: while a writer holds
-the database (its `-wal` file has frames, its `-shm` exists) the reader opens it `mode=ro` and
-shares the writer's shared-memory index, which WAL readers need; otherwise (the run ended:
-SQLite removed both files) it opens the file `immutable=1`, which creates no `-wal`/`-shm`
-(a `mode=ro` open would). Each read opens a connection and closes it at once, so that the
-writer's close, which removes the side files when it is the last connection, is rarely shared.
+Nothing under DIR is written, the database's SQLite side files included: each read opens the
+database as every reader does (agentsim/sqlite_reading.py: `immutable=1` once no writer holds
+it, the `-shm` mapped read-only beside a live or killed writer) and closes it at once, so that
+the writer's close, which removes the side files when it is the last connection, is rarely shared.
 
 What it reads is data, and shown as data: every stored value reaches the page as JSON and is
 set as text there (never parsed as HTML); the page's Content-Security-Policy allows no inline
@@ -48,6 +46,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .analysis.recorded import RecordedExperiment, rebuild_scenario
+from .analysis.transcript import call_text, calls
+from .llm.providers import all_on_the_stand_in
+from .scenario_files import load_scenario
+from .sqlite_reading import open_read_only
 from .store import DATABASE
 from .views import Views, combine, compare, store_round, thinned
 
@@ -71,10 +74,7 @@ HEADERS = {"Content-Security-Policy": POLICY, "X-Content-Type-Options": "nosniff
 def read_only(path: Path) -> Iterator[sqlite3.Connection]:
     """A connection that reads `path` and writes nothing beside it (see the module's docstring),
     closed on leaving."""
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
-    live = wal.is_file() and wal.stat().st_size > 0 and shm.is_file()
-    uri = f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
-    connection = sqlite3.connect(uri, uri=True, timeout=5)
+    connection = open_read_only(path)
     try:
         connection.execute("PRAGMA query_only=1")
         yield connection
@@ -229,6 +229,7 @@ class Followed:
         planned = experiment.get("runs")
         return {
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),
+            "stand_in": all_on_the_stand_in(str(experiment.get("backend") or "")),
             "seed": experiment.get("seed"), "planned": planned if isinstance(planned, int) else len(rows),
             "recording": recording, "unresolved": self.unresolved, "loaded_from": self.loaded_from,
             "damaged": f"unreadable experiment values: {', '.join(damaged_keys)}" if damaged_keys else None,
@@ -239,8 +240,6 @@ class Followed:
         }
 
     def _scenario(self, experiment: dict[str, Any], replicate: int) -> Any:
-        from .analysis.recorded import RecordedExperiment, rebuild_scenario
-
         variants = experiment.get("variants") or []
         variant = replicate % len(variants) if variants else None
         if variant not in self.scenarios:
@@ -259,10 +258,7 @@ class Followed:
     def _from_recorded_file(self, experiment: dict[str, Any], changes: dict[str, Any]) -> Any:
         """The scenario from the file the runs were started with, where it is still there
         (`usable_scenario_file`: outside DIR, defining the recorded class, of the recorded
-        content where a digest was recorded); None otherwise, and nothing of it run."""
-        from .analysis.recorded import rebuild_scenario
-        from .scenario_files import load_scenario
-
+        digest); None otherwise, and nothing of it run."""
         file = usable_scenario_file(experiment, self.root)
         if file is None:
             return None
@@ -286,7 +282,7 @@ class Followed:
         scenario = self._scenario(experiment, row["replicate"])
         if scenario is None:
             return {}, None
-        from .model import PopulationModel
+        from .model import PopulationModel  # lazy: Mesa, only once a run's figures are rebuilt
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a page to look at: a family's notice is for the run's own output
@@ -359,8 +355,6 @@ class Followed:
     def calls(self, run: int, x: float) -> dict[str, Any]:
         """The prompts and replies of the point at `x` of run `run`'s charts (a round, a month, a
         generation), as `transcript` prints them, fallbacks and re-asks marked."""
-        from .analysis.transcript import call_text, calls
-
         cache = self.runs.get(run)
         if cache is None or run not in self.seeds:
             raise Damaged(f"no run {run} in {self.where}")
@@ -512,8 +506,8 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
     """The scenario file the runs recorded, where `watch` may load it without `--scenario`:
     an absolute path to a `.py` file that is still there, outside the watched directory (a
     results directory never brings code of its own), whose text (read, not run) defines the
-    recorded class, and whose content matches the digest recorded with the runs, where one
-    was. None otherwise."""
+    recorded class, and whose content matches the digest recorded with the runs (runs
+    recorded before digests were need `--scenario FILE`). None otherwise."""
     text = experiment.get("scenario_file")
     if not isinstance(text, str) or not text.endswith(".py") or not Path(text).is_absolute():
         return None
@@ -525,9 +519,9 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
         source = resolved.read_bytes()
     except OSError:
         return None
-    digest = experiment.get("scenario_digest") or experiment.get("scenario_sha256")
-    if isinstance(digest, str) and digest.removeprefix("sha256:") != hashlib.sha256(source).hexdigest():
-        return None
+    digest = experiment.get("scenario_sha256")
+    if not isinstance(digest, str) or digest != hashlib.sha256(source).hexdigest():
+        return None  # without a recorded digest there is no telling that this is the file the runs used
     recorded = str(experiment.get("scenario_class") or "")
     module, _, name = recorded.rpartition(".")
     try:

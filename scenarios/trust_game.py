@@ -27,6 +27,7 @@ class TrustParams(GameParams):
 class TrustGame(Game[TrustParams]):
     name = "trust_game"
     Params = TrustParams
+    moves = ("send", "return")  # each its own series (Mesa's mean_choice.send)
     rules = ("You are {player}, a participant in an experiment of {rounds} round(s). Each round you are paired at "
              "random with another participant you do not know. One of you, the trustor, receives {endowment} "
              "dollars and can give any whole number N of them to the other, the trustee, who then receives "

@@ -26,6 +26,7 @@ class UltimatumParams(GameParams):
 class Ultimatum(Game[UltimatumParams]):
     name = "ultimatum"
     Params = UltimatumParams
+    moves = ("offer", "respond")  # each its own series (Mesa's mean_choice.offer)
     rules = ("You are {player}, a participant in an experiment of {rounds} round(s). Each round you are paired at "
              "random with another participant you do not know. One of you, the proposer, is given {stake} dollars "
              "and offers the other, the responder, a whole number of them. If the responder accepts, the responder "

@@ -84,9 +84,11 @@ def test_a_whole_naming_game_runs_through_each_backend(tmp_path: Path, standin_s
     assert_complete(tmp_path / "out", summary)
     (run_summary,) = summary["runs"]
     assert run_summary["consensus"] is True, "the stand-in rule over HTTP converges as it does in process"
-    assert server.stats.answered == run_summary["calls"] + PROBE > PROBE
+    assert server.stats.answered == run_summary["calls"] > PROBE  # the start-up probe recorded too
     usage = summary["usage_by_backend"][specs(server.url)[provider]]
-    assert usage["calls"] == run_summary["calls"] and usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0
+    probe = summary["usage_by_backend"][f"{specs(server.url)[provider]} (start-up probe)"]  # on its own line
+    assert usage["calls"] + PROBE == run_summary["calls"] and probe["calls"] == PROBE
+    assert usage["prompt_tokens"] > 0 and usage["cost_usd"] == 0
 
 
 def test_over_http_the_game_matches_the_in_process_stand_in(tmp_path: Path, standin_server: Any) -> None:
@@ -194,7 +196,8 @@ def test_a_rerun_comes_from_the_cache_with_no_request(tmp_path: Path, standin_se
     second = run(tmp_path / "second", specs(server.url)["tgi"], cache_path=cache, scenario=game(pairing="rounds"))
     assert server.stats.requests == asked, "a rerun with the same seeds reached the server"
     assert recorded(tmp_path / "first") == recorded(tmp_path / "second")
-    assert second["runs"][0]["cache_hits"] == second["runs"][0]["calls"] == first["runs"][0]["calls"]
+    # (the first run's calls count its start-up probe; the rerun sends nothing, so no probe either)
+    assert second["runs"][0]["cache_hits"] == second["runs"][0]["calls"] == first["runs"][0]["calls"] - PROBE
     # Another seed is another question: it asks the server.
     run(tmp_path / "third", specs(server.url)["tgi"], cache_path=cache, seed=4, scenario=game(pairing="rounds"))
     assert server.stats.requests > asked
@@ -258,7 +261,9 @@ def test_max_cost_stops_the_run_from_the_price_table(tmp_path: Path, standin_ser
     (run_summary,) = summary["runs"]
     assert run_summary["stop_reason"] == "max_cost" and run_summary["status"] == "stopped"
     assert 0.5 < run_summary["cost_usd"] <= 2.0, "no request that could pass the budget was sent"
-    assert summary["usage_by_backend"][f"openai:priced-model@{server.url}/v1"]["cost_usd"] == run_summary["cost_usd"]
+    spec = f"openai:priced-model@{server.url}/v1"  # the agents' calls and the start-up probe's, each on its line
+    assert summary["usage_by_backend"][spec]["cost_usd"] + summary["usage_by_backend"][f"{spec} (start-up probe)"][
+        "cost_usd"] == pytest.approx(run_summary["cost_usd"], abs=2e-6)
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai-lean", "anthropic", "tgi"])

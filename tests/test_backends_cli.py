@@ -86,7 +86,8 @@ def test_a_mixed_population_of_two_backends_records_each_agents_model(tmp_path: 
     by_model = dict(connection.execute("SELECT model, COUNT(*) FROM decisions_by_model GROUP BY model"))
     assert set(by_model) == {openai_spec, tgi_spec}
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["usage_by_backend"]) == {openai_spec, tgi_spec}
+    assert set(summary["usage_by_backend"]) == {openai_spec, tgi_spec, f"{openai_spec} (start-up probe)",
+                                                 f"{tgi_spec} (start-up probe)"}
     probe = 1  # each backend's start-up probe
     assert server.stats.by_route["openai"] == by_model[openai_spec] + probe
     assert server.stats.by_route["tgi"] == by_model[tgi_spec] + probe

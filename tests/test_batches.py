@@ -35,7 +35,10 @@ def _moves(out: Path) -> list[tuple[Any, ...]]:
 
 
 def _cost(out: Path) -> float:
-    return float(json.loads((out / "summary.json").read_text())["runs"][0]["cost_usd"])
+    """What the agents' calls cost: the start-up probe, which a batched run never needs (its
+    calls are answered from the cache), is recorded on a line of its own."""
+    usage = json.loads((out / "summary.json").read_text())["usage_by_backend"]
+    return float(sum(line["cost_usd"] for label, line in usage.items() if not label.endswith(" (start-up probe)")))
 
 
 def _environment(tmp_path: Path, name: str) -> dict[str, str]:

@@ -193,3 +193,68 @@ def test_the_python_api_resumes_and_adds_runs_as_the_command_line_does(tmp_path:
         agentsim.run(NAMING, runs=2, seed=3, out=out, resume=True, overrides={"agents": 6, "max_rounds": 2})
     with pytest.raises(UserError, match="estimate plays the whole experiment afresh"):
         estimate.estimate(ExperimentOptions(out=out, resume=True))
+
+
+THEORY = str(ROOT / "scenarios" / "theory_minimal_naming.py")
+
+
+@pytest.mark.parametrize("value", [0.1, 0], ids=["a number", "zero"])
+def test_a_stand_in_setting_for_rule_agents_is_one_refusal_as_text_or_as_a_value(tmp_path: Path, value: float) -> None:
+    """Rule agents ask no stand-in: `standin.KEY` is refused in the same line whether the
+    command line gave it as text or Python gave it as a value (the API, Mesa)."""
+    out = tmp_path / "out"
+    refused = cli_in_process(THEORY, "--out", str(out), "--no-live", "--set", f"standin.noise={value}")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    line = refused.stderr.strip().removeprefix("agentsim: error: ")
+    assert line.endswith("agents follow a rule and ask no stand-in; drop standin.noise")
+    assert _refused(lambda: agentsim.run(THEORY, out=out, overrides={"standin.noise": value})) == line
+    assert _refused(lambda: api.prepare(THEORY, out=out, overrides={"standin.noise": str(value)})) == line
+    assert _refused(lambda: PopulationModel(THEORY, seed=0, **{"standin.noise": value})) == line
+    assert not out.exists()
+
+
+SEARCH = str(ROOT / "scenarios" / "critical_mass_search.py")
+
+
+@pytest.mark.parametrize("flags", [["--runs", "0"], ["--seed", "-1"], ["--backend", " "], ["--set", "standin.noise=2"]],
+                         ids=["no runs", "a seed out of range", "an empty backend", "a stand-in setting out of range"])
+def test_critical_mass_refuses_what_a_run_refuses_in_the_same_line(tmp_path: Path, flags: list[str]) -> None:
+    refused = cli_in_process(SEARCH, "--out", str(tmp_path / "run"), "--no-live", *flags)
+    assert refused.returncode == 2, refused.stderr
+    line = refused.stderr.strip().removeprefix("agentsim: error: ")
+    searched = cli_in_process("critical-mass", SEARCH, "--out", str(tmp_path / "search"), *flags)
+    assert searched.returncode == 2 and searched.stderr.strip() == f"agentsim critical-mass: error: {line}"
+    assert not (tmp_path / "search").exists()
+
+
+def test_each_size_of_a_critical_mass_search_is_built_by_the_one_builder(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every size's experiment comes from `configure`: the file's classes travel to Ray's workers
+    (its path, resolved), its RUNS are the runs per size, and `--set` reaches every size."""
+    from agentsim.games.naming import critical_mass
+
+    built: list[ExperimentConfig] = []
+    real = configure.configure
+
+    def recording(options: ExperimentOptions) -> ExperimentConfig:
+        built.append(real(options))
+        return built[-1]
+
+    monkeypatch.setattr(critical_mass, "configure", recording)
+    searched = cli_in_process("critical-mass", SEARCH, "--out", str(tmp_path / "search"), "--set", "agents=8",
+                              "--set", "max_rounds=4", "--max-rounds", "4")
+    assert searched.returncode == 0, searched.stderr
+    sizes = [config for config in built if config.out.name.startswith("committed_")]
+    assert sizes and {config.scenario_file for config in built} == {str(Path(SEARCH).resolve())}
+    assert all(config.runs == 10 and config.scenario.params.agents == 8 for config in built)  # the file's RUNS = 10
+    assert {config.scenario.params.committed_count() for config in sizes} == {
+        int(config.out.name.removeprefix("committed_")) for config in sizes}
+
+
+def test_text_and_values_given_together_are_one_change(tmp_path: Path) -> None:
+    """`--set` text and Python values are applied at once and checked together: a text that
+    needs a value beside it (`stop_at="flip"` needs `committed`) is not refused for the order."""
+    options = ExperimentOptions(scenario=NAMING, overrides={"stop_at": "flip", "committed": 2}, out=tmp_path / "out")
+    params = configure.configure(options).scenario.params
+    assert (params.stop_at, params.committed) == ("flip", 2)
+    assert PopulationModel(NAMING, seed=0, stop_at="flip", committed=2).scenario.params.committed == 2

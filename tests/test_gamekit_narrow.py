@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, dump
+from helpers import ROOT, cli, cli_in_process, dump
 from test_resume import recorded_rounds
 
 import agentsim
 from agentsim.analysis.transcript import write_transcript
 from agentsim.errors import ParameterError, UserError
 from agentsim.gamekit import Game, GameParams, Options
+from agentsim.model import PopulationModel
 from agentsim.store import Store
 
 
@@ -144,6 +145,25 @@ def test_layer_fields_are_refused_as_parameters_ask_fields_and_private_values() 
             agentsim.run(game, runs=1)
 
 
+def test_a_games_declared_moves_are_checked_when_the_class_is_made_and_when_a_round_asks() -> None:
+    with pytest.raises(ParameterError, match=r"Haggle.moves names the moves its rounds ask, each once: a tuple"):
+        class Haggle(Game[GameParams]):  # one name, not a tuple of them
+            moves = "offer"  # type: ignore[assignment]
+
+    class Offer(Game[GameParams]):
+        moves = ("offer",)
+        rules = "You are {player}."
+
+        async def play_round(self, round):  # type: ignore[no-untyped-def]
+            first, second = round.players[:2]
+            await round.ask(first, Options("high", "low"), move="offer")
+            await round.ask(second, Options("yes", "no"), move="respond")
+
+    with pytest.raises(UserError, match=r"^Offer asks the move 'respond' in round 1, which its `moves` does not name "
+                                        r"\(offer\); add it to `moves`$"):
+        PopulationModel(Offer(agents=2, max_rounds=1), seed=0).step()
+
+
 def test_a_player_is_not_asked_twice_at_once(tmp_path: Path) -> None:
     class Twice(Game[GameParams]):
         name = "twice"
@@ -240,6 +260,31 @@ def test_the_centipede_game_asks_the_pair_in_turn_and_keeps_every_move(tmp_path:
     rows = (html.parent / "gamekit_centipede_test_by_model.csv").read_text().splitlines()
     reported = float(rows[1].split(",")[6])
     assert reported == pytest.approx(float(by_model["mean_payoff"].iloc[0]), abs=1e-3)
+
+
+def test_transcript_prints_a_rounds_calls_in_the_order_they_were_made(tmp_path: Path) -> None:
+    """`transcript --round R` of scenarios/centipede.py: each table's decisions in the order the
+    players were asked (the `step` order of `Results.moves()`), not grouped by player; a
+    player's later moves in the round marked "asked again"."""
+    out = tmp_path / "centipede"
+    agentsim.run(str(ROOT / "scenarios" / "centipede.py"), out=out, runs=1, progress=False,
+                 overrides={"standin.invalid_rate": 0.3})
+    with agentsim.open(out) as results:
+        moves = results.moves()
+    several = 0
+    for round_number in sorted(set(moves["round"])):
+        printed = cli_in_process("transcript", str(out), "--round", str(round_number))
+        assert printed.returncode == 0, printed.stderr
+        headings = re.findall(r"^=== run \d+ \(seed \d+\) · round (\d+) · t (\d+) · agent (\d+) \(.*?\)( · asked again)? ===$",
+                              printed.stdout, flags=re.MULTILINE)
+        made = moves[moves["round"] == round_number]
+        assert [(int(t), int(agent)) for _, t, agent, _ in headings] == list(zip(made["t"], made["agent"], strict=True))
+        seen: set[tuple[int, int]] = set()
+        for _, t, agent, again in headings:
+            assert bool(again) == ((int(t), int(agent)) in seen), (round_number, t, agent)
+            seen.add((int(t), int(agent)))
+        several += sum(bool(again) for *_, again in headings)
+    assert several > 0, "some player was asked again in a round"
 
 
 def test_the_centipede_game_resumes_after_kill_9_to_the_same_moves(tmp_path: Path) -> None:

@@ -255,7 +255,7 @@ def test_the_command_prints_the_critical_mass_and_refuses_a_second_import(toy_zi
     assert "10 runs in 6 experiments" in done.stdout
     assert "toy: individual bias [Q M] from its bias test: M=70, Q=30; binomial p=" in done.stdout
     again = cli("import", "ainorms", str(toy_zip), "--out", str(tmp_path / "out"))
-    assert again.returncode == 2 and "already holds an experiment" in again.stderr
+    assert again.returncode == 2 and "already holds runs" in again.stderr
 
 
 def test_a_users_runs_stand_beside_the_papers_in_one_report(toy_zip: Path, tmp_path: Path) -> None:

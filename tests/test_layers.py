@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -153,11 +154,11 @@ def test_no_analysis_module_imports_the_command_line_and_every_built_in_family_r
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("agentsim.version", "agentsim.errors", "agentsim.params", "agentsim.secrets", "agentsim.seeding",
               "agentsim.interrupts", "agentsim.event_loop", "agentsim.blocking", "agentsim.checkpoints",
-              "agentsim.collection")),
+              "agentsim.collection", "agentsim.sqlite_reading", "agentsim.staging")),
     ("llm", ("agentsim.llm",)),
     ("core", ("agentsim.scenario", "agentsim.scenario_files", "agentsim.codec", "agentsim.parts", "agentsim.figures", "agentsim.views",
               "agentsim.model", "agentsim.agents", "agentsim.policies", "agentsim.scheduler", "agentsim.records",
-              "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.tables", "agentsim.flat",
+              "agentsim.topology", "agentsim.usage", "agentsim.store", "agentsim.store_layout", "agentsim.tables", "agentsim.flat",
               "agentsim.summaries", "agentsim.prompts", "agentsim.variants", "agentsim.model_fitness",
               "agentsim.progress", "agentsim.gamekit", "agentsim.games", "agentsim.batch_run",
               "agentsim.estimate_file")),
@@ -248,6 +249,50 @@ def test_no_cycle_between_framework_modules_inside_functions_included() -> None:
                               "agentsim.estimate -> agentsim.session -> agentsim.estimate"]
     assert _run_time_imports_of("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .x import Y\n",
                                 "agentsim") == set()
+
+
+LAZY = re.compile(r"# lazy: \S")  # why an import of agentsim's own stays inside a function
+
+
+def _unexplained_lazy_imports(source: str, package: str) -> list[int]:
+    """The line of each import of an agentsim module inside a function that does not say why it
+    is not at the top: a `# lazy: WHY` comment on its line, or on the line above it (above the
+    block of imports it is part of)."""
+    lines = source.splitlines()
+    found: set[int] = set()
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or not _imports_of(ast.unparse(node), package):
+                continue
+            said = any(LAZY.search(line) for line in lines[node.lineno - 1: node.end_lineno])
+            above = node.lineno - 2
+            while not said and above >= 0:
+                said = bool(LAZY.search(lines[above]))
+                if not lines[above].strip().startswith(("from ", "import ")):
+                    break
+                above -= 1
+            if not said:
+                found.add(node.lineno)
+    return sorted(found)
+
+
+def test_every_import_inside_a_function_says_why_it_is_not_at_the_top() -> None:
+    """An import of agentsim's own modules belongs at the top of the module; one that stays in a
+    function (start-up time: Mesa, matplotlib, rich; an optional extra: Ray, llama.cpp, an SDK; a
+    registration that must not happen at import) says so in a `# lazy:` comment, so that none
+    comes back without a reason."""
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line}" for path in _sources()
+             for line in _unexplained_lazy_imports(path.read_text(encoding="utf-8"), _package_of(path))]
+    assert wrong == []
+    sample = ("import json\n"
+              "def said() -> None:\n    from .model import PopulationModel  # lazy: Mesa, only for a run\n"
+              "def block() -> None:\n    # lazy: matplotlib, only for a report\n    from .report import a\n"
+              "    from .figures import b\n"
+              "def unsaid() -> None:\n    x = 1\n    from .store import Store\n    import json\n"
+              "def other() -> None:\n    from json import dumps  # lazy: not ours, so not asked\n")
+    assert _unexplained_lazy_imports(sample, "agentsim") == [10]
 
 
 def test_no_game_family_imports_the_front() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import re
 from typing import Any
 
@@ -198,6 +199,36 @@ def test_batch_run_rows_carry_a_layer_games_series() -> None:
             assert row["mean_payoff"] == pytest.approx(lines[-1]["mean_payoff"]), file
             if scored:
                 assert row["score"] == pytest.approx(model.scenario.game.score(lines)) and 0 <= row["score"] <= 100
+
+
+def test_a_game_of_several_moves_has_a_series_per_move() -> None:
+    """A game that declares its moves (`moves = ("send", "return")`: the trust game; the
+    ultimatum game's offer and response) gets one `mean_choice.MOVE` column per move in the
+    DataCollector and in `mesa.batch_run`'s rows, each the mean of that move's choices in the
+    round (NaN for a move of options); a game of one move keeps its `mean_choice`."""
+    trust = _scenario_class("trust_game.py")
+    rows = mesa.batch_run(PopulationModel, parameters={"scenario": trust, "agents": 6, "max_rounds": 3, "seed": [1, 2]},
+                          iterations=1, max_steps=3, data_collection_period=1, number_processes=1, display_progress=False)
+    table = pd.DataFrame(rows)
+    assert {"mean_choice.send", "mean_choice.return"} <= set(table.columns) and "mean_choice" not in table.columns
+    assert table[table["Step"] > 0]["mean_choice.send"].notna().all()
+    model = PopulationModel(trust, agents=6, max_rounds=3, seed=1)
+    for step in (1, 2):
+        model.step()
+        line = model.metrics.lines()[-1]
+        row = table[(table["seed"] == 1) & (table["Step"] == step)].iloc[0]
+        for move in ("send", "return"):
+            chosen = [float(entry[3]) for group in line["groups"] for entry in group["moves"]
+                      if entry[1] == move and not entry[4]]
+            expected = sum(chosen) / len(chosen) if chosen else None
+            assert (row[f"mean_choice.{move}"] == pytest.approx(expected) if chosen else
+                    math.isnan(row[f"mean_choice.{move}"])), (step, move)
+    ultimatum = PopulationModel(_scenario_class("ultimatum.py"), seed=1, max_rounds=2)
+    ultimatum.step()
+    frame = ultimatum.datacollector.get_model_vars_dataframe()
+    assert {"mean_choice.offer", "mean_choice.respond"} <= set(frame.columns)
+    assert frame["mean_choice.offer"].iloc[-1] >= 0 and math.isnan(frame["mean_choice.respond"].iloc[-1])
+    assert "mean_choice" in PopulationModel(_scenario_class("centipede.py"), seed=1).datacollector.model_reporters
 
 
 @pytest.mark.parametrize(("file", "params", "columns"), [

@@ -109,17 +109,28 @@ def _route(provider: str, model: str, url: str) -> str:
     return f"openai:{model}@{url}/v1" if provider == "openai" else f"anthropic:{model}@{url}"
 
 
+@pytest.mark.parametrize("probe", [True, False], ids=["probed", "no-probe"])
 @pytest.mark.parametrize(("provider", "model"), [("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5.4")])
 def test_the_recorded_cost_of_a_tiered_model_is_its_bill(tmp_path: Path, standin_server: Any, provider: str,
-                                                          model: str) -> None:
+                                                          model: str, probe: bool) -> None:
+    """What the runs record costs what the provider billed, the start-up probe included: its
+    call is recorded on a line of its own (`SPEC (start-up probe)`), apart from the agents'."""
     server = standin_server(capacity=8)
     out = tmp_path / "out"
-    result = cli(NAMING, *SMALL, "--backend", _route(provider, model, server.url), "--no-probe", "--no-cache",
+    spec = _route(provider, model, server.url)
+    result = cli(NAMING, *SMALL, "--backend", spec, *([] if probe else ["--no-probe"]), "--no-cache",
                  "--max-cost", "5", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    usage = _usage(out)
-    assert usage["calls"] == len(server.stats.bills) > 0
-    assert usage["cost_usd"] == pytest.approx(_bill(server), abs=2e-6)  # summary.json keeps 6 decimals
+    recorded = _summary(out)["usage_by_backend"]
+    assert set(recorded) == {spec, f"{spec} (start-up probe)"} if probe else {spec}
+    assert sum(usage["calls"] for usage in recorded.values()) == len(server.stats.bills) > 0
+    if probe:
+        probed = recorded[f"{spec} (start-up probe)"]
+        (first, *_) = server.stats.bills  # the probe is the first request the provider billed
+        assert probed["calls"] == 1 and probed["prompt_tokens"] == first["input_tokens"] and probed["cost_usd"] > 0
+    recorded_cost = sum(usage["cost_usd"] for usage in recorded.values())
+    assert recorded_cost == pytest.approx(_bill(server), abs=4e-6)  # summary.json keeps 6 decimals a line
+    assert _summary(out)["budget"]["cost_usd"] == pytest.approx(_bill(server), abs=4e-6)
     assert _summary(out)["prices"][model]["tiers"], "the recorded price lists its tiers"
 
 
@@ -201,16 +212,20 @@ def _moves(out: Path) -> int:
         return int(connection.execute("SELECT COUNT(*) FROM moves").fetchone()[0])
 
 
+@pytest.mark.parametrize("probe", [True, False], ids=["probed", "no-probe"])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_the_recorded_cost_of_a_batch_is_its_bill(tmp_path: Path, standin_server: Any, provider: str) -> None:
+def test_the_recorded_cost_of_a_batch_is_its_bill(tmp_path: Path, standin_server: Any, provider: str,
+                                                  probe: bool) -> None:
     server = standin_server(capacity=16)
     model = "gpt-4o-mini" if provider == "openai" else "claude-3-5-haiku-latest"
     out = tmp_path / "out"
     result = cli(PROBE, *SMALL, "--backend", _route(provider, model, server.url), "--batch", "--batch-poll", "0.05",
-                 "--no-probe", "--max-cost", "1", "--out", str(out), env=_environment(tmp_path, "cache"))
+                 *([] if probe else ["--no-probe"]), "--max-cost", "1", "--out", str(out),
+                 env=_environment(tmp_path, "cache"))
     assert result.returncode == 0, result.stderr
-    assert server.stats.batches_created == 1 and all(bill["batch"] for bill in server.stats.bills)
-    assert _usage(out)["cost_usd"] == pytest.approx(_bill(server), abs=2e-6)
+    assert server.stats.batches_created == 1 and all(bill["batch"] for bill in server.stats.bills), server.stats.bills
+    recorded = sum(usage["cost_usd"] for usage in _summary(out)["usage_by_backend"].values())
+    assert recorded == pytest.approx(_bill(server), abs=2e-6)
     assert _summary(out)["budget"]["cost_usd"] == pytest.approx(_bill(server), abs=2e-6)
 
 

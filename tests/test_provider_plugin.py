@@ -73,9 +73,10 @@ def test_a_provider_from_an_entry_point_runs_and_is_budgeted_at_its_price(plugin
     summary = json.loads((out / "summary.json").read_text())
     price = summary["prices"]["llama-3.3-70b-versatile"]
     assert "groq" in price["source"] and (price["input_usd_per_mtok"], price["output_usd_per_mtok"]) == (0.59, 0.79)
-    (usage,) = summary["usage_by_backend"].values()
+    usage = summary["usage_by_backend"]["echo:llama-3.3-70b-versatile"]
     assert usage["calls"] > 0 and usage["cost_usd"] > 0
-    assert 0 < summary["budget"]["cost_usd"] <= 1
+    recorded = sum(line["cost_usd"] for line in summary["usage_by_backend"].values())  # its start-up probe's too
+    assert 0 < summary["budget"]["cost_usd"] <= 1 and recorded == pytest.approx(summary["budget"]["cost_usd"], abs=4e-6)
 
 
 def test_a_model_its_provider_cannot_price_is_refused_under_max_cost(plugin: Path, tmp_path: Path) -> None:

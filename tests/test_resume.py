@@ -111,7 +111,8 @@ def _left_unfinished(out: Path, **recorded: str | bytes) -> ExperimentConfig:
     first.open()
     asyncio.run(first.run())
     connection = sqlite3.connect(out / "agentsim.db")
-    connection.execute("UPDATE runs SET status = 'interrupted' WHERE run = 1")
+    connection.execute("UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', summary = json_set(summary, "
+                       "'$.status', 'interrupted', '$.stop_reason', 'interrupted') WHERE run = 1")  # (the row whole)
     for key, value in recorded.items():
         if key == "state":
             connection.execute("UPDATE checkpoints SET state = ? WHERE run = 1", (value,))

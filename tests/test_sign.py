@@ -310,12 +310,13 @@ def test_a_sign_run_resumes_after_an_interrupt(tmp_path: Path) -> None:
 
 
 def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> None:
+    from agentsim.analysis.recorded import find_experiments
     from agentsim.games.sign import report as sign_report  # noqa: F401  (registers where the report exists)
     from agentsim.games.sign.report import sign_applies, sign_section
 
-    class Context:
+    class Context:  # (as the report's: its experiments, read from the stores)
         def __init__(self, root: Path) -> None:
-            self.root, self.items = root, []
+            self.root, self.items, self.experiments = root, [], find_experiments(root)
 
         def add_figure(self, name, title, figure, columns, rows, caption=""):  # type: ignore[no-untyped-def]
             figure.savefig(tmp_path / f"{name}.png")
@@ -324,8 +325,8 @@ def test_the_report_section_builds_every_item_into_a_context(tmp_path: Path) -> 
         def add_table(self, name, title, columns, rows, caption=""):  # type: ignore[no-untyped-def]
             self.items.append((name, len(rows)))
 
-    empty = Context(tmp_path / "nothing")
     (tmp_path / "nothing").mkdir()
+    empty = Context(tmp_path / "nothing")
     assert not sign_applies(empty)
     game = SignGame(agents=4, max_rounds=5)
     for condition in ("nl", "schema"):

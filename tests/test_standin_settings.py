@@ -83,7 +83,8 @@ def test_a_run_records_its_settings_and_the_analyses_read_them_back(tmp_path: Pa
 
 def test_a_store_from_when_they_were_parameters_is_read_and_resumed(tmp_path: Path) -> None:
     """Before store version 5 the settings were parameters named standin_KEY: opening such a
-    store moves them, so the analyses label it as before and a resume finds the same experiment."""
+    store reads them moved (a reader writes nothing), so the analyses label it as before, and a resume
+    moves them in the file and finds the same experiment."""
     game = NamingGame(agents=6, names=("Q", "M"), max_rounds=3, stop_at="none", standin=FAVOURING)
     run_experiment(game, tmp_path, seed=2)
     with sqlite3.connect(tmp_path / "agentsim.db") as connection:
@@ -94,11 +95,12 @@ def test_a_store_from_when_they_were_parameters_is_read_and_resumed(tmp_path: Pa
         connection.execute("UPDATE experiment SET value = '4' WHERE key = 'store_version'")
     recorded = RecordedExperiment(tmp_path)
     assert recorded.standin == FAVOURING.as_dict() and "standin_bias" not in recorded.params
-    assert recorded.store.experiment()["store_version"] == STORE_VERSION
+    assert recorded.store.experiment()["store_version"] == 4  # a reader writes nothing: the file is as it was
     assert backend_label(recorded) == "stand-in (favours M, bias 0.5, noise 0.1)"
     recorded.close()
     experiment = Experiment(ExperimentConfig(scenario=game, out=tmp_path, seed=2, resume=True), Quiet())
     experiment.open()  # the same experiment: no "holds a different experiment"
+    assert experiment.store.experiment()["store_version"] == STORE_VERSION  # a resume writes, and upgrades
     experiment.store.close()
     experiment.lock.release()
 

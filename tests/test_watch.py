@@ -8,6 +8,7 @@ tests/test_watch_browser.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,7 @@ from helpers import ROOT, cli, run_experiment
 
 from agentsim.games.naming import NamingGame
 from agentsim.store import DATABASE, Recorder, Store
-from agentsim.watch import Watcher, read_only
+from agentsim.watch import Watcher, read_only, usable_scenario_file
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -126,3 +127,21 @@ def test_the_page_loads_no_inline_script(tmp_path: Path) -> None:
     assert '<script src="watch.js" defer></script>' in html and 'href="watch.css"' in html
     script = asset("watch.js").decode()
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "outerHTML" not in script
+
+
+def test_a_recorded_scenario_file_is_loaded_only_when_its_recorded_digest_matches(tmp_path: Path) -> None:
+    """`watch` finds a user's own scenario class from the recorded file without `--scenario`,
+    but a results directory brings no code: a file is used only when the runs recorded its
+    content's digest and the file on disk still has it (an absent digest, as a tampered or an
+    old store has, or a changed file: nothing is run)."""
+    source = "from agentsim.games.naming import NamingGame\n\nclass Mine(NamingGame):\n    pass\n"
+    file = tmp_path / "mine.py"
+    file.write_text(source)
+    root = tmp_path / "results"
+    root.mkdir()
+    experiment = {"scenario_file": str(file), "scenario_class": "agentsim_scenarios.mine.Mine",
+                  "scenario_sha256": hashlib.sha256(source.encode()).hexdigest()}
+    assert usable_scenario_file(experiment, root) == file.resolve()
+    assert usable_scenario_file({k: v for k, v in experiment.items() if k != "scenario_sha256"}, root) is None
+    file.write_text(source + "# changed\n")
+    assert usable_scenario_file(experiment, root) is None

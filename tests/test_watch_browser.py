@@ -443,7 +443,7 @@ def check_layer(out: Path, final: dict[str, Any]) -> None:
 
 FAMILIES = [
     # (name, scenario file, changes, runs, seconds per call, the chart a click is tested on)
-    ("naming", "naming_game.py", {"agents": 10, "max_rounds": 24, "committed": 3}, 2, 0.025, "shares"),
+    ("naming", "naming_game.py", {"agents": 10, "max_rounds": 24, "committed": 3}, 2, 0.04, "shares"),
     ("networks", "network_topology.py", {"agents": 10, "max_rounds": 24, "topologies": ["ring", "small-world"]}, 2, 0.015,
      "success"),
     ("sign", "sign_schema.py", {"agents": 6, "lexicon_size": 6, "max_rounds": 8, "condition": "schema", "memory_length": 5,

@@ -51,12 +51,12 @@ def report(argv: list[str]) -> int:
     scenario_option(parser)
     options = parser.parse_args(argv)
     directory = results_directory(options.directory)
-    from .recorded import read_artifacts  # (start-up: numpy, only when a command reads runs)
+    from .recorded import read_artifacts  # lazy: numpy, only when a command reads runs
 
     if not recorded(directory, options.scenario_files, keep=False) and not read_artifacts(directory):  # before matplotlib loads
         raise UserError(f"no runs found under '{directory}'; run a scenario first "
                         f"(python -m agentsim scenarios/naming_game.py --out {directory})")
-    from .report import REPORT_HTML, build_report  # (start-up: matplotlib, only for a report)
+    from .report import REPORT_HTML, build_report  # lazy: matplotlib, only for a report
 
     index = build_report(directory, options.out)
     out = options.out or Path(options.directory) / "report"
@@ -79,7 +79,7 @@ def transcript(argv: list[str]) -> int:
                              "generation) from 0, as moves().round")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .transcript import write_transcript  # (start-up: numpy, only when a command reads runs)
+    from .transcript import write_transcript  # lazy: numpy, only when a command reads runs
 
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     try:
@@ -90,7 +90,8 @@ def transcript(argv: list[str]) -> int:
     return 0
 
 
-@command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)")
+@command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)",
+         stopped="nothing was imported: an import leaves --out as it was until it is whole")
 def import_runs(argv: list[str]) -> int:
     """One verb for every reader of published runs: a family declares `import-KIND` and
     `import KIND` finds it, so a new reader needs no edit here. A reader accepts plain data
@@ -109,7 +110,8 @@ def import_runs(argv: list[str]) -> int:
     return SUBCOMMANDS[IMPORT_PREFIX + kind](rest)
 
 
-@command("watch", "a web page that follows a results directory while its runs record and after (--port P)")
+@command("watch", "a web page that follows a results directory while its runs record and after (--port P)",
+         stops_on_signal=True)
 def watch(argv: list[str]) -> int:
     parser = CommandParser(prog="python -m agentsim watch",
                            description="Serve a page on 127.0.0.1 that follows a results directory while its runs record "
@@ -131,8 +133,8 @@ def watch(argv: list[str]) -> int:
     import asyncio
     import functools
 
-    from ..watch import serve  # (start-up: aiohttp's server, only for watch)
-    from .recorded import load_scenario_files  # (start-up: numpy, only when a command reads runs)
+    from ..watch import serve  # lazy: aiohttp's server, only for watch
+    from .recorded import load_scenario_files  # lazy: numpy, only when a command reads runs
 
     load_scenario_files(options.scenario_files)
     try:
@@ -177,7 +179,7 @@ def estimate_command(argv: list[str]) -> int:
     if not 0 <= arguments.timed_calls <= 20:
         raise UserError(f"--timed-calls takes 0 to 20 calls (got {arguments.timed_calls})")
     options = experiment_options(arguments)
-    from ..estimate import estimate, write  # (start-up: the runner and Mesa, only when it runs)
+    from ..estimate import estimate, write  # lazy: the runner and Mesa, only when it runs
 
     found = estimate(options, timed_calls=arguments.timed_calls)
     print(render_estimate(found.as_dict()))

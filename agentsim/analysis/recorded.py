@@ -112,7 +112,7 @@ class RecordedExperiment:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.directory)
+            self._store = Store.read_only(self.directory)
         return self._store
 
     def close(self) -> None:

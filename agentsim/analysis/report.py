@@ -40,6 +40,8 @@ from matplotlib.figure import Figure as MplFigure
 from .. import analysis
 from ..errors import UserError
 from ..games import OPTIONAL_EXTRAS, report_section_modules
+from ..llm.providers import all_on_the_stand_in
+from ..session import RULE_AGENTS
 from .recorded import RecordedExperiment, find_experiments, read_artifacts
 
 REPORT_DIR = "report"
@@ -248,7 +250,8 @@ _PREVIEW_ROWS = 40
 
 def _html(root: Path, sections: list[Section], context: ReportContext) -> str:
     backends = sorted({experiment.backend for experiment in context.experiments})
-    stand_in = "stand-in" in backends and set(backends) <= {"stand-in", "rule agents"}
+    stand_in = any(map(all_on_the_stand_in, backends)) and all(all_on_the_stand_in(backend) or backend == RULE_AGENTS
+                                                               for backend in backends)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>agentsim report: {html.escape(str(root))}</title><style>{_STYLE}</style></head><body>",
@@ -258,7 +261,7 @@ def _html(root: Path, sections: list[Section], context: ReportContext) -> str:
     if stand_in:
         parts.append("<p class='note'>Every run here used the built-in stand-in policy, not a language model: "
                      "the figures show the stand-in's documented rule"
-                     + (" (and the rule agents of theory baselines)" if "rule agents" in backends else "") + ".</p>")
+                     + (" (and the rule agents of theory baselines)" if RULE_AGENTS in backends else "") + ".</p>")
     for section in sections:
         parts.append(f"<section id='section-{section.name}'><h2>{html.escape(section.title)}</h2>")
         for name, text in context.notes:

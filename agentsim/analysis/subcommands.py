@@ -14,12 +14,14 @@ command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from .. import interrupts
 from ..errors import EXIT_USER_ERROR, RunStopped, UserError
 from ..secrets import redact
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 # (else the first line of main's docstring); the command line dispatches to these.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 SUBCOMMAND_HELP: dict[str, str] = {}
+_ANSWERED = [0]  # the signals a subcommand's one line has answered
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -58,25 +61,49 @@ def _deferred(name: str, module: str) -> Callable[[list[str]], int]:
     return main
 
 
-def command(name: str, summary: str | None = None) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
+def command(name: str, summary: str | None = None, *, stopped: str | None = None,
+            stops_on_signal: bool = False) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     """Register the decorated function as the subcommand `name` (a later one replaces it);
-    without `summary`, the one its family declared stays (`declare`)."""
+    without `summary`, the one its family declared stays (`declare`); `stopped`: what a signal
+    that stops it leaves, for its one line (by default: nothing recorded changed);
+    `stops_on_signal`: a command a signal ends as it should (a server: `watch`), whose own exit
+    code stands once it has taken the signal itself."""
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
+            signals = len(interrupts.received)
             try:
-                return function(argv)
-            except UserError as error:
-                print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
-                return EXIT_USER_ERROR
-            except RunStopped as error:  # a backend that failed, a budget spent: one line, its exit code
-                print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
-                return error.exit_code
+                code = function(argv)
+            except BaseException as error:
+                if isinstance(error, KeyboardInterrupt) or len(interrupts.received) > signals:
+                    # A signal, wherever it landed: while a module imported (an ImportError), inside a
+                    # library, or in the command's own code: one line and 130 / 143, never a traceback.
+                    return _interrupted(name, getattr(error, "outcome", None) or stopped)
+                if isinstance(error, UserError):
+                    print(f"agentsim {name}: error: {redact(str(error))}", file=sys.stderr)
+                    return EXIT_USER_ERROR
+                if isinstance(error, RunStopped):  # a backend that failed, a budget spent: one line, its exit code
+                    print(f"agentsim {name}: {error.status}: {redact(str(error))}", file=sys.stderr)
+                    return error.exit_code
+                raise
+            if not stops_on_signal and len(interrupts.received) > max(signals, _ANSWERED[0]):
+                # a signal some library swallowed: still answered
+                return _interrupted(name, "it went on to its end (a library held the signal back): what it wrote stands")
+            return code
         main.__doc__ = function.__doc__
         SUBCOMMANDS[name] = main
         if summary is not None:
             SUBCOMMAND_HELP[name] = summary
         return main
     return decorate
+
+
+def _interrupted(name: str, outcome: str | None) -> int:
+    """The one line of a subcommand a signal stopped, and its exit code (130 / 143)."""
+    _ANSWERED[0] = len(interrupts.received)  # (a subcommand that runs another, `import`, says it once)
+    with contextlib.suppress(OSError, ValueError, KeyboardInterrupt):
+        print(f"agentsim {name}: interrupted by {interrupts.by()}; "
+              f"{outcome or 'nothing recorded was changed (its own output may be incomplete)'}", file=sys.stderr)
+    return interrupts.exit_code()
 
 
 def results_directory(text: str) -> Path:
@@ -101,7 +128,7 @@ def recorded(path: Path, scenario_files: list[str], *, keep: bool = True) -> lis
     """The experiments under `path` (closed unless `keep`), after loading the scenario
     files the user named; a UserError naming what to pass if one's scenario class cannot be
     used safely."""
-    from .recorded import find_experiments, load_scenario_files, require_scenarios  # (start-up: numpy, only when read)
+    from .recorded import find_experiments, load_scenario_files, require_scenarios  # lazy: numpy, only when read
 
     load_scenario_files(scenario_files)
     experiments = find_experiments(path)

@@ -96,7 +96,9 @@ def _cell_runs(experiment: Recorded) -> dict[int, int]:
 
 def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int | None = None, agent: int | None = None,
           round_: int | None = None) -> Iterator[Call]:
-    """The experiment's recorded calls in order (run, t, agent, attempt), with their messages."""
+    """The experiment's recorded calls in order (run, t, then the order the encounter's
+    decisions were asked: a layer game's steps, else by agent; a decision's attempts in turn),
+    with their messages."""
     runs = _cell_runs(experiment)
     if run is not None:
         runs = {key: value for key, value in runs.items() if key == run}
@@ -120,10 +122,57 @@ def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int |
         "LEFT JOIN agents a ON a.run = d.run AND a.agent = d.agent "
         f"WHERE (d.reply IS NOT NULL OR d.context IS NOT NULL) AND {' AND '.join(filters)} "
         "ORDER BY d.run, d.t, d.agent, d.attempt", tuple(parameters))
+    for decisions in _encounters(rows):
+        for decision in _in_the_order_made(decisions, codec):
+            yield from _decision_calls(decision, codec, base)
+
+
+Row = tuple[Any, ...]
+
+
+def _encounters(rows: Iterator[Row]) -> Iterator[list[list[Row]]]:
+    """The rows of each encounter (run, t), as its decisions: each begins at its row with a
+    context (a decision's first attempt; a player asked again in the encounter continues its
+    count of attempts from there)."""
+    key: tuple[int, int] | None = None
+    decisions: list[list[Row]] = []
+    for row in rows:
+        if (row[0], row[2]) != key:
+            if decisions:
+                yield decisions
+            key, decisions = (row[0], row[2]), []
+        if row[5] == 0 or row[6] or not decisions or row[3] != decisions[-1][0][3]:
+            decisions.append([row])
+        else:
+            decisions[-1].append(row)
+    if decisions:
+        yield decisions
+
+
+def _in_the_order_made(decisions: list[list[Row]], codec: Any) -> list[list[Row]]:
+    """An encounter's decisions in the order they were asked, where its situations number
+    them (a layer game's `step`: a player asked again comes after the other's move between,
+    as `Results.moves()` orders them); in the store's order (by agent) otherwise."""
+    steps = []
+    for decision in decisions:
+        try:
+            situation = codec.decode(decision[0][6]) if decision[0][6] else None
+        except (ValueError, KeyError, TypeError):  # a context this codec does not read: the store's order
+            return decisions
+        step = getattr(situation, "step", None)
+        if not isinstance(step, int) or isinstance(step, bool):
+            return decisions
+        steps.append(step)
+    order = sorted(range(len(decisions)), key=lambda index: (steps[index], decisions[index][0][3], index))
+    return [decisions[index] for index in order]
+
+
+def _decision_calls(decision: list[Row], codec: Any, base: int) -> Iterator[Call]:
+    """One decision's calls, each with the messages it added to what was shown before it."""
     context: str | None = None
     replies: list[str] = []
     shown = 0
-    for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in rows:
+    for run_id, round_number, t, agent_id, model, attempt, row_context, reply, parsed, error, action, payoff, fell in decision:
         first = attempt == 0 or bool(row_context)  # a decision starts at its row with a context
         if first:
             context, replies, shown = row_context, [], 0
@@ -131,7 +180,7 @@ def calls(experiment: Recorded, scenario: Scenario[Any, Any, Any], *, run: int |
             continue
         messages = codec.rebuild_messages(context, tuple(replies))
         # Every message not shown yet: a kept conversation's earlier assistant turns included; this
-        # encounter's own earlier replies were printed as replies (`shown` counts them).
+        # decision's own earlier replies were printed as replies (`shown` counts them).
         new = tuple(messages[shown:])
         shown = len(messages)
         if reply is not None:

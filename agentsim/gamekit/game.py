@@ -128,6 +128,10 @@ class Game(Generic[P]):
     rules: str = ""  # the system message: a template over the parameters and facts (may be a property)
     question: str = "Round {round} of {rounds}."  # each ask's text; the choice's answer format follows
     min_players: ClassVar[int] = 2  # fewer live players than this end the game
+    # The moves its rounds ask (`round.ask(..., move="offer")`), where there are several: each
+    # gets its own columns, fixed before the first round (Mesa's `mean_choice.offer`); a round
+    # asking a move not named here is refused. Empty: any moves, Mesa's `mean_choice` the first's.
+    moves: ClassVar[tuple[str, ...]] = ()
     # The choice's answer format follows each question (or stands where it says {instruction});
     # False: the game's own text asks for the format (a template read from a file).
     append_instruction: ClassVar[bool] = True
@@ -140,6 +144,11 @@ class Game(Generic[P]):
                                  f"write `class MyParams(GameParams)` with @dataclass(frozen=True, kw_only=True)")
         if dataclasses.is_dataclass(cls.Params):
             _refuse_layer_fields(cls.Params.__qualname__, [each.name for each in dataclasses.fields(cls.Params)])
+        moves = cls.moves
+        if (not isinstance(moves, tuple) or not all(isinstance(move, str) and move.strip() for move in moves)
+                or len(set(moves)) != len(moves)):
+            raise ParameterError(f"{cls.__qualname__}.moves names the moves its rounds ask, each once: a tuple of "
+                                 f"names such as (\"offer\", \"respond\") (got {moves!r})")
 
     def __init__(self, params: P | None = None, /, *, standin: StandInSettings | None = None, **changes: Any) -> None:
         base = params if params is not None else cast(P, self.Params())

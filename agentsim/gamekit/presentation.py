@@ -273,6 +273,7 @@ class KitReadout(Readout["KitState"]):
                          ended=state.ended if state is not None else None)
 
     def model_series(self, model: PopulationModel[KitState]) -> dict[str, float | str | None]:
-        """Mesa's columns: the first move's mean choice, the mean payoff and fallbacks of the
-        latest round, the game's score so far (gamekit/views.py)."""
-        return kit_series(metrics_of(model).lines(), self.game.score)
+        """Mesa's columns: each declared move's mean choice (`Game.moves`; else the first
+        move's), the mean payoff and fallbacks of the latest round, the game's score so far
+        (gamekit/views.py)."""
+        return kit_series(metrics_of(model).lines(), self.game.score, type(self.game).moves)

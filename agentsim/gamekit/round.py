@@ -108,7 +108,7 @@ class Round:
         are rendered with the parameters, the player's facts and `fields`. A player may be
         asked again later in the round, once its earlier ask is answered."""
         players = list(players)
-        self._check(players, fields)
+        self._check(players, move, fields)
         self.steps += 1
         step = self.steps
         asks = [self._ask_for(player, choice, question, move, fields, step) for player in players]
@@ -133,7 +133,7 @@ class Round:
         together in player order)."""
         return [(asked.player, asked.ask.move, asked.value) for asked in self.in_order()]
 
-    def _check(self, players: list[Player], fields: Mapping[str, Any]) -> None:
+    def _check(self, players: list[Player], move: str, fields: Mapping[str, Any]) -> None:
         name = type(self.game).__name__
         twice = sorted({player.name for player in players if players.count(player) > 1})
         if twice:
@@ -143,6 +143,10 @@ class Round:
         if busy:
             raise UserError(f"{name} asks {', '.join(busy)} in round {self.number} while its earlier ask is still "
                             f"awaited; await that ask before asking the player again")
+        declared = type(self.game).moves
+        if declared and move not in declared:
+            raise UserError(f"{name} asks the move '{move}' in round {self.number}, which its `moves` does not name "
+                            f"({', '.join(declared)}); add it to `moves`")
         clash = [key for key in fields if key in LAYER_FIELDS]
         if clash:
             raise UserError(f"{name} gives an ask the field '{clash[0]}', which the game layer fills in itself "

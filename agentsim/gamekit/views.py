@@ -136,21 +136,32 @@ def _payoff_band(line: Line) -> tuple[float, float, float] | None:
     return (float(line["round"]), min(amounts), max(amounts)) if amounts else None
 
 
-def kit_series(lines: Sequence[Line], score: Callable[[Sequence[Line]], float | None]) -> dict[str, float | str | None]:
-    """Mesa's columns of a layer game, one row per round: its first move's mean choice in the
-    latest round (a number's mean, a split's first part; NaN for options), the latest round's
-    mean payoff per player-round chosen, its fallbacks, and the game's score over the rounds so far (NaN
-    where there is none yet: a column keeps its float dtype)."""
+def kit_series(lines: Sequence[Line], score: Callable[[Sequence[Line]], float | None],
+               declared: Sequence[str] = ()) -> dict[str, float | str | None]:
+    """Mesa's columns of a layer game, one row per round: the mean choice of each move in the
+    latest round (a number's mean, a split's first part; NaN for options and for a move not
+    asked that round) as `mean_choice.MOVE` for each move the game declares (`Game.moves`: the
+    columns are fixed before its first round), as `mean_choice` for a game of one move (the
+    first it asks); the latest round's mean payoff per player-round chosen, its fallbacks, and
+    the game's score over the rounds so far (NaN where there is none yet: a column keeps its
+    float dtype)."""
     latest = lines[-1] if lines else {}
     moves = moves_in(lines)
-    first = next(iter(moves), None)
-    values = [value for value in map(number, choices_of(latest, first)) if value is not None] if first else []
-    mean_choice = sum(values) / len(values) if values and moves[str(first)].get("kind") in ("number", "split") else None
+    columns = ({f"mean_choice.{move}": move for move in declared} if len(declared) > 1 else
+               {"mean_choice": declared[0] if declared else next(iter(moves), None)})
     try:
         scored = score(list(lines)) if lines else None
     except Exception:
         scored = None
-    return {"mean_choice": NAN if mean_choice is None else mean_choice,
+    return {**{column: _mean_choice(latest, move, moves) for column, move in columns.items()},
             "mean_payoff": float(latest["mean_payoff"]) if isinstance(latest.get("mean_payoff"), (int, float)) else NAN,
             "fallbacks": float(latest.get("fallbacks") or 0) if lines else NAN,
             "score": float(scored) if isinstance(scored, (int, float)) else NAN}
+
+
+def _mean_choice(line: Line, move: str | None, moves: Mapping[str, Mapping[str, Any]]) -> float:
+    """The mean of `move`'s choices in `line` where they are numbers (a split's first part)."""
+    if move is None or (moves.get(move) or {}).get("kind") not in ("number", "split"):
+        return NAN
+    values = [value for value in map(number, choices_of(line, move)) if value is not None]
+    return sum(values) / len(values) if values else NAN

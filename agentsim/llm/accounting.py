@@ -207,6 +207,8 @@ class AccountedModel:
         completion = await self.inner.complete(request)
         if not completion.cached and not completion.batched:  # a batch's answer was priced when it came back
             completion.cost_usd = answer_cost(self.model, completion, self.prices)
+        if completion.probe is not None:  # the start-up probe sent before it, as billed
+            completion.probe.cost_usd = answer_cost(self.model, completion.probe, self.prices)
         return completion
 
     async def aclose(self) -> None:

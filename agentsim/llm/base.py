@@ -136,6 +136,9 @@ class Completion:
     signals: Mapping[str, float] | None = None  # server hints: queue_time_s, remaining_requests, ...
     sampled_locally: bool = False  # drawn from a stored choice distribution, no call made (llm/choices.py)
     batched: bool = False  # answered through a batch API (llm/batches.py): `cost_usd` is its billed half price
+    # The start-up probe its backend sent before it, on the first answer to pass the probe
+    # (llm/health.StartupProbe): billed like any call, so recorded as its own usage line.
+    probe: Completion | None = None
 
 
 @runtime_checkable

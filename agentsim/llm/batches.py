@@ -45,10 +45,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BackendError, BackendSpecError, UserError
 from . import wire
+from .anthropic_backend import KEY_VARIABLE as ANTHROPIC_KEY
 from .anthropic_backend import read_message
 from .base import Completion, Message, Request
 from .cache import ResponseStore, cache_key
 from .faults import sdk_errors
+from .openai_backend import KEY_VARIABLE as OPENAI_KEY
+from .openai_backend import chat_arguments, read_completion
 from .providers import batch_providers, provider_of
 
 if TYPE_CHECKING:
@@ -131,13 +134,9 @@ class OpenAIBatches:
         hold request headers)."""
         import openai
 
-        from .openai_backend import KEY_VARIABLE
-
-        return sdk_errors("openai", openai, key_variable=KEY_VARIABLE)
+        return sdk_errors("openai", openai, key_variable=OPENAI_KEY)
 
     async def submit(self, requests: list[tuple[str, Request]], intent: Intent) -> str:
-        from .openai_backend import chat_arguments
-
         lines = []
         for key, request in requests:
             body = chat_arguments(self.backend.model, request, compatible=self.compatible)
@@ -170,8 +169,6 @@ class OpenAIBatches:
                           total=total, status=batch.status)
 
     async def results(self, batch_id: str) -> dict[str, Completion | str]:
-        from .openai_backend import read_completion
-
         with self._sdk():
             batch = await self.client.batches.retrieve(batch_id)
         found: dict[str, Completion | str] = {}
@@ -207,9 +204,7 @@ class AnthropicBatches:
 
     def _sdk(self) -> Any:
         """The SDK's exceptions as agentsim's BackendErrors (see OpenAIBatches._sdk)."""
-        from .anthropic_backend import KEY_VARIABLE
-
-        return sdk_errors("anthropic", self.backend._anthropic, key_variable=KEY_VARIABLE)
+        return sdk_errors("anthropic", self.backend._anthropic, key_variable=ANTHROPIC_KEY)
 
     async def submit(self, requests: list[tuple[str, Request]], intent: Intent) -> str:
         entries = []

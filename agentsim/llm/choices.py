@@ -115,6 +115,7 @@ class ChoiceDistributionModel:
         drawn.prompt_tokens, drawn.completion_tokens = completion.prompt_tokens, completion.completion_tokens
         drawn.cost_usd, drawn.cached = completion.cost_usd, completion.cached
         drawn.retries, drawn.errors, drawn.signals = completion.retries, completion.errors, completion.signals
+        drawn.probe = completion.probe  # (a start-up probe sent before it is recorded all the same)
         drawn.raw = {"drawn": True, "model_reply": completion.text}
         return drawn
 

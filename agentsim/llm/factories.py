@@ -46,10 +46,10 @@ def openai(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     (llm/openai_http.py: the same request, a fraction of the CPU)."""
     base_url = spec.base_url or options.base_url
     key = _key("OPENAI_API_KEY", spec, base_url)
-    from .openai_backend import OpenAIModel, hosted  # (each provider's SDK: imported by the runs that use it)
+    from .openai_backend import OpenAIModel, hosted  # lazy: each provider's module and SDK, for the backends built
 
     if base_url is not None and not hosted(base_url):
-        from .openai_http import OpenAIHTTPModel
+        from .openai_http import OpenAIHTTPModel  # lazy: aiohttp, for the backends built
 
         return OpenAIHTTPModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
                                timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
@@ -60,7 +60,7 @@ def openai(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
 def anthropic(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     base_url = spec.base_url or options.base_url
     key = _key("ANTHROPIC_API_KEY", spec, base_url)
-    from .anthropic_backend import AnthropicModel
+    from .anthropic_backend import AnthropicModel  # lazy: each provider's module and SDK, for the backends built
 
     return AnthropicModel(name=spec.text, model=spec.target, api_key=key, base_url=base_url,
                           timeout_s=options.timeout_s, cache_breakpoints=options.cache_breakpoints)
@@ -69,7 +69,7 @@ def anthropic(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
 def tgi(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     if not spec.target.startswith(("http://", "https://")):
         raise BackendSpecError(f"backend '{spec.text}' needs a URL, e.g. tgi:http://gpu-box:8080")
-    from .tgi import TGIModel
+    from .tgi import TGIModel  # lazy: aiohttp, for the backends built
 
     return TGIModel(name=spec.text, url=spec.target, token=os.environ.get("HF_TOKEN") or _url_key(spec.target),
                     timeout_s=options.timeout_s, max_connections=max(options.limits.max_in_flight, 8))
@@ -78,10 +78,10 @@ def tgi(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
 def local(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     require_local_model(spec)
     if _llama_cpp(spec.target):
-        from .llamacpp import SMOLLM2, LlamaCppModel
+        from .llamacpp import SMOLLM2, LlamaCppModel  # lazy: llama.cpp's module (the `local` extra)
 
         return LlamaCppModel(name=spec.text, path=SMOLLM2 if spec.target.lower() == SMOLLM2 else spec.target)
-    from .local import LocalModel
+    from .local import LocalModel  # lazy: transformers' module (the `local` extra)
 
     return LocalModel(name=spec.text, path=spec.target)
 
@@ -115,7 +115,7 @@ def local_tokenizer(target: str) -> tuple[Callable[[str], int], str] | None:
         if _llama_cpp(target):
             from llama_cpp import Llama
 
-            from .llamacpp import SMOLLM2, smollm2_path
+            from .llamacpp import SMOLLM2, smollm2_path  # lazy: llama.cpp's module (the `local` extra)
 
             path = smollm2_path() if target.lower() == SMOLLM2 else Path(target)
             vocabulary = Llama(model_path=str(path), vocab_only=True, verbose=False)

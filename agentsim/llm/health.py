@@ -294,11 +294,15 @@ class StartupProbe:
         self.deadline_s = deadline_s
         self._probed = False
         self._lock = asyncio.Lock()
+        self._unreported: Completion | None = None  # the probe's answer, until an answer carries it
 
     async def complete(self, request: Request) -> Completion:
         if not self._probed:
             await self._probe()
-        return await self.inner.complete(request)
+        completion = await self.inner.complete(request)
+        if self._unreported is not None:  # the probe rides on the first answer after it, to be recorded
+            completion.probe, self._unreported = self._unreported, None
+        return completion
 
     async def _probe(self) -> None:
         async with self._lock:
@@ -311,7 +315,7 @@ class StartupProbe:
                 attempt += 1
                 try:
                     async with asyncio.timeout(remaining):
-                        await self.inner.complete(_PROBE)
+                        self._unreported = await self.inner.complete(_PROBE)
                     last = None
                     break
                 except TimeoutError:

@@ -57,7 +57,7 @@ def content_digest(path: Path) -> str:
 def _local_path(target: str) -> Path | None:
     """The file or directory a `local:` target names, or None if there is none here."""
     if target.lower() == SMOLLM2:
-        from .llamacpp import smollm2_path
+        from .llamacpp import smollm2_path  # lazy: llama.cpp's module (numpy), only for SmolLM2
 
         try:
             return smollm2_path()

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .specs import BackendOptions, BackendSpec
 
 ENTRY_POINT_GROUP = "agentsim.backends"
+STAND_IN = "stand-in"  # the built-in stand-in's spec, every front door's default backend
 _NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 _REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*\Z")
 
@@ -170,7 +171,7 @@ class Provider:
 
 # --- the built-in providers ------------------------------------------------------------------
 BUILT_IN = (
-    Provider(name="stand-in", summary="the built-in rule policy; no network", target="LABEL", stand_in=True,
+    Provider(name=STAND_IN, summary="the built-in rule policy; no network", target="LABEL", stand_in=True,
              latency_s=0.0001),
     Provider(name="openai", summary="OpenAI, and any OpenAI-compatible server: vLLM, TGI's messages API",
              build="agentsim.llm.factories:openai", remote=True, base_url=True, routes="base_url",
@@ -247,6 +248,14 @@ def is_stand_in(spec_text: str) -> bool:
     """Whether a backend spec names the built-in stand-in (`stand-in`, `stand-in:LABEL`)."""
     found = provider(spec_text.strip().partition(":")[0].strip().lower())
     return found is not None and found.stand_in
+
+
+def all_on_the_stand_in(label: str) -> bool:
+    """Whether every agent of a recorded experiment answered on a stand-in provider (its
+    backend label: one spec, or a population's `SPEC=COUNT,...` (llm/specs.parse_population);
+    never rule agents): what the readers say of its answers."""
+    specs = [part.rpartition("=")[0] or part for part in label.split(",")] if label else []
+    return bool(specs) and all(is_stand_in(spec) for spec in specs)
 
 
 def provider_at(url: str) -> str | None:

@@ -32,7 +32,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import BackendSpecError, ParameterError
@@ -40,15 +39,15 @@ from ..secrets import redact
 from .accounting import Budget
 from .base import LanguageModel
 from .cache import DEFAULT_MAX_BYTES
+from .choices import require_scoring
 from .health import HealthPolicy
 from .limiter import Limits
 from .prices import Price, price_for
 from .providers import Provider, provider_of
 from .retries import RetryPolicy
+from .routing import SEPARATOR, RoutedModel
+from .stack import Limiter, price_sources, wrap
 from .standin import StandInModel, StandInRule
-
-if TYPE_CHECKING:
-    from .stack import Limiter
 
 
 @dataclass(frozen=True)
@@ -176,8 +175,6 @@ def parse_population(text: str) -> list[tuple[str, int]]:
 def _servers(spec: BackendSpec, options: BackendOptions) -> LanguageModel:
     """The provider's backend for `spec`; for several servers of one model (URLs joined by
     '|', llm/routing.py), one backend that spreads the requests over them."""
-    from .routing import SEPARATOR, RoutedModel
-
     found = spec.provider_info
     if found.routes == "target" and SEPARATOR in spec.target:
         urls = [url.strip() for url in spec.target.split(SEPARATOR)]
@@ -197,8 +194,6 @@ def backend_price(text: str, options: BackendOptions) -> Price | None:
     provider that bills it, llm/stack.price_sources): None for a provider whose calls are not
     billed (the stand-in, a model in process) and for a billed model nobody priced (refused
     under --max-cost)."""
-    from .stack import price_sources  # (the stack imports the SDK wrappers: only when asked)
-
     spec = parse_spec(text)
     if not spec.provider_info.billed:
         return None
@@ -212,14 +207,10 @@ def build_backend(text: str, options: BackendOptions | None = None, budget: Budg
     process without suspending (the stand-in). `rules` are what the stand-in answers with, if
     `text` names it (a game's `StandInPart.rules`; asked for whatever `text` says, so that no
     caller builds a stand-in that answers nothing)."""
-    from .stack import wrap
-
     options = options or BackendOptions()
     spec = parse_spec(text)
     backend = _standin(spec, rules) if spec.provider_info.stand_in else _servers(spec, options)
     if options.sample_locally:
-        from .choices import require_scoring
-
         require_scoring(backend, spec.text)
     if backend.immediate:
         return backend

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .base import Completion, Request, estimate_tokens
+from .providers import STAND_IN
 
-NAME = "stand-in"
+NAME = STAND_IN  # (its spec in the providers' table)
 
 
 class StandInRule(Protocol):

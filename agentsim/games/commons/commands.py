@@ -3,8 +3,10 @@ month by month (declared in the family's `__init__`, imported when it runs)."""
 
 from __future__ import annotations
 
+from ...analysis.recorded import find_experiments
 from ...analysis.subcommands import CommandParser, command, results_directory
 from ...errors import UserError
+from .transcript import transcript
 
 
 @command("commons-transcript")
@@ -14,9 +16,6 @@ def commons_transcript(argv: list[str]) -> int:
     parser.add_argument("directory", help="a commons run's output directory")
     parser.add_argument("--run", type=int, default=1, help="which run (default 1)")
     options = parser.parse_args(argv)
-    from ...analysis.recorded import find_experiments
-    from .transcript import transcript
-
     experiments = [experiment for experiment in find_experiments(results_directory(options.directory))
                    if experiment.scenario_name == "commons"]
     if not experiments:

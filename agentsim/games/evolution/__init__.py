@@ -39,7 +39,7 @@ lazy_exports(__name__, {
 
 def conditions(*names: str) -> list[dict[str, str]]:
     """The paper's conditions as a scenario file's VARIANTS (all four by default)."""
-    from .params import CONDITIONS
+    from .params import CONDITIONS  # lazy: the registry imports this light __init__; the family's modules when used
 
     return [{"condition": name} for name in (names or CONDITIONS)]
 

@@ -15,7 +15,7 @@ def lineage(argv: list[str]) -> int:
     parser.add_argument("--run", type=int, default=None, help="one run (default: all)")
     parser.add_argument("--full", action="store_true", help="print strategies and norms whole, not cut to one line")
     options = parser.parse_args(argv)
-    from .report import lineage_lines
+    from .report import lineage_lines  # lazy: the report module's matplotlib, not for --help
 
     for line in lineage_lines(results_directory(options.directory), options.run, full=options.full):
         print(line)

@@ -14,6 +14,7 @@ import numpy as np
 from ...analysis.recorded import RecordedExperiment, find_experiments
 from ...analysis.report import register_section
 from ...errors import UserError
+from ...llm.providers import all_on_the_stand_in
 from ...store import Store
 from .params import CONDITION_LABELS, CONDITIONS
 
@@ -125,7 +126,7 @@ def build_section(context: Any) -> None:
                           round(float(mean[-1]), 3), round(float(std[-1]), 3)])
         context.add_table(f"evolution_summary_{suffix}", f"First and last generation: {setting}",
                           ["condition", "runs", "generation 1 mean payoff", "last generation mean payoff", "last std"], table)
-        if experiment.backend.startswith("stand-in"):
+        if all_on_the_stand_in(experiment.backend):
             context.note(f"{setting}: stand-in answers, not LLM results.")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
 from ...errors import UserError
+from ...staging import import_outcome
 
 
 @command("import-gamabench")
@@ -22,11 +23,13 @@ def import_gamabench(argv: list[str]) -> int:
                                        "results directory: an experiment per game, model, prompt version and "
                                        "condition, a run per file, marked as imported.")
     parser.add_argument("source", type=Path, help="GAMA-Bench's raw_results/ directory (or a game folder of it)")
-    parser.add_argument("--out", type=Path, required=True, help="a new results directory to write")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new results directory to write (written whole, or not at all)")
     options = parser.parse_args(argv)
-    from .importer import import_runs
+    with import_outcome(options.out):
+        from .importer import import_runs  # lazy: this subcommand's own module, not score's
 
-    groups = import_runs(options.source, options.out)
+        groups = import_runs(options.source, options.out)
     runs = sum(len(group) for group in groups.values())
     print(f"imported {runs} runs into {len(groups)} experiments under {options.out}; "
           f"python -m agentsim score {options.out}")
@@ -43,7 +46,7 @@ def score(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="the CSV to write (default: FIRST_DIR/score.csv)")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .scores import gamabench_experiments, run_scores, score_table, write_csv
+    from .scores import gamabench_experiments, run_scores, score_table, write_csv  # lazy: not import's module
 
     scores = []
     for directory in options.directories:

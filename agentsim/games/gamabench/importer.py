@@ -18,6 +18,7 @@ are conditions of their own (`cot1`, `role2`, `t3`; a trailing `_N` is again a r
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -25,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from ... import checkpoints
-from ...errors import OutputDirError, UserError
+from ...errors import UserError
 from ...records import EncounterRecord, Move
-from ...store import DATABASE, Recorder, Store
+from ...staging import path_name, refuse_occupied, staged
+from ...store import Recorder, Store
 from . import SCENARIO_PREFIX
-from .rules import PARAMETERS, payoffs
+from .rules import FIRST_PRICE, PARAMETERS, SECOND_PRICE, payoffs
 from .scoring import game_name, score
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # the largest published file is about 0.2 MB
@@ -39,6 +41,24 @@ MAX_ROUNDS = 10_000
 BACKEND = "imported:gamabench"
 SOURCE = "GAMA-Bench raw_results (github.com/CUHK-ARISE/GAMABench)"
 SINGLE = "single"
+MAX_DEPTH = 16  # JSON nesting of a raw_results file (GAMA-Bench's nest 5 deep)
+_VERSION = re.compile(r"^v\d{1,4}$")
+
+# What each game's round records hold where the scores and payoffs read them.
+RECORD_FIELDS: dict[str, dict[str, str]] = {
+    "guessing_game": {"responses": "numbers", "mean": "number", "winner": "number"},
+    "bar_game": {"responses": "words", "go_ratio": "number", "winner": "key"},
+    "divide_dollar": {"responses": "numbers", "total_proposal": "number"},
+    "public_goods": {"responses": "numbers", "total_tokens": "number"},
+    "diner_dilemma": {"responses": "words", "cheap_player": "number", "avg_cost": "number"},
+    "sealed_bid_auction": {"responses": "numbers", "valuations": "numbers", "utility": "numbers"},
+    "battle_royale": {"responses": "keys", "player_shooting": "key", "shot_player": "key", "action": "key",
+                      "out": "flag"},
+    "pirate_game": {"gold_distribution": "numbers", "responses": "words"},
+}
+MODES = {"bar_game": ("implicit", "explicit"), "sealed_bid_auction": (FIRST_PRICE, SECOND_PRICE)}
+_KINDS = {"number": "a finite number", "numbers": "a list of finite numbers", "words": "a list of words",
+          "key": "a player or a word", "keys": "a list of players or words", "flag": "true or false"}
 
 # The key of a round record that tells each game apart (its `meta` does not always).
 MARKS = {"guessing_game": "mean_ratio", "bar_game": "go_num", "divide_dollar": "total_proposal",
@@ -92,10 +112,7 @@ def read_run(path: Path, root: Path) -> RawRun:
 def _read(path: Path, where: str) -> RawRun:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise UserError(f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB, not a GAMA-Bench run; leave it out")
-    try:
-        document = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{where}: not JSON ({error}); import only raw_results/ files") from None
+    document = parse_json(path.read_bytes(), where)
     meta, records = document["meta"], document["round_records"]
     players_data = document.get("player_data") or []
     if not isinstance(meta, dict) or not isinstance(records, list) or not isinstance(players_data, list):
@@ -113,9 +130,13 @@ def _read(path: Path, where: str) -> RawRun:
         raise ValueError(f"player_num is an integer from 1 to {MAX_PLAYERS}")
     for record in records:
         if not isinstance(record["responses"], list) or len(record["responses"]) > players or not all(
-                isinstance(value, str | int | float) for value in record["responses"]):
+                isinstance(value, str | int | float) and not isinstance(value, bool) for value in record["responses"]):
             raise ValueError("a round's responses are a list of at most player_num numbers or words")
-    version = str(meta["version"])
+    check_values(base, params, records, where)
+    version = meta["version"]
+    if not isinstance(version, str) or not _VERSION.match(version):
+        raise UserError(f"{where}: meta.version is {_shown(version)}, not a prompt version such as v1; import only "
+                        f"raw_results/ files")
     named = _NAME.match(path.stem)
     models = [str(player.get("model", "")) for player in players_data if isinstance(player, dict)]
     model = _model(named.group("model") if named else "", meta, models)
@@ -127,6 +148,87 @@ def _read(path: Path, where: str) -> RawRun:
                  players=kinds[:players], choices=choices, score=score(base, params, records))
     round_moves(run)  # every round's choices and payoffs read, before anything is written
     return run
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """A file's JSON, refused in one line naming it if it is not JSON, nests deeper than any
+    run does (MAX_DEPTH), or holds NaN or an infinity (which JSON has no number for)."""
+    def refuse_constant(name: str) -> Any:
+        raise UserError(f"{where}: holds {name}, not a number JSON has (a GAMA-Bench run records finite numbers); "
+                        f"import only raw_results/ files")
+
+    try:
+        document = json.loads(data, parse_constant=refuse_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{where}: not JSON ({error}); import only raw_results/ files") from None
+    except RecursionError:
+        document = None
+        depth = MAX_DEPTH + 1
+    else:
+        depth = _depth(document, where)
+    if depth > MAX_DEPTH:
+        raise UserError(f"{where}: nested more than {MAX_DEPTH} deep, not a GAMA-Bench run; import only raw_results/ "
+                        f"files")
+    return document
+
+
+def _depth(document: Any, where: str) -> int:
+    """How deep `document` nests (without recursion), refusing an infinite number on the way
+    (`1e999` reads as one)."""
+    deepest, stack = 0, [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"{where}: holds {value}, not a finite number; import only raw_results/ files")
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                return depth
+            stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def check_values(base: str, params: dict[str, Any], records: list[dict[str, Any]], where: str) -> None:
+    """The values the scores and payoffs read, of the types GAMA-Bench writes: every parameter
+    its defaults give as a number a finite number (never a boolean or a text), each round's
+    fields as the game records them; one line naming the first that is not."""
+    for key, default in PARAMETERS[base].items():
+        value = params.get(key)
+        if isinstance(default, (int, float)) and not _number(value):
+            raise UserError(f"{where}: meta.{key} is {_shown(value)}, not a number; import only raw_results/ files")
+        if isinstance(default, str) and not isinstance(value, str):
+            raise UserError(f"{where}: meta.{key} is {_shown(value)}, not a text; import only raw_results/ files")
+    modes = MODES.get(base)
+    if modes is not None and params.get("mode") not in modes:
+        raise UserError(f"{where}: meta.mode is {_shown(params.get('mode'))}, not one of {', '.join(map(repr, modes))}; "
+                        f"import only raw_results/ files")
+    for number, record in enumerate(records, start=1):
+        for field, kind in RECORD_FIELDS[base].items():
+            if field not in record:
+                raise UserError(f"{where}: not a GAMA-Bench run (round {number} is missing '{field}'); import only "
+                                f"raw_results/ files")
+            value = record[field]
+            fits = {"number": _number(value), "flag": isinstance(value, bool), "key": _key(value),
+                    "numbers": isinstance(value, list) and all(_number(item) for item in value),
+                    "words": isinstance(value, list) and all(isinstance(item, str) for item in value),
+                    "keys": isinstance(value, list) and all(_key(item) for item in value)}[kind]
+            if not fits:
+                raise UserError(f"{where}: round {number}'s {field} is {_shown(value)}, not {_KINDS[kind]}; import only "
+                                f"raw_results/ files")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _key(value: Any) -> bool:
+    """A player's number or name, or "null" (GAMA-Bench writes them as text, some as numbers)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _model(prefix: str, meta: dict[str, Any], players: list[str]) -> str:
@@ -146,23 +248,24 @@ def _condition(rest: str) -> str:
 
 
 def experiment_directory(out: Path, run: RawRun) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", run.model)
-    return out / run.game / slug / (run.version + (f"-{run.condition}" if run.condition else ""))
+    """Where a run's experiment goes: under `out`, names made safe (agentsim/staging.py), never a
+    path a file's content gives (the game is one of GAMES, the version checked as `vN`)."""
+    return out / path_name(run.game) / path_name(run.model) / path_name(run.version + (f"-{run.condition}" if run.condition else ""))
 
 
 def import_runs(source: Path, out: Path) -> dict[Path, list[RawRun]]:
     """Read every file under `source` (all checked first), then write one experiment per
-    game, model, version and condition under `out`; returns what went where."""
+    game, model, version and condition into a new results directory `out`, whole or not at
+    all (agentsim/staging.py); returns what went where."""
+    refuse_occupied(out)
     files = find_files(source)
     groups: dict[Path, list[RawRun]] = defaultdict(list)
     for path in files:
         run = read_run(path, source)
         groups[experiment_directory(out, run)].append(run)
-    taken = [directory for directory in groups if (directory / DATABASE).exists()]
-    if taken:
-        raise OutputDirError(f"'{taken[0]}' already holds runs; import into a new --out DIR")
-    for directory, runs in groups.items():
-        _write(directory, runs, source)
+    with staged(out) as folder:
+        for directory, runs in groups.items():
+            _write(folder / directory.relative_to(out), runs, source)
     return dict(groups)
 
 

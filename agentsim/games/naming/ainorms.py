@@ -33,17 +33,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ...analysis.recorded import save_artifact
+from ...analysis.recorded import RecordedExperiment, save_artifact
 from ...analysis.stats import BiasTest
 from ...errors import OutputDirError, UserError
 from ...params import require
 from ...records import EncounterRecord, Move
+from ...staging import path_name, refuse_occupied, staged
 from ...store import Recorder, Store
 from .ainorms_files import Condition, SourceFile, condition, load_plain, source_files
+from .bias import individual_bias
 from .critical_mass import ARTIFACT as CRITICAL_MASS
 from .critical_mass import PAPER_ROUND, CriticalMass, paper_flips, smallest_from_which
 from .game import NamingGame, NamingParams
 from .metrics import ConventionMetrics
+from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
 from .situation import NamingSituation
 from .standin import NamingStandInSettings
 
@@ -91,9 +94,23 @@ class ImportResult:
 def import_source(source: Path, out: Path, settings: ImportSettings | None = None, *,
                   progress: Progress | None = None) -> ImportResult:
     """Every population's runs under `source` (a zip, a pickle, or a directory of them)
-    recorded under `out`, then the critical mass of each model and condition."""
+    recorded into a new results directory `out`, then the critical mass of each model and
+    condition: written whole or not at all (agentsim/staging.py: a refused file, an error or a
+    signal leaves `out` as it was)."""
     settings = settings or ImportSettings()
-    say = progress or (lambda line: None)
+    refuse_occupied(out)
+    said: list[tuple[str, tuple[Path, ...]]] = []  # (said once the import is in place: a refusal leaves no path)
+    with staged(out) as folder:
+        result = _import_into(source, folder, settings, lambda line, *paths: said.append((line, paths)))
+    for line, paths in said:
+        (progress or (lambda line: None))(line.format(*(out / path.relative_to(folder) for path in paths)))
+    for entry in result.imported:
+        entry.directory = out / entry.directory.relative_to(folder)
+    return result
+
+
+def _import_into(source: Path, out: Path, settings: ImportSettings, say: Callable[..., None]) -> ImportResult:
+    """`import_source`'s work, into the folder `out` (a line `say` shows names its paths as `{}`)."""
     result = ImportResult()
     strategy_tests: dict[str, list[tuple[SourceFile, Condition]]] = {}
     for file in source_files(source):
@@ -106,12 +123,13 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
             continue
         imported = import_file(file, found, out)
         result.imported.append(imported)
-        say(f"{file.name}: {imported.runs} runs -> {imported.directory}"
-            + (f" ({imported.empty} empty runs left out)" if imported.empty else ""))
+        say(f"{file.name}: {imported.runs} runs -> {{}}" + (f" ({imported.empty} empty runs left out)" if imported.empty
+                                                              else ""), imported.directory)
     for tests in strategy_tests.values():
         imported = import_strategy_tests(tests, out)
         result.imported.append(imported)
-        say(f"{len(tests)} strategy tests of {imported.condition.model}: one run per memory state -> {imported.directory}")
+        say(f"{len(tests)} strategy tests of {imported.condition.model}: one run per memory state -> {{}}",
+            imported.directory)
     if not result.imported:
         raise UserError(f"no population's runs under '{source}' (files named *_converged_baseline_*, *_evolved_from_*, "
                         f"*_swap_*cmtd_*, *_bias_test_*); give the AI-norms repository's data/*.zip")
@@ -120,17 +138,20 @@ def import_source(source: Path, out: Path, settings: ImportSettings | None = Non
 
 
 def experiment_directory(out: Path, found: Condition) -> Path:
-    where = out / found.shorthand
+    """Where a file's runs go: under `out`, in names made from its conditions, each made a safe
+    path component (agentsim/staging.py), never a path a file gives."""
+    where = out / path_name(found.shorthand)
     if found.kind == "bias":
-        return where / f"individual_bias_{''.join(found.names)}_H{found.memory_length}"
+        return where / path_name(f"individual_bias_{''.join(found.names)}_H{found.memory_length}")
     if found.kind == "strategy":
-        return where / f"strategies_{''.join(found.names)}"
+        return where / path_name(f"strategies_{''.join(found.names)}")
     size = f"N{found.agents}_H{found.memory_length}"
     if found.kind == "baseline" or found.majority is None or found.alternative is None:
         suffix = f"_{found.interactions}ints" if found.interactions else ""
         label = "baseline" if found.kind == "baseline" else f"evolved_from_{found.majority}"
-        return where / f"{label}_{'_'.join(found.names)}_{size}{suffix}"
-    return where / f"critical_mass_{size}" / f"{found.majority}_to_{found.alternative}" / f"committed_{found.committed:03d}"
+        return where / path_name(f"{label}_{'_'.join(found.names)}_{size}{suffix}")
+    return (where / f"critical_mass_{size}" / path_name(f"{found.majority}_to_{found.alternative}")
+            / f"committed_{found.committed:03d}")
 
 
 def scenario_for(found: Condition, rounds: int) -> NamingGame:
@@ -149,8 +170,8 @@ def scenario_for(found: Condition, rounds: int) -> NamingGame:
 def _new_directory(out: Path, found: Condition, file: SourceFile) -> Path:
     directory = experiment_directory(out, found)
     if Store.exists(directory):
-        raise OutputDirError(f"{directory} already holds an experiment (was {file.name} imported before?); import into "
-                             f"a new --out DIR")
+        raise OutputDirError(f"{directory.relative_to(out)} would hold two files' runs ({file.name} is the condition of "
+                             f"another file of the source); import them into separate --out DIRs")
     return directory
 
 
@@ -194,8 +215,6 @@ def import_file(file: SourceFile, found: Condition, out: Path) -> Imported:
 def import_bias_test(file: SourceFile, found: Condition, data: Any, out: Path) -> Imported:
     """A bias test (one player asked from an empty memory, again and again) as a
     `FirstChoiceProbe` run."""
-    from .probes import FirstChoiceProbe
-
     tracker = data.get("tracker") if isinstance(data, dict) else None
     answers = tracker.get("answers") if isinstance(tracker, dict) else None
     if not isinstance(answers, list) or not all(type(answer) is str and answer in found.names for answer in answers):
@@ -215,8 +234,6 @@ def import_strategy_tests(tests: list[tuple[SourceFile, Condition]], out: Path) 
     """A model's strategy tests (each a player asked again and again from one memory: its own
     and its partners' names, oldest first) as one `StrategyProbe` experiment, a run per
     memory state, so that `strategies` and `report` give Table 1 from them."""
-    from .probes import StrategyProbe, StrategyProbeParams
-
     found = tests[0][1]
     states = []
     for file, _ in sorted(tests, key=lambda test: (test[1].memory_length, test[0].name)):
@@ -417,9 +434,6 @@ def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: d
 def first_choice_tests(result: ImportResult) -> list[tuple[Imported, BiasTest]]:
     """agentsim's individual-bias test of each imported bias test alone (`report` pools a
     model's bias test with its runs' first decisions, which share its backend and pool)."""
-    from ...analysis.recorded import RecordedExperiment
-    from .bias import individual_bias
-
     tests: list[tuple[Imported, BiasTest]] = []
     for entry in result.imported:
         if entry.condition.kind != "bias":

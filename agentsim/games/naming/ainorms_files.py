@@ -42,7 +42,7 @@ from ...errors import UserError
 MAX_FILE_BYTES = 64 << 20  # the largest published pickle is 1.5 MB
 MAX_MEMBERS = 10_000
 MAX_DEPTH = 16  # the paper's pickles nest 5 deep
-MAX_ELEMENTS = 20_000_000  # every element visited, shared ones once per reference
+MAX_ELEMENTS = 4_000_000  # every element visited, shared ones once per reference
 PLAIN = (dict, list, str, int, float, bool, type(None))
 
 # The shorthands the paper's files use, and the names the paper gives the models.
@@ -87,18 +87,83 @@ class PlainUnpickler(pickle.Unpickler):
 # unpickler's refusal. A pickle holding one is refused before loading. (Every other way to a
 # callable names a global, which `find_class` refuses, naming it.)
 _CALLING_OPCODES = frozenset({"EXT1", "EXT2", "EXT4"})
+# A pickle is a program for a stack machine: the unpickler's time grows with its opcodes and its
+# memory with its stack (8 MiB of EMPTY_LIST is 8 million lists held at once: 750 MB). Both are
+# bounded before any of it runs, far above what the paper's pickles take (the largest, 1.5 MB,
+# nests 5 deep; pickle pushes at most 1,000 items per container before it appends them).
+MAX_OPCODES = 4_000_000
+MAX_STACK = 100_000
 
 
-def _refuse_calling_opcodes(data: bytes) -> None:
-    try:
-        for opcode, _, _ in pickletools.genops(data):
-            if opcode.name in _CALLING_OPCODES:
-                raise UnsafePickleError(f"holds the extension code opcode {opcode.name} (it would reach a registered "
-                                        f"function)")
-    except UnsafePickleError:
-        raise
-    except Exception:  # a broken stream: the loader below says so in its own words
-        return
+def _opcode_table() -> list[tuple[str, int, int, int, bool] | None]:
+    """Per opcode byte: (name, its argument's size or how to read it, the items it pops below
+    a mark it pops to (or -1: it pops to no mark), its change of the stack's depth, whether it
+    pushes a mark)."""
+    table: list[tuple[str, int, int, int, bool] | None] = [None] * 256
+    for opcode in pickletools.opcodes:
+        size = 0 if opcode.arg is None else opcode.arg.n
+        before, after = opcode.stack_before, opcode.stack_after
+        if pickletools.stackslice in before:  # pops everything down to the last mark, and the mark
+            below = before.index(pickletools.markobject)
+            table[ord(opcode.code)] = (opcode.name, size, below, len(after), False)
+        else:
+            pushes_mark = pickletools.markobject in after
+            change = len([item for item in after if item is not pickletools.markobject]) - len(before)
+            table[ord(opcode.code)] = (opcode.name, size, -1, change, pushes_mark)
+    return table
+
+
+_OPCODES = _opcode_table()
+_LENGTHS = {pickletools.TAKEN_FROM_ARGUMENT1: (1, False), pickletools.TAKEN_FROM_ARGUMENT4: (4, True),
+            pickletools.TAKEN_FROM_ARGUMENT4U: (4, False), pickletools.TAKEN_FROM_ARGUMENT8U: (8, False)}
+
+
+def _scan(data: bytes) -> None:
+    """Walk the pickle's opcodes as the unpickler would, without running them: refuse one that
+    would reach a registered function, more than MAX_OPCODES of them, or a stack (marks
+    included) deeper than MAX_STACK, as soon as it is seen. A broken stream stops the walk: the
+    loader then says what is wrong in its own words."""
+    position, end, depth, count = 0, len(data), 0, 0
+    marks: list[int] = []
+    while position < end:
+        entry = _OPCODES[data[position]]
+        if entry is None:
+            return
+        name, size, below, change, pushes_mark = entry
+        position += 1
+        count += 1
+        if count > MAX_OPCODES:
+            raise UnsafePickleError(f"takes more than {MAX_OPCODES} opcodes to load (the paper's largest takes far fewer)")
+        if name in _CALLING_OPCODES:
+            raise UnsafePickleError(f"holds the extension code opcode {name} (it would reach a registered function)")
+        if size >= 0:
+            position += size
+        elif size == pickletools.UP_TO_NEWLINE:
+            for _ in range(2 if name in ("GLOBAL", "INST") else 1):
+                newline = data.find(b"\n", position)
+                if newline < 0:
+                    return
+                position = newline + 1
+        else:
+            width, signed = _LENGTHS[size]
+            length = int.from_bytes(data[position:position + width], "little", signed=signed)
+            if length < 0:
+                return
+            position += width + length
+        if below >= 0:
+            if not marks:
+                return
+            depth = marks.pop() - below + change
+        else:
+            depth += change
+            if pushes_mark:
+                marks.append(depth)
+        if depth < 0:
+            return
+        if depth + len(marks) > MAX_STACK:
+            raise UnsafePickleError(f"builds a stack deeper than {MAX_STACK} to load (the paper's nest 5 deep)")
+        if name == "STOP":
+            return
 
 
 def load_plain(data: bytes, where: str) -> Any:
@@ -108,7 +173,7 @@ def load_plain(data: bytes, where: str) -> Any:
         raise UnsafePickleError(f"{where}: {len(data)} bytes is more than the {MAX_FILE_BYTES} a published run "
                                 f"takes; not read")
     try:
-        _refuse_calling_opcodes(data)
+        _scan(data)
         value = PlainUnpickler(io.BytesIO(data)).load()
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{where}: refused, nothing was run: the pickle {error}, and only plain data "

@@ -19,8 +19,10 @@ from typing import Any
 from ... import event_loop
 from ...analysis.recorded import RecordedExperiment
 from ...analysis.stats import BiasTest, bias_test, js_distance_from_uniform
+from ...llm.providers import STAND_IN, all_on_the_stand_in
 from ...llm.specs import build_backend
 from ...model import BackendShare, PopulationModel
+from ...params import require
 from ...records import EncounterRecord
 from . import FirstChoiceProbe, NamingGame, generate_names
 from . import recorded as naming_record
@@ -40,12 +42,12 @@ def backend_label(experiment: RecordedExperiment) -> str:
     if experiment.scenario_name not in (NamingGame.name, *PROBES):
         return experiment.scenario_name
     settings = experiment.standin
-    if experiment.backend != "stand-in" or (not settings.get("bias_name") and not settings.get("noise")):
+    if not all_on_the_stand_in(experiment.backend) or (not settings.get("bias_name") and not settings.get("noise")):
         return experiment.backend
     parts = [f"favours {settings['bias_name']}" if settings.get("bias_name") else "",
              f"bias {settings['bias']}" if settings.get("bias") else "",
              f"noise {settings['noise']}" if settings.get("noise") else ""]
-    return f"stand-in ({', '.join(part for part in parts if part)})"
+    return f"{experiment.backend} ({', '.join(part for part in parts if part)})"
 
 
 def first_choice_counts(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str, tuple[str, ...]], Counter[str]]:
@@ -115,7 +117,7 @@ def collective_bias(experiments: Iterable[RecordedExperiment]) -> dict[tuple[str
 
 
 # --- sampling first choices -----------------------------------------------------------------
-def sample_first_choices(scenario: NamingGame, *, backend: str = "stand-in", samples: int = 1000, seed: int = 0,
+def sample_first_choices(scenario: NamingGame, *, backend: str = STAND_IN, samples: int = 1000, seed: int = 0,
                          concurrency: int = 64) -> Counter[str | None]:
     """First choices (empty memory) of `scenario`'s agents on `backend` from `samples`
     decisions, asked `concurrency` at a time through the scheduler and the LLM policy, as in
@@ -158,11 +160,9 @@ class PoolSearch:
     threshold: float = PAPER_JS_THRESHOLD
     max_tries: int = 20
     seed: int = 0
-    backend: str = "stand-in"
+    backend: str = STAND_IN
 
     def __post_init__(self) -> None:
-        from ...params import require
-
         require(self.pool_size >= 2, f"pool_size must be at least 2 (got {self.pool_size})")
         require(self.samples >= 10, f"samples must be at least 10 (got {self.samples})")
         require(0 < self.threshold < 1, f"threshold must be in (0, 1) (got {self.threshold})")

@@ -21,8 +21,13 @@ from pathlib import Path
 
 from ...analysis.subcommands import CommandParser, command, recorded, results_directory, scenario_option
 from ...errors import UserError
+from ...llm.choices import SCORING_BACKENDS
+from ...llm.limiter import Limits
+from ...llm.providers import STAND_IN
+from ...llm.specs import BackendOptions
 from ...params import finite_float
-from ...scenario_files import load_scenario, parse_overrides
+from ...scenario_files import load_scenario, parse_overrides, scenario_from
+from ...staging import import_outcome
 
 
 @command("bias")
@@ -31,7 +36,11 @@ def bias(argv: list[str]) -> int:
     parser.add_argument("directory")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .bias import collective_bias, first_choice_fallbacks, individual_bias
+    from .bias import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        collective_bias,
+        first_choice_fallbacks,
+        individual_bias,
+    )
 
     experiments = recorded(results_directory(options.directory), options.scenario_files)
     tests = individual_bias(experiments)
@@ -61,8 +70,7 @@ def strategies(argv: list[str]) -> int:
                              "distributions, or the stand-in's rule); refuse when any is only sampled")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from ...llm.choices import SCORING_BACKENDS
-    from .strategies import strategy_table
+    from .strategies import strategy_table  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
 
     table = strategy_table(recorded(results_directory(options.directory), options.scenario_files))
     if table is None or not table.states:
@@ -96,10 +104,10 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="directory for the search (finished runs are reused)")
     parser.add_argument("--majority", default=None, help="the convention to overturn first (default: the file's majority_name)")
     parser.add_argument("--alternative", default=None)
-    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, else 10)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per size (default: the file's RUNS, as for a run)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     parser.add_argument("--max-rounds", type=int, default=30, help="population rounds allowed to flip (default 30)")
-    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--backend", default=STAND_IN)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server for an openai: backend")
@@ -115,32 +123,28 @@ def critical_mass(argv: list[str]) -> int:
     parser.add_argument("--ray-address", default="", metavar="ADDRESS", help="the Ray cluster (default: a Ray started here)")
     parser.add_argument("--cpus-per-run", type=finite_float, default=1.0, metavar="CPUS", help="CPUs Ray sets aside per run")
     options = parser.parse_args(argv)
-    if options.executor == "ray":
-        from ...distributed import require_ray
-
-        require_ray()
-    from ...llm.limiter import Limits
-    from ...llm.specs import BackendOptions
+    # lazy: this subcommand's own modules (Mesa, scipy), not every naming subcommand's
     from . import NamingGame
     from .critical_mass import CriticalMassSearch, search_both
 
-    scenario, module = load_scenario(options.scenario)
-    scenario = scenario.with_overrides(parse_overrides(options.overrides))
+    overrides = parse_overrides(options.overrides)
+    scenario, _ = scenario_from(options.scenario, overrides)
     if not isinstance(scenario, NamingGame) or len(scenario.params.names) != 2:
         raise UserError("critical-mass needs a naming-game scenario with two names (names=(\"Q\", \"M\"))")
     names = scenario.params.names
     majority = options.majority or scenario.params.majority_name or names[-1]
     alternative = options.alternative or next(name for name in names if name != majority)
-    spec = CriticalMassSearch(scenario=scenario, majority=majority, alternative=alternative,
-                              runs=options.runs if options.runs is not None else int(getattr(module, "RUNS", 10)),
-                              required_share=options.share,
-                              max_rounds=options.max_rounds, backend=options.backend, seed=options.seed,
+    # Each size's experiment is built by the one builder (agentsim/configure.py) from these, as
+    # `python -m agentsim FILE` builds its own: the file's RUNS, its classes for Ray, the same refusals.
+    spec = CriticalMassSearch(scenario=options.scenario, overrides=overrides, majority=majority, alternative=alternative,
+                              runs=options.runs, required_share=options.share, max_rounds=options.max_rounds,
+                              backend=options.backend, seed=options.seed,
                               llm=BackendOptions(base_url=options.base_url, cache_path=options.cache,
                                                  sample_locally=options.sample_locally,
                                                  limits=Limits() if options.max_in_flight is None
                                                  else Limits(max_in_flight=options.max_in_flight)),
                               parallel=options.parallel, executor=options.executor, ray_address=options.ray_address,
-                              cpus_per_run=options.cpus_per_run, scenario_file=str(Path(options.scenario).resolve()))
+                              cpus_per_run=options.cpus_per_run)
     lines: list[str] = []
 
     def progress(line: str) -> None:  # stderr: the results below stay alone on stdout
@@ -149,7 +153,7 @@ def critical_mass(argv: list[str]) -> int:
 
     view = None
     if sys.stdout.isatty() and options.parallel == 1 and options.executor == "local":
-        from ...live import RichView
+        from ...live import RichView  # lazy: rich, only on a terminal
 
         def view() -> RichView:  # each size's runs live, under the search's latest line
             return RichView(notes=lines[-1:])
@@ -170,10 +174,11 @@ def unbiased_pool(argv: list[str]) -> int:
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--threshold", type=finite_float, default=0.005, help="Jensen-Shannon distance, base 2 (paper: 0.005)")
     parser.add_argument("--tries", type=int, default=20)
-    parser.add_argument("--backend", default="stand-in")
+    parser.add_argument("--backend", default=STAND_IN)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="save the tries here for the report")
     options = parser.parse_args(argv)
+    # lazy: this subcommand's own modules (Mesa, scipy), not every naming subcommand's
     from ...analysis.recorded import save_artifact
     from . import NamingGame
     from .bias import PoolSearch, find_unbiased_pool
@@ -211,7 +216,10 @@ def comprehension(argv: list[str]) -> int:
     batch_options(parser, "ask every question through the provider's batch API first")
     scenario_option(parser)
     options = parser.parse_args(argv)
-    from .comprehension_check import ComprehensionCheck, check
+    from .comprehension_check import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        ComprehensionCheck,
+        check,
+    )
 
     recorded(results_directory(options.directory), options.scenario_files, keep=False)
     document = check(results_directory(options.directory), ComprehensionCheck(agents=options.agents, run=options.run,
@@ -270,7 +278,12 @@ def check_model(argv: list[str]) -> int:
         raise UserError(f"--names needs two or more distinct names (got '{options.names}')")
     if options.seeds < 10:
         raise UserError(f"--seeds must be at least 10 for the calibration test to say anything (got {options.seeds})")
-    from .model_check import ModelCheck, backend_options, check_model, report_lines
+    from .model_check import (  # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        ModelCheck,
+        backend_options,
+        check_model,
+        report_lines,
+    )
 
     check = ModelCheck(backend=options.backend, names=names, calibration_seeds=options.seeds, seed=options.seed,
                        preference_seeds=options.preference_seeds, timeout_s=options.timeout, cache=not options.no_cache,
@@ -297,16 +310,19 @@ def import_ainorms(argv: list[str]) -> int:
                                        "directories agentsim's analyses and `report` read. Pickles are read as plain "
                                        "data only: one that names any global is refused and nothing in it runs.")
     parser.add_argument("source", type=Path, help="an AI-norms zip (data/llama31_data.zip), a .pkl, or a directory")
-    parser.add_argument("--out", type=Path, required=True, help="where the results directories go")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new results directory to write (written whole, or not at all)")
     parser.add_argument("--max-rounds", type=int, default=60,
                         help="agentsim rounds (N/2 interactions) a committed minority has to flip the convention "
                              "(default 60: the paper's 30 population rounds of N interactions)")
     parser.add_argument("--share", type=finite_float, default=1.0, help="share of runs that must flip (default 1)")
     options = parser.parse_args(argv)
-    from .ainorms import ImportSettings, first_choice_tests, import_source
+    with import_outcome(options.out):
+        # lazy: this subcommand's own module (Mesa, scipy), not every naming subcommand's
+        from .ainorms import ImportSettings, first_choice_tests, import_source
 
-    settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
-    result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
+        settings = ImportSettings(max_rounds=options.max_rounds, required_share=options.share)
+        result = import_source(options.source, options.out, settings, progress=lambda line: print(line, file=sys.stderr))
     for where in result.skipped:
         print(f"skipped (meta-prompting: not runs agentsim reads): {where}",
               file=sys.stderr)

@@ -26,10 +26,12 @@ from ...analysis.stats import proportion_interval
 from ...errors import BackendError, BackendFailedError, UserError
 from ...llm.accounting import AccountedModel
 from ...llm.base import LanguageModel, Request, Sampling
+from ...llm.providers import STAND_IN, is_stand_in
 from ...llm.retries import RetryPolicy
 from ...llm.specs import BackendOptions, build_backend
 from ...llm.stack import layer
 from ...llm.standin import StandInModel
+from ...params import require
 from ...prompts import PromptTemplate
 from ...secrets import redact
 from ...seeding import derive_seed
@@ -53,8 +55,6 @@ class ComprehensionCheck:
     batch_poll_s: float = 30.0
 
     def __post_init__(self) -> None:
-        from ...params import require
-
         require(self.agents >= 1, f"agents must be at least 1 (got {self.agents})")
         require(self.max_states >= 1, f"max_states must be at least 1 (got {self.max_states})")
         require(self.concurrency >= 1, f"concurrency must be at least 1 (got {self.concurrency})")
@@ -62,7 +62,7 @@ class ComprehensionCheck:
 
 def comprehension_backend(spec: str, scenario: NamingGame, options: BackendOptions | None = None) -> LanguageModel:
     """The stand-in answers with the comprehension rule; any other spec is built as usual."""
-    if spec == "stand-in":
+    if is_stand_in(spec):
         templates = [scenario.template] + [PromptTemplate.load("naming", variant)
                                            for variant in ("standard", "narrative", "bullet") if variant != scenario.template.name]
         return StandInModel([ComprehensionStandIn(templates)])
@@ -98,9 +98,9 @@ def check(directory: Path | str, check: ComprehensionCheck = ComprehensionCheck(
         for question in questions_for(choice.options, choice.memory, success_payoff=params.success_payoff,
                                       failure_payoff=params.failure_payoff, payoff=scenario.payoff, rng=rng):
             asked.append((choice, question, question_messages(game_messages, question)))
-    backend_spec = check.backend or experiment.backend or "stand-in"
+    backend_spec = check.backend or experiment.backend or STAND_IN
     if check.batch:
-        from ...batch_run import require_batch_backend
+        from ...batch_run import require_batch_backend  # lazy: the batch APIs (aiohttp), only with --batch
 
         require_batch_backend([backend_spec])
     backend = comprehension_backend(backend_spec, scenario, BackendOptions(batch=check.batch,
@@ -148,6 +148,7 @@ async def _ask(backend: LanguageModel, asked: list[tuple[Any, Any, Any]], check:
 
     try:
         if check.batch:  # every question at once, answered into the cache: then asked as usual, at half price
+            # lazy: the batch APIs (aiohttp), only with --batch
             from ...batch_run import prefetch_into
             from ...llm.batches import first_requests
 

@@ -26,18 +26,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ... import event_loop
 from ...analysis.recorded import RecordedExperiment, save_artifact
+from ...configure import ExperimentOptions, configure
+from ...llm.providers import STAND_IN
 from ...llm.specs import BackendOptions
 from ...params import require
 from ...runner import Experiment, ExperimentConfig, View
+from ...scenario_files import ScenarioSource
+from ...session import LOCAL
 from ...store import Store
 from . import NamingGame
+from .bias import backend_label
 
 ARTIFACT = "critical_mass"
 PAPER_ROUND = 2  # agentsim rounds in one of the paper's population rounds (N interactions)
@@ -49,41 +55,67 @@ ViewFactory = Callable[[], View]  # a fresh view for each size's experiment
 
 @dataclass(frozen=True, kw_only=True)
 class CriticalMassSearch:
-    """What to search: the scenario (N, H, names, the stand-in's rule...) and the criterion."""
+    """What to search: the scenario (N, H, names, the stand-in's rule...), as every front door
+    takes it (a naming-game scenario, or the file that makes one, with `overrides` as `--set`
+    gives them), how its runs are played, and the criterion. Each size tried is an experiment
+    the one builder makes (`agentsim.configure`): the same checks, in the same words, as
+    `python -m agentsim FILE`, and a file's RUNS, classes (for Ray's workers) and checks."""
 
-    scenario: NamingGame
+    scenario: ScenarioSource
     majority: str
     alternative: str
-    runs: int = 10
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # `--set`: text as the command line reads it, or values
+    runs: int | None = 10  # runs per size; None: the scenario file's RUNS, as a run takes it
     required_share: float = 1.0
     max_rounds: int = 30
-    backend: str = "stand-in"
+    backend: str = STAND_IN
     seed: int = 0
     llm: BackendOptions = field(default_factory=BackendOptions)  # how the backend is reached (cache, --sample-locally)
     parallel: int = 1  # sizes tried at once
-    executor: str = "local"  # where their runs execute: "local" or "ray" (runner.ExperimentConfig)
+    executor: str = LOCAL  # where their runs execute: "local" or "ray" (runner.ExperimentConfig)
     ray_address: str = ""
     cpus_per_run: float = 1.0
-    scenario_file: str = ""  # the file the scenario came from: Ray workers load it (its classes)
 
     def __post_init__(self) -> None:
         require(1 <= self.parallel <= 64, f"parallel must be between 1 and 64 sizes at once (got {self.parallel})")
-        names = self.scenario.params.names
-        require(len(names) >= 2, "the critical-mass search needs a scenario with a fixed name pool (names=...)")
+        scenario = self.searched.scenario
+        require(isinstance(scenario, NamingGame) and len(scenario.params.names) >= 2,
+                "the critical-mass search needs a naming-game scenario with a fixed name pool (names=...)")
+        names = scenario.params.names
         require(self.majority in names and self.alternative in names and self.majority != self.alternative,
                 f"majority and alternative must be two different names of the pool {', '.join(names)}")
-        require(self.runs >= 1, f"runs must be at least 1 (got {self.runs})")
         require(0 < self.required_share <= 1, f"required_share must be in (0, 1] (got {self.required_share})")
         require(self.max_rounds >= 1, f"max_rounds must be at least 1 (got {self.max_rounds})")
 
+    @cached_property
+    def searched(self) -> ExperimentConfig:
+        """The experiment searched over, as the builder makes it (each size's adds its committed
+        minority): checked once, before any size runs."""
+        return configure(self.options(Path("."), 0, resume=False))  # (the builder touches no directory)
+
     @property
     def agents(self) -> int:
-        return self.scenario.params.agents
+        return int(self.searched.scenario.params.agents)
 
-    def scenario_for(self, committed: int) -> NamingGame:
-        return self.scenario.with_params(committed=committed, committed_fraction=0.0, committed_mode="replace",
-                                         majority_name=self.majority, committed_name=self.alternative,
-                                         stop_at="flip", max_rounds=self.max_rounds)
+    @property
+    def runs_each(self) -> int:
+        """Runs per size (the file's RUNS where `runs` is None)."""
+        return self.searched.runs
+
+    def changes(self, committed: int) -> dict[str, Any]:
+        """What a size changes of the scenario: its committed minority, starting from consensus."""
+        return {"committed": committed, "committed_fraction": 0.0, "committed_mode": "replace",
+                "majority_name": self.majority, "committed_name": self.alternative, "stop_at": "flip",
+                "max_rounds": self.max_rounds}
+
+    def options(self, directory: Path, committed: int, *, resume: bool) -> ExperimentOptions:
+        """What the size's experiment is given, as a front door gives it (`committed` 0: none
+        added, the searched experiment itself)."""
+        changes = self.changes(committed) if committed else {}
+        return ExperimentOptions(scenario=self.scenario, overrides={**self.overrides, **changes}, out=directory,
+                                 backend=self.backend, llm=self.llm, runs=self.runs, seed=self.seed, resume=resume,
+                                 checkpoint_seconds=5.0, executor=self.executor, ray_address=self.ray_address,
+                                 cpus_per_run=self.cpus_per_run)
 
     def directory(self, root: Path, committed: int) -> Path:
         return root / f"{self.majority}_to_{self.alternative}" / f"committed_{committed:03d}"
@@ -128,17 +160,14 @@ class _Quiet:
 
 
 def flips_at(search: CriticalMassSearch, root: Path, committed: int) -> dict[str, Any]:
-    """Run (or reuse) `search.runs` runs with `committed` agents; how many flipped in time."""
+    """Run (or reuse) `search.runs_each` runs with `committed` agents; how many flipped in time."""
     return event_loop.run(_flips_at(search, root, committed))
 
 
 async def _flips_at(search: CriticalMassSearch, root: Path, committed: int,
                     view: ViewFactory | None = None) -> dict[str, Any]:
     directory = search.directory(root, committed)
-    config = ExperimentConfig(scenario=search.scenario_for(committed), out=directory, backend=search.backend,
-                              llm=search.llm, runs=search.runs, seed=search.seed, resume=Store.exists(directory),
-                              checkpoint_seconds=5.0, executor=search.executor, ray_address=search.ray_address,
-                              cpus_per_run=search.cpus_per_run, scenario_file=search.scenario_file)
+    config = configure(search.options(directory, committed, resume=Store.exists(directory)))
     experiment = Experiment(config, view() if view is not None else _Quiet())
     experiment.open()
     summaries = await experiment.run()
@@ -220,8 +249,8 @@ def search(search: CriticalMassSearch, root: Path | str, *, progress: Progress |
 
 
 async def _search(search: CriticalMassSearch, root: Path, progress: Progress, view: ViewFactory | None) -> CriticalMass:
-    result = CriticalMass(search.majority, search.alternative, search.agents, search.runs, search.required_share,
-                          search.max_rounds, None)
+    result = CriticalMass(search.majority, search.alternative, search.agents, search.runs_each,
+                          search.required_share, search.max_rounds, None)
     against = f"against {search.majority} (committed say {search.alternative})"
     low, high = 1, search.agents - 1
 
@@ -229,7 +258,7 @@ async def _search(search: CriticalMassSearch, root: Path, progress: Progress, vi
         new = [size for size in sizes if size not in result.tried]
         if not new:
             return
-        progress(f"{against}: trying {', '.join(map(str, new))} committed of {search.agents}, {search.runs} runs "
+        progress(f"{against}: trying {', '.join(map(str, new))} committed of {search.agents}, {search.runs_each} runs "
                  f"each (finished runs are reused)")
         one_view = view if len(new) == 1 else None  # (one live view at a time)
         for size, tried in zip(new, await asyncio.gather(*(_flips_at(search, root, size, one_view) for size in new))):
@@ -266,7 +295,7 @@ def _executor(search: CriticalMassSearch) -> Iterator[None]:
     if search.executor != "ray":
         yield
         return
-    from ...distributed.driver import connect
+    from ...distributed.driver import connect  # lazy: Ray is an extra, imported only when asked for
 
     ray, connected_here = connect(search.ray_address)
     try:
@@ -310,8 +339,6 @@ def committed_experiments(experiments: list[RecordedExperiment]) -> dict[Committ
     """Experiments with a committed minority starting from consensus, by panel and committed
     count: the lines of Fig. 3A. Experiments of one panel and count ran the same condition
     (several directories of a search), so their runs are one line."""
-    from .bias import backend_label
-
     grouped: dict[CommittedPanel, dict[int, list[RecordedExperiment]]] = {}
     for experiment in experiments:
         scenario = experiment.scenario

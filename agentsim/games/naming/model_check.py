@@ -49,7 +49,7 @@ from ...llm.specs import BackendOptions, build_backend, parse_spec
 from ...llm.stack import layer
 from ...llm.standin import StandInModel
 from ...seeding import derive_seed
-from . import NamingGame, NamingSituation, question_messages, questions_for, score
+from . import QUESTIONS, NamingGame, NamingSituation, question_messages, questions_for, score
 from .fitness import naming_request, probe_requests, probe_situations
 
 
@@ -209,8 +209,6 @@ async def calibrate(model: LanguageModel, game: NamingGame, check: ModelCheck,
 async def _comprehension(model: LanguageModel, game: NamingGame, check: ModelCheck,
                          limit: asyncio.Semaphore) -> dict[str, tuple[int, int]]:
     """Table S7's questions at a few states, answered greedily (as `agentsim comprehension`)."""
-    from . import QUESTIONS
-
     rng = random.Random(derive_seed(check.seed, 3))
     params = game.params
     asked = []
@@ -346,7 +344,7 @@ def check_model(check: ModelCheck) -> CheckReport:
         raise UserError("check-model checks a language model, and the stand-in is a rule (its answers are what its "
                         "settings say): give a model with --backend, e.g. --backend local:smollm2")
     if check.batch:
-        from ...batch_run import require_batch_backend
+        from ...batch_run import require_batch_backend  # lazy: the batch APIs (aiohttp), only with --batch
 
         require_batch_backend([check.backend])
     return event_loop.run(run_check(check))
@@ -355,6 +353,7 @@ def check_model(check: ModelCheck) -> CheckReport:
 async def _prefetch(model: LanguageModel, check: ModelCheck, progress: Callable[[str], None]) -> None:
     """Every request the check asks, found by a rehearsal on the stand-in (the preference in
     both modes), answered through the provider's batch API into `model`'s response cache."""
+    # lazy: the batch APIs (aiohttp), only with --batch
     from ...batch_run import Recorder, prefetch_into
     from ...llm.batches import first_requests
 

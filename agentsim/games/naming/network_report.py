@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from ...analysis.report import register_section
 from ...errors import UserError
 from ...store import DATABASE, Store
 
@@ -52,7 +53,7 @@ def network_runs(directory: Path | str) -> list[dict[str, Any]]:
         raise UserError(f"no runs found under '{root}'; run scenarios/network_topology.py with --out {root} first")
     runs: list[dict[str, Any]] = []
     for database in databases:
-        store = Store(database.parent)
+        store = Store.read_only(database.parent)
         try:
             runs.extend(row["summary"] for row in store.runs() if row["summary"] and "topology" in row["summary"])
         finally:
@@ -160,8 +161,6 @@ def _write_csv(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
 
 def _register_report_section() -> None:
     """Add the section to the `report` command (whose `_load_sections` imports this module)."""
-    from ...analysis.report import register_section
-
     def applies(context: Any) -> bool:
         return any(experiment.scenario_name == SCENARIO_NAME for experiment in context.experiments)
 

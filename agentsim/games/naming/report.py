@@ -18,6 +18,7 @@ from .comprehension_check import ARTIFACT as COMPREHENSION
 from .critical_mass import ARTIFACT as CRITICAL_MASS
 from .critical_mass import committed_experiments, smallest_from_which
 from .recorded import alternative_share_matrix, consensus_names, productions, success_matrix
+from .reference import success_curve as registered
 from .strategies import State, StrategyTable, state_frequencies, state_label, strategy_table
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
@@ -48,8 +49,6 @@ def theory_success_curve(agents: int, pool_size: int, rounds: int, *, runs: int 
     """The minimal naming game's success rate per population round (the dashed line of Fig.
     1A), from the curve the theory family registered (agentsim.games.naming.reference); None
     otherwise."""
-    from .reference import success_curve as registered
-
     success_curve = registered()
     if success_curve is None:
         return None

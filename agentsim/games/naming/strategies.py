@@ -29,7 +29,9 @@ from scipy import stats
 
 from ...analysis.recorded import RecordedExperiment
 from ...analysis.stats import bias_test, proportion_interval
+from ...llm.providers import all_on_the_stand_in
 from . import StrategyProbe
+from .bias import pool_key
 from .recorded import choices
 
 State = tuple[tuple[str | None, str | None], ...]
@@ -137,8 +139,6 @@ class StrategyTable:
 def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bool = True) -> StrategyTable | None:
     """The strategies recorded in `experiments` (strategy probes by default), pooled over the
     experiments that share the first one's backend (and stand-in settings) and name pool."""
-    from .bias import pool_key
-
     table: StrategyTable | None = None
     key = None
     for experiment in experiments:
@@ -152,7 +152,7 @@ def strategy_table(experiments: Iterable[RecordedExperiment], *, probes_only: bo
             table = StrategyTable(tuple(scenario.names), key[0], {})
         elif pool_key(experiment) != key:
             continue
-        rule = _standin_rule(scenario) if experiment.backend == "stand-in" else None
+        rule = _standin_rule(scenario) if all_on_the_stand_in(experiment.backend) else None
         for choice in choices(experiment, fallbacks=True):
             state = state_of(choice.memory)
             strategy = table.states.get(state)

@@ -1,6 +1,6 @@
 """SIGN's figures and tables from an output directory (Zhang and Woisetschläger 2026).
 
-From the run summaries (`summary.json`, one per experiment under the directory) of SIGN runs:
+From the run summaries (the stores' `runs`, one store per experiment under the directory) of SIGN runs:
 
 - `sign_agreement` (Fig. 1): population agreement over rounds per condition, one row of
   panels per (N, K) cell of the grid and one panel per alpha (NL, which keeps no memory,
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -41,6 +40,7 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
+from ...analysis.recorded import RecordedExperiment, find_experiments
 from ...analysis.report import register_section
 from ...errors import UserError
 
@@ -71,27 +71,38 @@ class SignTable:
 
 
 def load_runs(root: Path | str) -> list[dict[str, Any]]:
-    """Every finished SIGN run summarised under `root` (any depth)."""
+    """Every finished SIGN run summarised under `root` (any depth), read from the stores (what
+    summary.json repeats is not read: a results directory's store is its record)."""
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"'{root}' is not a directory; give the output directory of a SIGN run (e.g. results/sign)")
+    experiments = find_experiments(root)
+    try:
+        return sign_runs(experiments)
+    finally:
+        for experiment in experiments:
+            experiment.close()
+
+
+def sign_runs(experiments: Sequence[RecordedExperiment]) -> list[dict[str, Any]]:
+    """The finished SIGN runs of `experiments`, each run's summary with its experiment's directory."""
     runs = []
-    for path in sorted(root.rglob("summary.json")):
-        document = json.loads(path.read_text(encoding="utf-8"))
-        for run in document.get("runs", []):
-            if run.get("status") == "done" and "agreement_by_round" in run and run.get("condition") in CONDITIONS:
-                runs.append(run | {"experiment": str(path.parent)})
+    for experiment in experiments:
+        for row in experiment.runs:
+            run = row["summary"]
+            if "agreement_by_round" in run and run.get("condition") in CONDITIONS:
+                runs.append(run | {"status": row["status"], "experiment": str(experiment.directory)})
     return runs
 
 
 def sign_applies(context: Any) -> bool:
     """Whether a report context's directory holds SIGN runs."""
-    return bool(load_runs(context.root))
+    return bool(sign_runs(context.experiments))
 
 
 def sign_section(context: Any) -> None:
     """Build SIGN's figures and tables into a report context (`add_figure`, `add_table`)."""
-    for item in build_items(load_runs(context.root)):
+    for item in build_items(sign_runs(context.experiments)):
         if isinstance(item, SignFigure):
             context.add_figure(item.name, item.title, item.figure, item.columns, item.rows, item.caption)
         else:
