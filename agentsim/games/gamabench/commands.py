@@ -90,8 +90,8 @@ def reenact(argv: list[str]) -> int:
                         help="play every run with the checkout's texts as they are, not also with earlier versions "
                              "from its git history")
     options = parser.parse_args(argv)
-    from .reenact import SCENARIOS, summary
-    from .reenact import reenact as play
+    from .reenact import SCENARIOS, summary  # lazy: this subcommand's own module (the games, the checkout's reader)
+    from .reenact import reenact as play  # lazy: as above
 
     results = play(options.directory, options.templates, options.out, options.scenarios or SCENARIOS,
                    revisions=not options.no_revisions)
