@@ -4,7 +4,9 @@ encounter at a time; its state changes only through the outcome of its own encou
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
+import weakref
 from array import array
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -59,6 +61,20 @@ class Memory(list[Any]):
         return f"Memory({list.__repr__(self)}, maxlen={self.maxlen})"
 
 
+class _CountersByModel(weakref.WeakKeyDictionary[Any, "itertools.count[int]"]):
+    """Mesa numbers a model's agents from a counter it keeps per model, in a dictionary of the
+    Agent class keyed by the model, for the life of the process: a process that builds many
+    models (a sweep, a reenactment of a thousand runs) would keep every one of them alive. Here
+    the key is weak, so a finished model and its agents go."""
+
+    def __getitem__(self, model: Any) -> itertools.count[int]:
+        try:
+            return super().__getitem__(model)
+        except KeyError:
+            counter = self[model] = itertools.count(1)
+            return counter
+
+
 class PopulationAgent(mesa.Agent):
     """An agent: a policy, a bounded memory the game fills, and a count of the encounters it
     has been through, which with the run's seed fixes the seed of each of its policy calls.
@@ -69,6 +85,7 @@ class PopulationAgent(mesa.Agent):
     __slots__ = ("calls", "encounters", "index", "memory", "model", "policy", "pos", "seed_state", "unique_id")
 
     model: PopulationModel
+    _ids = _CountersByModel()  # Mesa's per-model numbering (unique_id), without keeping the models
 
     def __init__(self, model: PopulationModel, policy: Policy[Any], *, memory_length: int | None) -> None:
         super().__init__(model)

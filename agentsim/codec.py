@@ -53,6 +53,10 @@ class PromptCodec(Protocol[S]):
     def reminder(self, situation: S, parsed: Parsed) -> str:
         """The user turn that re-asks after an unusable reply."""
 
+    def reask(self, situation: S, messages: tuple[Message, ...], reply: str, parsed: Parsed) -> tuple[Message, ...]:
+        """The messages that ask again after an unusable `reply` to `messages` (by default the
+        reply and the `reminder`; a reference that sends the same question again says so here)."""
+
     def salvage(self, reply: str, situation: S) -> str | None:
         """An action read from a reply the parser refused, once re-asks are spent (None: none)."""
 
@@ -104,11 +108,14 @@ class Codec(Generic[S]):
     def salvage(self, reply: str, situation: S) -> str | None:
         return None
 
+    def reask(self, situation: S, messages: tuple[Message, ...], reply: str, parsed: Parsed) -> tuple[Message, ...]:
+        return messages + (Message("assistant", reply), Message("user", self.reminder(situation, parsed)))
+
     def rebuild_messages(self, context: str, replies: tuple[str, ...] = ()) -> tuple[Message, ...]:
         situation = self.decode(context)
         messages = self.messages(situation)
         for reply in replies:
-            messages += (Message("assistant", reply), Message("user", self.reminder(situation, self.parse(reply, situation))))
+            messages = self.reask(situation, messages, reply, self.parse(reply, situation))
         return messages
 
     def readable_probes(self, count: int, seed: int) -> list[tuple[Request, S]]:

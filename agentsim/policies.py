@@ -11,6 +11,7 @@ deadline) is no answer at all: the decision is not taken and the run stops
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from time import perf_counter
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .codec import PromptCodec, Situation
 from .errors import BackendError, BackendFailedError
-from .llm.base import Grammar, LanguageModel, Message, Request, Sampling
+from .llm.base import Grammar, LanguageModel, Request, Sampling
 from .llm.cache import CachedModel
 from .records import CallRecord, Decision
 from .secrets import redact
@@ -119,11 +120,8 @@ class LLMPolicy(Generic[S]):
                 self.health.unreadable_reply(partial(self.forget, request))
             if attempt < self.max_reasks:
                 usage.reasks += 1
-                request = request.with_turns(
-                    Message("assistant", completion.text),
-                    Message("user", game.reminder(situation, parsed)),
-                    seed=agent.next_call_seed(),
-                )
+                request = dataclasses.replace(request, messages=game.reask(situation, request.messages, completion.text, parsed),
+                                              seed=agent.next_call_seed())
         usage.decisions += 1
         usage.fallbacks += 1
         calls[-1].fallback = True  # the row that carries the move says it is a fallback

@@ -32,12 +32,19 @@ def strip_credentials(text: str) -> str:
     def strip(match: re.Match[str]) -> str:
         user, _, password = match["userinfo"].partition(":")
         user, password = unquote(user), unquote(password)
-        for secret in (match["userinfo"], user, password):
+        for secret in _secrets_of(match["userinfo"], user, password):
             register_secret(secret)
         _BY_HOST[match["host"].lower()] = (user, password)
         return match["scheme"] + match["host"]
 
     return _URL_USERINFO.sub(strip, text)
+
+
+def _secrets_of(userinfo: str, user: str, password: str) -> tuple[str, ...]:
+    """What of a URL's `user:password` is secret: the password, or the user where it stands alone
+    (a token given as `https://TOKEN@host`). A user name beside a password is not: masking
+    `agent` would turn `agentsim.db` into `***sim.db` in every message after it."""
+    return (userinfo, password) if password else (userinfo, user)
 
 
 def kept_credentials() -> dict[str, tuple[str, str]]:
@@ -48,7 +55,7 @@ def kept_credentials() -> dict[str, tuple[str, str]]:
 def keep_credentials(credentials: dict[str, tuple[str, str]]) -> None:
     """Take over credentials another process took out of URLs (a Ray worker, from its driver)."""
     for host, (user, password) in credentials.items():
-        for secret in (user, password, f"{user}:{password}"):
+        for secret in _secrets_of(f"{user}:{password}", user, password):
             register_secret(secret)
         _BY_HOST[host.lower()] = (user, password)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import pickle
 import shutil
 import signal
@@ -147,17 +146,20 @@ def test_an_ainorms_import_whose_second_file_is_refused_leaves_nothing(tmp_path:
 
 
 # --- item 3: bounded readers ----------------------------------------------------------------------
+# The child is started by a fresh, small Python: a child forked from the test's own process
+# begins with that process's resident memory as its peak (Linux keeps the high-water mark
+# across exec), which in a busy test worker with torch loaded is over a gigabyte.
+_MEASURE = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)")
+
+
 def _child_peak(arguments: list[str]) -> tuple[int, str, float, float]:
     """Exit code, stderr, seconds and peak memory (MB) of `python -m agentsim ARGUMENTS`."""
     began = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "agentsim", *arguments], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    process.stderr.close()
-    return process.returncode, stderr, time.monotonic() - began, usage.ru_maxrss / 1024
+    result = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m", "agentsim", *arguments],
+                            capture_output=True, text=True, check=False)
+    peak_kib = int(result.stdout.strip().splitlines()[-1])
+    return result.returncode, result.stderr, time.monotonic() - began, peak_kib / 1024
 
 
 @pytest.mark.timeout(300)

@@ -12,6 +12,8 @@ from helpers import ROOT, cli
 from servers import standin_server  # noqa: F401  (the fixture)
 from test_backends_cli import environment, every_byte_under
 
+from agentsim.secrets import redact, strip_credentials
+
 NAMING = str(ROOT / "scenarios" / "naming_game.py")
 QUICK = ("--set", "agents=8", "--set", "max_rounds=3", "--set", "stop_at=none", "--no-live", "--no-cache")
 SECRET = "sk-url-0123456789SECRETINURL"
@@ -67,3 +69,11 @@ def test_the_anthropic_backend_sends_x_api_key() -> None:
 
     assert asyncio.run(scenario()) == "OK"
     assert seen["x-api-key"] == "third-party-key"
+
+
+def test_a_user_name_beside_a_password_is_not_masked_but_a_lone_token_is() -> None:
+    """`http://agent:KEY@host` once made every later message read `***sim.db`: only the
+    password is secret there; a user that stands alone (`https://TOKEN@host`) is the key."""
+    strip_credentials("openai:m@http://agent:pass-9f3e@127.0.0.1:1/v1")
+    strip_credentials("tgi:https://tok-5b7c1d@127.0.0.1:2")
+    assert redact("agentsim.db for agent, pass-9f3e and tok-5b7c1d") == "agentsim.db for agent, *** and ***"

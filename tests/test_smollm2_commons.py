@@ -64,3 +64,44 @@ def test_stored_harvest_distributions_match_the_answers_over_60_seeds(smollm2: L
         assert test.pvalue >= ALPHA / 2, (stock, focus, distribution[focus], hits)
         spread.append(distribution[focus])
     assert any(share < 0.95 for share in spread), "a state where more than one amount occurs"
+
+
+def test_the_scoring_reads_the_logits_the_sampler_draws_from(smollm2: LlamaCppModel,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler evaluates a reply one token at a time, and llama.cpp's CPU kernels give a
+    batch of several tokens other logits (SmolLM2's Q4_1 weights: by up to 0.8, shown here), so
+    the scoring must walk the tree of replies one token at a time too (its depth-first order
+    does: each node is a child of one already evaluated), or the stored distribution would not
+    be the sampler's."""
+    game = CommonsGame(agents=3, constrained_decoding=True, temperature=0.7)
+    situation = _harvest(80)
+    request = Request(messages=game.codec.messages(situation), sampling=game.params.sampling(), seed=0,
+                      options=situation.options, grammar=game.codec.grammar(situation))
+    smollm2.distributions.clear()
+    completion = asyncio.run(smollm2.complete(request))
+    llama = smollm2.llama
+    prompt = [int(token) for token in llama.input_ids[:completion.prompt_tokens]]
+    reply = [int(token) for token in llama.tokenize(completion.text.encode(), add_bos=False, special=False)]
+    assert len(reply) >= 3
+
+    def last_logits() -> list[float]:
+        return list(llama.scores[llama.n_tokens - 1]) if llama._logits_all else \
+            [float(value) for value in smollm2.numpy.ctypeslib.as_array(
+                smollm2.bindings.llama_get_logits_ith(llama.ctx, -1), shape=(llama.n_vocab(),))]
+
+    llama.n_tokens = len(prompt) - 1
+    llama.eval(prompt[-1:] + reply)
+    together = last_logits()
+    llama.n_tokens = len(prompt) - 1
+    for token in prompt[-1:] + reply:
+        llama.eval([token])
+    apart = last_logits()
+    assert max(abs(a - b) for a, b in zip(together, apart)) > 1e-3, "a batch's logits are not the sampler's"
+
+    evaluated: list[int] = []
+    evaluate = llama.eval
+    monkeypatch.setattr(llama, "eval", lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1])
+    smollm2.distributions.clear()
+    scored = smollm2._distribution(request, completion.prompt_tokens)
+    assert len(evaluated) > 20 and set(evaluated) == {1}, "one token at a time"
+    assert scored.probabilities == completion.option_probabilities, "the same logits as when it was first scored"

@@ -72,7 +72,7 @@ class KitCodec(Codec[Ask]):
         return tuple(messages)
 
     def parse(self, text: str, situation: Ask) -> Parsed:
-        action, problem = situation.choice.read(text)
+        action, problem = situation.choice.read(text, f"{situation.system}\n{situation.prompt}")
         return Parsed(action, problem)
 
     def reminder(self, situation: Ask, parsed: Parsed) -> str:

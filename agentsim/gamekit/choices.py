@@ -15,13 +15,18 @@ from it, so a game names its choice and writes none of this:
 
 Reading a reply (documented in docs/games-layer.md): an option or a target is the one option
 the reply names as a whole word (any case), a mention right after a negation ("not", "never",
-"won't", up to two words before it: "I will not volunteer") left out; naming none or several
-is unusable. A number is the number the reply commits to: first a scale after a number is taken
-out ("3 out of 7", "3 of 7", "4/7" read 3 and 4) and so is a number the reply turns down ("3,
-not 5", "rather than 5", "instead of 5"); then the only number left, or else the number the
-reply ends with; out of range, not whole where whole numbers are asked, or several numbers with
-none at the end: unusable. A split is exactly
-`parts` numbers (in order) that are not negative and add up to the budget.
+"won't", up to two words before it: "I will not volunteer") left out, and a one-letter option
+that is also a word ("A", "I") only where it stands alone, not as that word of a sentence (the
+article in "I choose a side: B", the pronoun in "I pick J"); naming none or several is unusable. A number is the number the
+reply commits to: first a scale after a number is taken out ("3 out of 7", "3 of 7", "4/7" read
+3 and 4), so is a number the reply turns down ("3, not 5", "rather than 5", "instead of 5"),
+and so is a number it copies from the question (a number inside three words running as the
+question has them: "Round 1 of 3: your value for this round's item is 69." bids nothing); then
+the only number left; else the one number a commitment names ("I bid 50", "give 4", "answer:
+33"), two different ones ("I offer 4 and keep 6.") being unusable; else the number the reply
+ends with; out of range, not whole where whole numbers are asked, or several numbers with none
+committed to or at the end: unusable. A split is exactly `parts` numbers (in order) that are
+not negative and add up to the budget.
 """
 
 from __future__ import annotations
@@ -46,6 +51,18 @@ _SCALE = re.compile(rf"(?<![\w.])({_FIGURE})\s*(?:/\s*|\s(?:out\s+)?of\s+(?:(?:t
 _REFUSED_NUMBER = re.compile(rf"(?:\bnot|\bnever|\brather\s+than|\binstead\s+of)\s+(?:(?:a|the)\s+)?{_FIGURE}(?!\w|\.\d)",
                              re.IGNORECASE)
 _NEGATION = r"(?:\bnot|\bnever|n't)(?:\s+[\w']+){0,2}?\s+"  # "not", "won't", "do not want to": up to 2 words on
+# A one-letter option that is also an English word ("a", "I") followed by a word is that word of a sentence:
+# the article ("a side"), the pronoun ("I pick"); not before "or", "and" ("A or B" names both)
+_WORD_LETTERS = frozenset("aAiI")
+_IN_SENTENCE = r"(?![\s'\u2019]+(?!(?:or|and|nor|vs)\b)[A-Za-z])"
+# Words that commit to the number right after them (one word may come between: "bid of 50", "give them 4")
+_COMMITMENT = re.compile(
+    r"\b(?:bid|bids|bidding|offer|offers|offering|keep|keeps|keeping|choose|chooses|choosing|pick|picks|"
+    r"picking|select|selects|guess|guesses|contribute|contributes|contributing|give|gives|giving|take|takes|taking|"
+    r"put|puts|donate|donates|donating|propose|proposes|request|requests|ask|asks|answer|choice|decision|go|"
+    r"invest|invests|catch|harvest|vote|votes|play|plays)\b\W+(?:[A-Za-z]+\W+)?"
+    rf"({_FIGURE})(?!\w|\.\d)", re.IGNORECASE)
+_TOKEN = re.compile(rf"{_FIGURE}|\w+|[^\w\s]")
 
 
 def committed_numbers(text: str) -> str:
@@ -54,12 +71,34 @@ def committed_numbers(text: str) -> str:
     return _REFUSED_NUMBER.sub(" ", _SCALE.sub(r"\1", text))
 
 
+def echoed_numbers(text: str, asked: str) -> str:
+    """The reply with the numbers it copies from the question taken out: a number inside a run
+    of three words (numbers and punctuation count as words) that the question has as they are
+    ("Round 1 of 3:", "item is 69."), any case. A number the reply writes on its own ("69.",
+    "I bid 69") is its own."""
+    if not asked:
+        return text
+    said = [(found.group(), found.start(), found.end()) for found in _TOKEN.finditer(text)]
+    question = [token.lower() for token in _TOKEN.findall(asked)]
+    runs = {tuple(question[index:index + 3]) for index in range(len(question) - 2)}
+    words = [token.lower() for token, _, _ in said]
+    echoed = []
+    for index, (token, start, end) in enumerate(said):
+        if _NUMBER.fullmatch(token) and any(tuple(words[first:first + 3]) in runs
+                                           for first in range(max(0, index - 2), index + 1) if first + 3 <= len(words)):
+            echoed.append((start, end))
+    for start, end in reversed(echoed):
+        text = text[:start] + " " + text[end:]
+    return text
+
+
 def named_labels(labels: Sequence[str], text: str) -> tuple[list[str], list[str]]:
-    """(the labels `text` names as whole words, any case, not only after a negation; those it
-    names only after one: "I will not volunteer")."""
+    """(the labels `text` names as whole words, any case, not only after a negation, the
+    one-letter labels "A" and "I" only where they stand alone; those it names only after a
+    negation: "I will not volunteer")."""
     named, refused = [], []
     for label in labels:
-        word = rf"(?<!\w){re.escape(label)}(?!\w)"
+        word = rf"(?<!\w){re.escape(label)}(?!\w)" + (_IN_SENTENCE if label in _WORD_LETTERS else "")
         mentions = len(re.findall(word, text, re.IGNORECASE))
         negated = len(re.findall(_NEGATION + word, text, re.IGNORECASE))
         if mentions > negated:
@@ -98,8 +137,9 @@ class Choice:
     def instruction(self) -> str:
         raise NotImplementedError
 
-    def read(self, text: str) -> tuple[str | None, str | None]:
-        """(the choice's text, None) or (None, the problem)."""
+    def read(self, text: str, asked: str = "") -> tuple[str | None, str | None]:
+        """(the choice's text, None) or (None, the problem); `asked` is the question the reply
+        answers (what it repeats of it is no answer)."""
         raise NotImplementedError
 
     def text(self, value: Any) -> str:
@@ -146,7 +186,7 @@ class Options(Choice):
     def instruction(self) -> str:
         return _format(self, f"exactly one of: {', '.join(self.labels)}")
 
-    def read(self, text: str) -> tuple[str | None, str | None]:
+    def read(self, text: str, asked: str = "") -> tuple[str | None, str | None]:
         found, refused = named_labels(self.labels, self.focus(text))
         if len(found) == 1:
             return found[0], None
@@ -173,7 +213,7 @@ class Target(Options):
     def instruction(self) -> str:
         return _format(self, f"the name of exactly one player: {', '.join(self.labels)}")
 
-    def read(self, text: str) -> tuple[str | None, str | None]:
+    def read(self, text: str, asked: str = "") -> tuple[str | None, str | None]:
         text = self.focus(text)
         if not self.labels:
             return None, "has no player to choose from"
@@ -210,20 +250,29 @@ class Number(Choice):
         kind = "a whole number" if self.integer else "a number"
         return _format(self, f"{kind} from {self.text(self.low)} to {self.text(self.high)}")
 
-    def read(self, text: str) -> tuple[str | None, str | None]:
-        text = committed_numbers(self.focus(text))
-        found = _NUMBER.findall(text)
+    def read(self, text: str, asked: str = "") -> tuple[str | None, str | None]:
+        focused = self.focus(text)
+        own = committed_numbers(echoed_numbers(focused, asked))
+        found = _NUMBER.findall(own)
         if not found:
-            return None, "names no number"
+            return None, "names no number of its own (it repeats the question's)" if _NUMBER.search(focused) else \
+                "names no number"
+        chosen = found[-1]
         if len(set(map(float, found))) > 1:
-            tail = _NUMBER.search(text.rstrip().rstrip(".!*)\"'`").split()[-1] if text.split() else "")
-            if tail is None or tail.group() != found[-1]:
-                return None, "names several numbers, none of them at the end"
-        number = float(found[-1])
+            committed = _COMMITMENT.findall(own)
+            if len(set(map(float, committed))) > 1:
+                return None, f"commits to several numbers: {', '.join(dict.fromkeys(committed))}"
+            if committed:
+                chosen = committed[0]
+            else:
+                tail = _NUMBER.search(own.rstrip().rstrip(".!*)\"'`").split()[-1] if own.split() else "")
+                if tail is None or tail.group() != found[-1]:
+                    return None, "names several numbers, none of them committed to or at the end"
+        number = float(chosen)
         if self.integer and number != int(number):
-            return None, f"{found[-1]} is not a whole number"
+            return None, f"{chosen} is not a whole number"
         if not self.low <= number <= self.high:
-            return None, f"{found[-1]} is not from {self.text(self.low)} to {self.text(self.high)}"
+            return None, f"{chosen} is not from {self.text(self.low)} to {self.text(self.high)}"
         return self.text(number), None
 
     def text(self, value: Any) -> str:
@@ -278,7 +327,7 @@ class Split(Choice):
         return _format(self, f"{self.parts} {kind}{whom}, separated by commas, that are not negative and add up to "
                              f"{_plain(self.total)}")
 
-    def read(self, text: str) -> tuple[str | None, str | None]:
+    def read(self, text: str, asked: str = "") -> tuple[str | None, str | None]:
         found = [float(number) for number in _NUMBER.findall(self.focus(text))]
         if len(found) != self.parts:
             return None, f"names {len(found)} numbers, not {self.parts}"

@@ -165,18 +165,22 @@ def metrics_of(model: PopulationModel) -> KitMetrics:
 
 
 def feedback(player: Player, round_: Round) -> str:
-    """The default: `Round R:` the lines told, the player's own choices in order, its payoff (0
-    where the round paid it nothing: a player can tell it earned nothing), whether it left the
-    game; nothing for a round the player sat out (asked, told and paid nothing)."""
+    """The default: `Round R:` the lines told, the player's own choices in order (a fallback told
+    as played for it, not as its choice), its payoff (0 where the round paid it nothing: a player
+    can tell it earned nothing), whether it left the game; nothing for a round the player sat out
+    (asked, told and paid nothing)."""
     index = player.index
     told = list(round_.told.get(index, []))
     mine = [asked for asked in round_.in_order() if asked.player.index == index]
     if not (told or mine or index in round_.payoffs or index in round_.eliminated):
         return ""  # a round it sat out: no line saying so in every later prompt
     parts = told
-    if mine:
-        chosen = [asked.ask.choice.reply(asked.value).rstrip(".") for asked in mine]
+    chosen = [asked.ask.choice.reply(asked.value).rstrip(".") for asked in mine if not asked.decision.fell_back]
+    played = [asked.ask.choice.reply(asked.value).rstrip(".") for asked in mine if asked.decision.fell_back]
+    if chosen:
         parts.append(f"You chose {', then '.join(chosen)}.")
+    if played:  # a fallback is no choice of the player's: it is told what was played for it
+        parts.append(f"No reply of yours could be read, so {', then '.join(played)} was played for you.")
     parts.append(f"Your payoff: {_number(round_.payoffs.get(index, 0))}.")  # 0 where the round paid it nothing
     if index in round_.eliminated:
         parts.append(f"You are out of the game ({round_.eliminated[index]}).")

@@ -232,11 +232,11 @@ class Round:
 
 
 def turn_reply(asked: Asked) -> str:
-    """What a kept conversation shows as the player's reply to an ask: its last reply, or the
-    fallback's reply where no reply gave the move."""
-    if not asked.decision.fell_back:
-        return asked.decision.calls[-1].reply
-    return asked.ask.choice.reply(asked.ask.choice.value(asked.action))
+    """What a kept conversation shows as the player's reply to an ask: what it wrote last, a
+    fallback's unreadable reply included (its feedback says what was played for it, never as
+    its own answer)."""
+    calls = asked.decision.calls
+    return calls[-1].reply if calls else ""
 
 
 def render(template: str, values: Mapping[str, Any], what: str) -> str:

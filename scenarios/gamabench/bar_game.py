@@ -47,6 +47,8 @@ class BarGame(GamaGame[BarParams]):
             "more go, it is crowded and those who went get {min}. Staying home always gets {home}.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         asked = self.gama_text("request", round.number, self.params.ratio_str, FORMAT)
         await round.ask_each(round.players, Options("go", "stay"), asked)
         self.outcome(round)

@@ -46,6 +46,8 @@ class BattleRoyale(GamaGame[BattleParams]):
             "last player standing wins.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         alive = sorted(player.index for player in round.players)
         last = max(round.players, key=lambda player: player.private.get("shot_in", 0))
         after = [index for index in alive if index > last.index] if last.private.get("shot_in") else alive

@@ -41,6 +41,8 @@ class DinerDilemma(GamaGame[DinerParams]):
             "your dish's worth minus your share of the bill.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         asked = self.gama_text("request", round.number, FORMAT)
         await round.ask_each(round.players, Options("cheap", "costly"), asked)
         self.outcome(round)

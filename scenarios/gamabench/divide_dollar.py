@@ -36,6 +36,8 @@ class DivideDollar(GamaGame[DollarParams]):
             "it asked for; if they add up to more, no one gets anything that round.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         asked = self.gama_text("request", round.number, self.params.golds, FORMAT)
         await round.ask_each(round.players, Number(0, self.params.golds), asked)
         self.outcome(round)

@@ -43,6 +43,8 @@ class GuessingGame(GamaGame[GuessingParams]):
         return Number(self.params.min, self.params.max)
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         p = self.params
         asked = self.gama_text("request", round.number, p.ratio_str, p.min, p.max, FORMAT)
         await round.ask_each(round.players, self.choice, asked)

@@ -41,9 +41,11 @@ class PirateGame(GamaGame[PirateParams]):
             "next most senior pirate proposes.")
 
     def private(self, player, rng):
-        return {"order": player.index + 1}
+        return {**player.private, "order": player.index + 1}
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         aboard = sorted(round.players, key=lambda player: player.index)
         proposer, voters = aboard[0], aboard[1:]
         gold = self.params.gold

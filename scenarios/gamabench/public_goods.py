@@ -38,6 +38,8 @@ class PublicGoods(GamaGame[GoodsParams]):
             "by {ratio} and shared equally among all players; each also keeps the tokens it did not put in.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         asked = self.gama_text("request", round.number, self.params.tokens, FORMAT)
         await round.ask_each(round.players, Number(0, self.params.tokens), asked)
         self.outcome(round)

@@ -48,6 +48,8 @@ class SealedBidAuction(GamaGame[AuctionParams]):
             "you minus what you pay; bidders who do not win pay nothing.")
 
     async def play_round(self, round):
+        if self.params.exact:  # as GAMA-Bench's runner plays it (agentsim/games/gamabench/exact.py)
+            return await self.play_exact(round)
         values = valuations(self.gama(), round.random)
         asks = [round.ask(player, Number(0, self.params.valuation_max),
                           self.gama_text("request", round.number, value, FORMAT.format(value=value)), value=value)

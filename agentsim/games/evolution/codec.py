@@ -7,6 +7,7 @@ its strategy brief and its turns (`system_prompt`, `strategy_brief`, `turn_promp
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from ...codec import Codec, Parsed
@@ -14,7 +15,7 @@ from ...llm.base import Grammar, Message
 from . import prompts
 from .params import EvolutionParams
 from .parsers import parse_norms, parse_strategy
-from .prompts import NORM_KINDS, NORM_MARKERS, Situation, Task
+from .prompts import NORM_KINDS, NORM_MARKERS, STRATEGY_MARKER, Situation, Task
 
 
 class EvolutionCodec(Codec[Situation]):
@@ -51,9 +52,18 @@ class EvolutionCodec(Codec[Situation]):
         return self.norms_in_system.format(norms=norms) if norms else ""
 
     def grammar(self, situation: Situation) -> Grammar | None:
-        """A game turn's answer format with `constrained_decoding`; the texts stay free."""
-        if isinstance(situation, Task) or not self.params.constrained_decoding:
+        """A game turn's answer format with `constrained_decoding`; the texts stay free, but
+        with `constrained_texts` a strategy (a norm set) begins with its marker, "My strategy
+        will be" ("My cultural norms are:", ...), and runs to the line's end: agentsim's setting,
+        for a model too small to write the marker of itself (the notebook constrains nothing)."""
+        if not self.params.constrained_decoding:
             return None
+        if isinstance(situation, Task):
+            if not self.params.constrained_texts:
+                return None
+            marker = NORM_MARKERS.get(situation.kind, STRATEGY_MARKER)
+            written = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", marker)  # a regex's specials escaped, not its spaces
+            return Grammar(kind="regex", value=written + r" [^\n]+")
         return self.turn_grammar(situation)
 
     def messages(self, situation: Situation) -> tuple[Message, ...]:

@@ -22,6 +22,7 @@ and the donation is left out of the donation fraction.
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -177,9 +178,12 @@ class DonorCodec(EvolutionCodec):
     def turn_grammar(self, view: Situation) -> Grammar:
         """The answer alone, in the words the prompt asks for: a number (up to four digits and
         two decimals, as the notebook reads it; more than the donor holds stays possible, an
-        invalid action), "Donate, x" or "Punish, x", or "Refuse to play". Free numbers have no
-        exact distribution. Plain groups and classes: llama.cpp's GBNF takes no other syntax."""
-        amount = "[0-9]{1,4}([.][0-9]{1,2})?"
+        invalid action), "Donate, x" or "Punish, x", or "Refuse to play". With
+        `bounded_donations` (agentsim's setting: the notebook constrains nothing) the amount is
+        at most what the donor holds. Free numbers have no exact distribution. Plain groups and
+        classes: llama.cpp's GBNF takes no other syntax."""
+        assert isinstance(view, DonorView)
+        amount = amount_up_to(view.resources) if self.params.bounded_donations else "[0-9]{1,4}([.][0-9]{1,2})?"
         answer = {"none": amount, "costly": f"(Donate|Punish), {amount}",
                   "partner_choice": f"(Refuse to play|{amount})"}[self.params.punishment]
         return Grammar(kind="regex", value=f"Answer: {answer}")
@@ -196,3 +200,31 @@ class DonorCodec(EvolutionCodec):
     def remind_turn(self, view: Situation, parsed: Parsed) -> str:
         assert isinstance(view, DonorView)
         return prompts.REMIND_DONOR.format(problem=parsed.problem, answer=self._answer(view)[0])
+
+
+def amount_up_to(limit: float) -> str:
+    """A regex for the amounts from 0 to `limit` (cents cut off), written with at most two
+    decimals and no leading zeros: what a donor holding `limit` can give."""
+    cents = max(0, math.floor(limit * 100 + 1e-9))
+    whole, rest = divmod(cents, 100)
+    tenths, hundredths = divmod(rest, 10)
+    decimals = [f"[0-{tenths}]"] + ([f"[0-{tenths - 1}][0-9]"] if tenths else []) + [f"{tenths}[0-{hundredths}]"]
+    alternatives = [f"{whole}([.]({'|'.join(decimals)}))?"]
+    if whole:
+        alternatives.insert(0, f"({_whole_numbers_up_to(whole - 1)})([.][0-9]{{1,2}})?")
+    return "(" + "|".join(alternatives) + ")"
+
+
+def _whole_numbers_up_to(limit: int) -> str:
+    """A regex for the whole numbers 0 to `limit`, no leading zeros."""
+    digits = str(limit)
+    parts = ["[0-9]"] + [f"[1-9][0-9]{{{length - 1}}}" for length in range(2, len(digits))]
+    if len(digits) == 1:
+        return f"[0-{digits}]"
+    for position, digit in enumerate(map(int, digits)):
+        lowest = 1 if position == 0 else 0
+        if digit > lowest:
+            rest = len(digits) - position - 1
+            parts.append(digits[:position] + f"[{lowest}-{digit - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    parts.append(digits)
+    return "|".join(parts)

@@ -49,6 +49,9 @@ class EvolutionParams(Params):
     # send a turn's answer format as a grammar (a donation, a hunt), where the backend constrains
     # decoding (llama.cpp, TGI, vLLM); the texts (strategies, norms) stay free
     constrained_decoding: bool = False
+    # with constrained_decoding, a strategy or norm set begins with its marker ("My strategy will be ...") and runs
+    # to the line's end (agentsim's setting: a small model seldom writes the marker of itself)
+    constrained_texts: bool = False
     temperature: float = 1.0
     top_p: float | None = None
     max_tokens: int = 800
@@ -91,7 +94,9 @@ class DonorParams(EvolutionParams):
     branch of the notebook's donor prompt that runs (traces kept as lists). `donation_reader`:
     "notebook" reads answers as the notebook does (an amount above what the donor holds is an
     invalid action that moves nothing); "agentsim" also reads "**3**", "$4" and "1,000",
-    refuses negative amounts and re-asks an amount above what the donor holds."""
+    refuses negative amounts and re-asks an amount above what the donor holds.
+    `bounded_donations` (with `constrained_decoding`): the answer's grammar allows no amount
+    above what the donor holds, agentsim's setting (the notebook constrains nothing)."""
 
     endowment: float = 10.0
     cooperation_gain: float = 2.0
@@ -100,6 +105,9 @@ class DonorParams(EvolutionParams):
     trace_length: int = 3
     chain_prefix: bool = False
     donation_reader: Literal["notebook", "agentsim"] = "notebook"
+    # with constrained_decoding, the grammar holds an amount to what the donor holds (agentsim's setting:
+    # the notebook constrains nothing, and a small model asked freely writes amounts up to 9999.99)
+    bounded_donations: bool = False
     games: int = 2
 
     def validate(self) -> None:

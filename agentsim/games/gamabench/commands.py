@@ -3,6 +3,8 @@ imported when one runs):
 
     import gamabench RAW_DIR --out DIR   GAMA-Bench's raw_results/ JSON into a results directory
     score DIR...                         GAMA-Bench's score per model, game and version (score.csv)
+    reenact IMPORTED_DIR --templates GAMA_BENCH/prompt_template --out DIR
+                                         the imported runs played again, GAMA-Bench-exact, compared reply by reply
 """
 
 from __future__ import annotations
@@ -65,4 +67,35 @@ def score(argv: list[str]) -> int:
               f"({row['runs']} runs" + (f"; {row['fallbacks']} moves were fallbacks, no reply gave them)"
                                         if row["fallbacks"] else ")"))
     print(f"wrote {out}")
+    return 0
+
+
+@command("reenact")
+def reenact(argv: list[str]) -> int:
+    parser = CommandParser(prog="python -m agentsim reenact",
+                           description="Play each imported GAMA-Bench run (import gamabench) again in agentsim's game, "
+                                       "in GAMA-Bench-exact mode, with what its file records as the players' answers, "
+                                       "and compare reply by reply: agentsim's prompt with the recorded conversation, "
+                                       "its reading with the recorded one, the round's outcome with the recorded "
+                                       "round. Writes DIR/reenact.csv and prints the shares equal and each kind of "
+                                       "difference.")
+    parser.add_argument("directory", type=results_directory, help="a results directory of imported GAMA-Bench runs")
+    parser.add_argument("--templates", type=Path, required=True,
+                        help="the prompt_template/ folder of your GAMA-Bench checkout (its games/ beside it)")
+    parser.add_argument("--out", type=Path, required=True, help="where to write reenact.csv")
+    parser.add_argument("--scenarios", type=Path, default=None,
+                        help="the folder of agentsim's GAMA-Bench scenario files (default: scenarios/gamabench of "
+                             "this checkout of agentsim)")
+    parser.add_argument("--no-revisions", action="store_true",
+                        help="play every run with the checkout's texts as they are, not also with earlier versions "
+                             "from its git history")
+    options = parser.parse_args(argv)
+    from .reenact import SCENARIOS, summary  # lazy: this subcommand's own module (the games, the checkout's reader)
+    from .reenact import reenact as play  # lazy: as above
+
+    results = play(options.directory, options.templates, options.out, options.scenarios or SCENARIOS,
+                   revisions=not options.no_revisions)
+    for line in summary(results):
+        print(line)
+    print(f"wrote {options.out / 'reenact.csv'}")
     return 0

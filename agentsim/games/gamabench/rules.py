@@ -13,7 +13,7 @@ run's own random generator.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import mean
 from typing import Any
 
@@ -107,6 +107,27 @@ def battle_round(shooter: int, target: int | None, alive: Sequence[int], params:
             "initial_players": [[f"player_{index}", rates[index]] for index in alive],
             "shot_player": "null" if target is None else str(target),
             "action": "miss" if target is None else "shoot", "out": bool(hit)}
+
+
+def runner_battle_round(shooter: int, target: str, alive: Sequence[int], params: Params,
+                        hits: Callable[[int], bool]) -> Record:
+    """Battle Royale's round as GAMA-Bench's runner plays it (GAMA-Bench-exact mode): the
+    reply's action is not read; a target "null" (or one holding "-1") is a miss on purpose;
+    any other is matched as a part of a name among the players still in, the first in order
+    ("3" is player_3, "" is player_0), whom the shot hits as `hits(rate)` draws with the
+    shooter's hit rate; a target matching no one is a shot at no one, which hits nobody."""
+    rates = hit_rates(params)
+    shot, action, out = target, "shoot", False
+    if "-1" in target or target == "null":
+        action = "miss"
+    else:
+        match = next((index for index in alive if target in f"player_{index}"), None)
+        if match is not None:
+            shot, out = f"player_{match}", bool(hits(rates[shooter]))
+    parts = shot.split("_")
+    return {"responses": [target], "player_shooting": str(shooter),
+            "initial_players": [[f"player_{index}", rates[index]] for index in alive],
+            "shot_player": parts[1] if len(parts) > 1 else shot, "action": action, "out": out}
 
 
 def pirate_round(distribution: Sequence[int], votes: Sequence[str]) -> Record:

@@ -43,7 +43,7 @@ from ...store import Recorder, Store
 from .ainorms_files import Condition, SourceFile, condition, load_plain, source_files
 from .bias import individual_bias
 from .critical_mass import ARTIFACT as CRITICAL_MASS
-from .critical_mass import CriticalMass
+from .critical_mass import PAPER_ROUND, CriticalMass, paper_flips, smallest_from_which
 from .game import NamingGame, NamingParams
 from .metrics import ConventionMetrics
 from .probes import FirstChoiceProbe, StrategyProbe, StrategyProbeParams
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from ...model import PopulationModel
 
 SOURCE = "AI-norms (Flint Ashery, Aiello and Baronchelli 2025), https://github.com/Ariel-Flint-Ashery/AI-norms"
-PAPER_ROUND = 2  # agentsim rounds in one of the paper's population rounds (N interactions)
 
 Progress = Callable[[str], None]
 
@@ -419,29 +418,6 @@ def paper_curve(records: list[EncounterRecord], committed: frozenset[int], alter
     return curve
 
 
-PAPER_FLIP = 2.849  # the plotter's test: the last three bins of a curve sum to at least this (a mean of 95%)
-
-
-def paper_flips(curves: list[list[float]], bins: int) -> bool:
-    """The paper's flip of one committed size (plotter.ipynb, `non_cm_word_use`): runs whose
-    own last three bins flipped are extended with 1s, the runs' curves are averaged bin by bin
-    (a run that ended counts no longer), and the mean of the first `bins` flips if its last
-    three bins sum to PAPER_FLIP. Not every run need flip: the mean decides. One departure from
-    the plotter taken literally: it pads flipped runs 30 bins past the longest run, so where the
-    runs are shorter than the window (Llama-3 at N = 48: 21 bins) the mean past the data is 1 as
-    soon as one run flipped; here the mean stops at the longest run (taken literally, Llama-3
-    against M gives 5, not Table S3's 6)."""
-    curves = [curve for curve in curves if curve]
-    if not curves:
-        return False
-    longest = max(len(curve) for curve in curves)
-    bins = min(bins, longest)  # past the data only the extended runs would be left in the mean
-    extended = [curve + [1.0] * (bins - len(curve)) if sum(curve[-3:]) >= PAPER_FLIP else curve for curve in curves]
-    mean = [sum(values) / len(values) for values in
-            ([curve[index] for curve in extended if index < len(curve)] for index in range(bins))]
-    return sum(mean[-3:]) >= PAPER_FLIP
-
-
 def _check_histories(simulation: dict[Any, Any], players: list[Any], memories: dict[int, list[tuple[str, str, int]]],
                      where: str) -> None:
     """Each player's history in the pickle is the one the replay rebuilt (the start's H
@@ -514,24 +490,14 @@ def critical_masses(imported: Iterable[Imported], out: Path, settings: ImportSet
                                       "flip_rounds": [summary["flip_round"] for summary in flips],
                                       "paper_criterion_flips": paper_verdicts[size],
                                       "directory": entry.directory.relative_to(root).as_posix()}
-            result.critical_mass = _smallest_from_which(
+            result.critical_mass = smallest_from_which(
                 {size: tried["share"] >= settings.required_share for size, tried in result.tried.items()})
             found_here.append(ImportedCriticalMass(
                 f"{model}, N={agents}, H={next(iter(sizes.values())).condition.memory_length}", result,
-                _smallest_from_which(paper_verdicts)))
+                smallest_from_which(paper_verdicts)))
         if found_here:
             save_artifact(root, CRITICAL_MASS, {
                 "backend": f"{model} (AI-norms data)", "imported": SOURCE,
                 "results": [entry.result.as_dict() | {"paper_criterion_critical_mass": entry.paper} for entry in found_here]})
         results.extend(found_here)
     return results
-
-
-def _smallest_from_which(flips: dict[int, bool]) -> int | None:
-    """The smallest size that flips with every larger size tried flipping too; None if the largest does not."""
-    smallest = None
-    for size in sorted(flips, reverse=True):
-        if not flips[size]:
-            break
-        smallest = size
-    return smallest

@@ -3,7 +3,10 @@
 For a population in consensus on `majority` (every memory holds H successful plays of it), the
 critical mass is the smallest committed minority, always saying `alternative`, that flips the
 convention (the alternative reaches 95% of the other agents' productions over the last 3N
-interactions) within `max_rounds` population rounds in at least `required_share` of `runs`.
+interactions) within `max_rounds` population rounds in at least `required_share` of `runs`:
+agentsim's rule, every run by default. Beside it each size tried is judged by the paper's own
+criterion too (`paper_flips`: the mean of the runs' curves flips, not every run), and the
+search's result carries the critical mass that criterion gives over the sizes tried.
 
 Flipping is taken to be monotone in the minority's size, so the search is a bisection over
 sizes 1..N-1; with `parallel` P > 1 it tries P sizes at once, evenly spread over what is left
@@ -43,6 +46,8 @@ from . import NamingGame
 from .bias import backend_label
 
 ARTIFACT = "critical_mass"
+PAPER_ROUND = 2  # agentsim rounds in one of the paper's population rounds (N interactions)
+PAPER_FLIP = 2.849  # the plotter's test: the last three bins of a curve sum to at least this (a mean of 95%)
 
 Progress = Callable[[str], None]  # one line at a time, as the search goes
 ViewFactory = Callable[[], View]  # a fresh view for each size's experiment
@@ -131,10 +136,19 @@ class CriticalMass:
     def fraction(self) -> float | None:
         return None if self.critical_mass is None else self.critical_mass / self.agents
 
+    @property
+    def paper_critical_mass(self) -> int | None:
+        """The critical mass by the paper's criterion (`paper_flips`: the runs' mean curve flips),
+        over the sizes tried; None where no size tried says (runs recorded before it was kept)."""
+        verdicts = {size: tried["paper_criterion_flips"] for size, tried in self.tried.items()
+                    if tried.get("paper_criterion_flips") is not None}
+        return smallest_from_which(verdicts) if verdicts else None
+
     def as_dict(self) -> dict[str, Any]:
         return {"majority": self.majority, "alternative": self.alternative, "agents": self.agents, "runs": self.runs,
                 "required_share": self.required_share, "max_rounds": self.max_rounds,
                 "critical_mass": self.critical_mass, "fraction": self.fraction,
+                "paper_criterion_critical_mass": self.paper_critical_mass,
                 "tried": {str(size): value for size, value in sorted(self.tried.items())}}
 
 
@@ -159,8 +173,66 @@ async def _flips_at(search: CriticalMassSearch, root: Path, committed: int,
     summaries = await experiment.run()
     flips = sum(1 for summary in summaries if summary.get("flip"))
     rounds = [summary["flip_round"] for summary in summaries if summary.get("flip")]
+    window = search.max_rounds // PAPER_ROUND
+    recorded = RecordedExperiment(directory)
+    try:
+        flipped = {row["run"]: bool(row["summary"].get("flip")) for row in recorded.runs}
+        # a run stops once it flips, where the paper's ran on: it stays flipped to the window's end
+        curves = [curve + [1.0] * (window - len(curve)) if flipped.get(run) else curve
+                  for run, entries in recorded.round_stats.items() for curve in [paper_curve_of_rounds(entries)]]
+    finally:
+        recorded.close()
     return {"runs": len(summaries), "flips": flips, "share": flips / len(summaries) if summaries else 0.0,
-            "flip_rounds": rounds, "directory": str(directory.relative_to(root))}
+            "flip_rounds": rounds, "paper_criterion_flips": paper_flips(curves, window),
+            "directory": str(directory.relative_to(root))}
+
+
+def paper_flips(curves: list[list[float]], bins: int) -> bool:
+    """The paper's flip of one committed size (its plotter.ipynb, `non_cm_word_use`): the runs'
+    curves (the alternative's share of the non-committed agents' plays per bin of N
+    interactions, from the convergence on), runs whose own last three bins flipped extended with
+    1s, averaged bin by bin (a run that ended counts no longer), and the mean of the first
+    `bins` flips if its last three bins sum to PAPER_FLIP. Not every run need flip: the mean
+    decides. Where the runs are shorter than `bins` (Llama-3 at N = 48: 21 bins, 1,000
+    interactions) the mean stops at the longest run, which is what the notebook does with its
+    own window for them (`max_round = 21`; 30 for the other models): its padding of 30 bins past
+    the longest run is then never read."""
+    curves = [curve for curve in curves if curve]
+    if not curves:
+        return False
+    longest = max(len(curve) for curve in curves)
+    bins = min(bins, longest)  # past the data only the extended runs would be left in the mean
+    extended = [curve + [1.0] * (bins - len(curve)) if sum(curve[-3:]) >= PAPER_FLIP else curve for curve in curves]
+    mean = [sum(values) / len(values) for values in
+            ([curve[index] for curve in extended if index < len(curve)] for index in range(bins))]
+    return sum(mean[-3:]) >= PAPER_FLIP
+
+
+def paper_curve_of_rounds(rounds: list[dict[str, Any]]) -> list[float]:
+    """A run's paper curve from its recorded rounds (the store's per-round tallies): the
+    alternative's share of the non-committed plays per PAPER_ROUND agentsim rounds, from the
+    counts where the rounds have them (else the mean of the rounds' shares)."""
+    curve = []
+    for start in range(0, len(rounds), PAPER_ROUND):
+        chunk = rounds[start:start + PAPER_ROUND]
+        plays = [entry.get("uncommitted_productions") for entry in chunk]
+        if all(isinstance(count, int) for count in plays):
+            total = sum(int(count or 0) for count in plays)
+            curve.append(sum(int(entry.get("uncommitted_alternative") or 0) for entry in chunk) / total if total else 0.0)
+        else:
+            shares = [entry["alternative_share"] for entry in chunk if entry.get("alternative_share") is not None]
+            curve.append(sum(shares) / len(shares) if shares else 0.0)
+    return curve
+
+
+def smallest_from_which(flips: dict[int, bool]) -> int | None:
+    """The smallest size that flips with every larger size tried flipping too; None if the largest does not."""
+    smallest = None
+    for size in sorted(flips, reverse=True):
+        if not flips[size]:
+            break
+        smallest = size
+    return smallest
 
 
 def probes(low: int, high: int, parallel: int) -> list[int]:

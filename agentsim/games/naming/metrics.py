@@ -111,6 +111,9 @@ class RoundStats:
             "fallbacks": self.fallbacks,
             "alternative_share": (self.uncommitted_alternative / self.uncommitted_productions
                                   if self.uncommitted_productions else None),
+            # the counts behind it: the paper's curve bins two rounds by them (critical_mass.paper_curve_of_rounds)
+            "uncommitted_productions": self.uncommitted_productions,
+            "uncommitted_alternative": self.uncommitted_alternative,
         }
 
 
