@@ -39,7 +39,7 @@ from .session import (
     recorded_runs,
     refuse_linked_store,
 )
-from .store import DATABASE, Store
+from .store import DATABASE, MOVES, Store, recorded_level
 from .variants import pinned_variants
 
 GIVE_A_SCENARIO = ("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR to "
@@ -174,7 +174,9 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         resume=options.resume,
         add_runs=options.add_runs,
         checkpoint_seconds=options.checkpoint_seconds,
-        record=options.record,
+        # The level the runs record, settled here so that a Ray worker is sent what a local run
+        # uses; a resume's differing --record is refused by the session, with the store in view.
+        record=options.record if options.record is not None else recorded_level(recorded) if options.resume else MOVES,
         scenario_file=str(Path(file).resolve()) if file else "",  # absolute: analysis names it from any directory
         executor=options.executor,
         ray_address=options.ray_address,
