@@ -46,7 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .analysis.recorded import RecordedExperiment, rebuild_scenario
+from .analysis.recorded import RecordedExperiment, rebuild_scenario, records_a_bare_game
 from .analysis.transcript import call_text, calls
 from .llm.providers import all_on_the_stand_in
 from .scenario_files import load_scenario
@@ -246,7 +246,7 @@ class Followed:
         if variant not in self.scenarios:
             changes = dict(variants[variant]) if variant is not None else {}
             scenario = rebuild_scenario(experiment, self.directory, changes)
-            if scenario is None or _recorded_game(experiment):
+            if scenario is None or records_a_bare_game(experiment, self.directory):
                 found = self._from_recorded_file(experiment, changes)
                 scenario = found if found is not None else scenario
             if scenario is None:
@@ -532,7 +532,7 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
     classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     if module == f"agentsim_scenarios.{file.stem}":
         return resolved if name in classes else None
-    if _recorded_game(experiment):  # a layer game: its class sets `name` to the recorded scenario name
+    if records_a_bare_game(experiment, root):  # a layer game: its class sets `name` to the recorded scenario name
         wanted = experiment.get("scenario")
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
@@ -542,11 +542,6 @@ def usable_scenario_file(experiment: dict[str, Any], root: Path) -> Path | None:
                             and isinstance(item.value, ast.Constant) and item.value.value == wanted):
                         return resolved
     return None
-
-
-def _recorded_game(experiment: dict[str, Any]) -> bool:
-    """Whether the runs are a layer game's (recorded as the layer's RecordedGame)."""
-    return str(experiment.get("scenario_class") or "").endswith(".RecordedGame")
 
 
 def interaction_graph(model: Any) -> list[list[int]] | None:

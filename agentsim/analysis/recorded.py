@@ -34,6 +34,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import UserError
+from ..gamekit.engine import GameEngine
+from ..gamekit.game import Game
 from ..games import discover
 from ..scenario import Scenario, scenario_class
 from ..scenario_files import load_scenario
@@ -337,6 +339,14 @@ def _import_class(path: str, directory: Path) -> type[Scenario[Any, Any, Any]] |
         module = _import_outside(module_name, directory.resolve())
     cls = getattr(module, name, None) if module is not None else None
     return scenario_class(cls) if isinstance(cls, type) else None  # (a layer game's class: its engine's)
+
+
+def records_a_bare_game(experiment: Mapping[str, Any], directory: Path) -> bool:
+    """Whether the runs name an engine around the bare `Game` as their class (the layer's
+    `RecordedGame`, GAMA-Bench's `RecordedGamaGame`): their game's own rules, its score among
+    them, are in the scenario file the runs were started with, not in that class."""
+    cls = _import_class(str(experiment.get("scenario_class", "")), directory)
+    return cls is not None and issubclass(cls, GameEngine) and cls.game_class is Game
 
 
 def _in_family(module_name: str) -> bool:
