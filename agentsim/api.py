@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # (the runner is imported where a run needs it: `agentsim.ope
 def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, population: str | None = None,
         runs: int | None = None, add_runs: int = 0, seed: int | None = None, overrides: Mapping[str, Any] | None = None,
         options: BackendOptions | None = None, out: str | Path | None = None, resume: bool = False,
-        scenario_changed: bool = False, checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "",
-        cpus_per_run: float = 1.0, progress: bool | None = None) -> Results:
+        scenario_changed: bool = False, checkpoint_seconds: float = 1.0, record: str | None = None,
+        executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0, progress: bool | None = None) -> Results:
     """Run `scenario` and return its results.
 
     scenario    a scenario file (its RUNS, POPULATION and VARIANTS are read as the command line
@@ -63,6 +63,9 @@ def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, p
     scenario_changed   with resume: continue with the scenario file as it is now, though its
                 content differs from the file's the runs started with (else refused)
     checkpoint_seconds   commit rows and a resumable checkpoint at most this often
+    record      what the runs record: "moves" (every encounter and decision, the default),
+                "rounds" (the per-round tallies and every encounter of a sample of about 100
+                agents) or "summary" (each run's summary); None on a resume: the recorded level
     executor, ray_address, cpus_per_run   "local" (this process) or "ray": each run a Ray task on
                 the cluster at `ray_address` (default: a Ray started here), with this many CPUs
     progress    None (the default): in a Jupyter notebook, a progress bar in the cell's output
@@ -80,7 +83,7 @@ def run(scenario: ScenarioSource | None = None, *, backend: str | None = None, p
         return run_blocking(_arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs,
                                   seed=seed, overrides=overrides, options=options, out=out, resume=resume,
                                   scenario_changed=scenario_changed, checkpoint_seconds=checkpoint_seconds,
-                                  executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
+                                  record=record, executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
                                   progress=progress, opened=opened))
     except KeyboardInterrupt:
         if not opened:  # before the output directory was opened: nothing recorded
@@ -92,13 +95,13 @@ async def arun(scenario: ScenarioSource | None = None, *, backend: str | None = 
                runs: int | None = None, add_runs: int = 0, seed: int | None = None,
                overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
                out: str | Path | None = None, resume: bool = False, scenario_changed: bool = False,
-               checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
-               progress: bool | None = None) -> Results:
+               checkpoint_seconds: float = 1.0, record: str | None = None, executor: str = "local",
+               ray_address: str = "", cpus_per_run: float = 1.0, progress: bool | None = None) -> Results:
     """`run` in a running event loop: `results = await agentsim.arun(...)` (same arguments)."""
     return await _arun(scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
                        overrides=overrides, options=options, out=out, resume=resume, scenario_changed=scenario_changed,
-                       checkpoint_seconds=checkpoint_seconds, executor=executor, ray_address=ray_address,
-                       cpus_per_run=cpus_per_run, progress=progress, opened=[])
+                       checkpoint_seconds=checkpoint_seconds, record=record, executor=executor,
+                       ray_address=ray_address, cpus_per_run=cpus_per_run, progress=progress, opened=[])
 
 
 async def _arun(scenario: ScenarioSource | None, *, opened: list[Experiment], **arguments: Any) -> Results:
@@ -119,8 +122,8 @@ def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = Non
             runs: int | None = None, add_runs: int = 0, seed: int | None = None,
             overrides: Mapping[str, Any] | None = None, options: BackendOptions | None = None,
             out: str | Path | None = None, resume: bool = False, scenario_changed: bool = False,
-            checkpoint_seconds: float = 1.0, executor: str = "local", ray_address: str = "", cpus_per_run: float = 1.0,
-            progress: bool | None = None) -> Experiment:
+            checkpoint_seconds: float = 1.0, record: str | None = None, executor: str = "local", ray_address: str = "",
+            cpus_per_run: float = 1.0, progress: bool | None = None) -> Experiment:
     """The experiment `run` would run, opened (every input checked, the output directory locked)."""
     if progress is not None and not isinstance(progress, bool):  # (what the view is: the API's own)
         raise ArgumentError(f"progress= takes True, False or None (a bar in a notebook) (got {type(progress).__name__} "
@@ -128,7 +131,7 @@ def prepare(scenario: ScenarioSource | None = None, *, backend: str | None = Non
     config = configure(ExperimentOptions(
         scenario=scenario, backend=backend, population=population, runs=runs, add_runs=add_runs, seed=seed,
         overrides={} if overrides is None else overrides, out=out, resume=resume, scenario_changed=scenario_changed,
-        checkpoint_seconds=checkpoint_seconds,
+        checkpoint_seconds=checkpoint_seconds, record=record,
         executor=executor, ray_address=ray_address, cpus_per_run=cpus_per_run,
         llm=BackendOptions() if options is None else options))
     from .runner import Experiment  # lazy: the population model and Mesa, only for a run

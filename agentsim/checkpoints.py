@@ -16,6 +16,8 @@ an object whose key "$" names the kind:
     {"$": "t", "v": [...]}                 tuple
     {"$": "s" | "fs", "v": [...]}          set, frozenset
     {"$": "d", "v": [[key, value], ...]}   a dict whose keys are not all strings (or one is "$")
+    {"$": "dc", "k": [...], "v": [...]}    such a dict of plain keys and values (numbers, text, None,
+                                           booleans): its keys and its values, in order, by column
     {"$": "c", "v": [[key, count], ...]}   collections.Counter
     {"$": "q", "v": [...], "n": maxlen}    collections.deque
     {"$": "b", "v": "base64"}              bytes
@@ -129,7 +131,16 @@ def name_of(cls: type) -> str | None:
 def dumps(state: Any) -> bytes:
     """The blob a checkpoint stores for `state`."""
     document = {"checkpoint_format": CHECKPOINT_FORMAT, "state": encode(state)}
-    return zlib.compress(_ENCODE_JSON(document).encode(), 1)
+    text = _ENCODE_JSON(document)
+    del document
+    # Compressed a slice at a time: a large population's text is never held twice more.
+    compressor = zlib.compressobj(1)
+    chunks = [compressor.compress(text[start:start + _SLICE].encode()) for start in range(0, len(text), _SLICE)]
+    chunks.append(compressor.flush())
+    return b"".join(chunks)
+
+
+_SLICE = 1 << 20
 
 
 def encode(value: Any) -> Any:
@@ -144,12 +155,17 @@ def encode(value: Any) -> Any:
     if kind is dict:
         if all(type(key) is str and key != "$" for key in value):
             return {key: encode(item) for key, item in value.items()}
+        if _PLAIN.issuperset(map(type, value)) and _PLAIN.issuperset(map(type, value.values())):
+            return {"$": "dc", "k": list(value), "v": list(value.values())}  # plain keys and values, by column
         return {"$": "d", "v": [[encode(key), encode(item)] for key, item in value.items()]}
     if kind is tuple:
         return {"$": "t", "v": _items(value)}
     if kind is set or kind is frozenset:
         items = [encode(item) for item in value]
-        items.sort(key=_ENCODE_JSON)  # a set's order is not data: the same set, the same bytes
+        # A set's order is not data: the same set, the same bytes (sorted by their JSON text,
+        # which for whole numbers is their decimal text: no encoder call per number).
+        whole = all(type(item) is int for item in items)
+        items.sort(key=str if whole else _ENCODE_JSON)
         return {"$": "s" if kind is set else "fs", "v": items}
     if kind is collections.Counter:
         return {"$": "c", "v": [[encode(key), encode(count)] for key, count in value.items()]}
@@ -169,12 +185,13 @@ def encode(value: Any) -> Any:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})  # JSON says them as they are
+_CONTAINERS = frozenset({list, dict})  # what JSON reads back that may hold a tagged value
 
 
 def _items(values: Any) -> list[Any]:
     """A sequence's items encoded; a run of plain values (a generator's state, a memory
     entry) as it is, without a call per item."""
-    if all(type(item) in _PLAIN for item in values):
+    if _PLAIN.issuperset(map(type, values)):
         return list(values)
     return [encode(item) for item in values]
 
@@ -269,6 +286,8 @@ def decode(data: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise CheckpointError(f"the checkpoint's values are nested deeper than {MAX_DEPTH}", incompatible=False)
     if isinstance(data, list):
+        if _CONTAINERS.isdisjoint(map(type, data)):
+            return data  # a run of plain values (a window of counts, a generator's state): as read
         return [decode(item, depth + 1) for item in data]
     if not isinstance(data, dict):
         return data
@@ -294,13 +313,20 @@ def _decode_tagged(tag: Any, data: dict[str, Any], depth: int) -> Any:
         return frozenset(decode(item, depth) for item in _list(values))
     if tag == "d":
         return {decode(key, depth): decode(item, depth) for key, item in _list(values)}
+    if tag == "dc":
+        keys = _list(data["k"])
+        if len(keys) != len(_list(values)) or not _PLAIN.issuperset(map(type, keys)) \
+                or not _PLAIN.issuperset(map(type, values)):
+            raise CheckpointError("a malformed dict by columns (keys and values of other lengths or kinds)",
+                                  incompatible=False)
+        return dict(zip(keys, values))
     if tag == "c":
         return collections.Counter({decode(key, depth): decode(count, depth) for key, count in _list(values)})
     if tag == "q":
         maxlen = data.get("n")
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
             raise CheckpointError(f"a malformed deque length {maxlen!r}", incompatible=False)
-        return collections.deque((decode(item, depth) for item in _list(values)), maxlen=maxlen)
+        return collections.deque(decode(_list(values), depth), maxlen=maxlen)
     if tag == "b":
         return base64.b64decode(values, validate=True)
     if tag == "f":
@@ -437,10 +463,26 @@ def _items_conform(value: Any, origin: type, arguments: tuple[Any, ...]) -> bool
     if issubclass(origin, collections.abc.Mapping):
         if len(arguments) != 2:
             return True
-        return all(conforms(key, arguments[0]) and conforms(item, arguments[1]) for key, item in value.items())
+        return _all_conform(value.keys(), arguments[0]) and _all_conform(value.values(), arguments[1])
     if issubclass(origin, collections.abc.Iterable) and len(arguments) == 1:
-        return all(conforms(item, arguments[0]) for item in value)
+        return _all_conform(value, arguments[0])
     return True
+
+
+def _all_conform(values: Any, hint: Any) -> bool:
+    """Whether every one of `values` is of the declared type `hint`. Where the type of a value
+    decides (`hint` a class, None, or a union of them), one value of each type is asked: a
+    window of a million counts is judged by the one type its values have."""
+    if _decided_by_type(hint):
+        return all(conforms(value, hint) for value in dict(zip(map(type, values), values)).values())
+    return all(conforms(value, hint) for value in values)
+
+
+def _decided_by_type(hint: Any) -> bool:
+    if hint is None or hint is type(None) or (isinstance(hint, type) and typing.get_origin(hint) is None):
+        return True
+    origin = typing.get_origin(hint)
+    return (origin is typing.Union or origin is types.UnionType) and all(map(_decided_by_type, typing.get_args(hint)))
 
 
 def _shown(value: Any) -> str:

@@ -39,7 +39,7 @@ from .session import (
     recorded_runs,
     refuse_linked_store,
 )
-from .store import DATABASE, Store
+from .store import DATABASE, MOVES, Store, recorded_level
 from .variants import pinned_variants
 
 GIVE_A_SCENARIO = ("give a scenario file, e.g. python -m agentsim scenarios/naming_game.py (or --resume --out DIR to "
@@ -67,6 +67,9 @@ class ExperimentOptions:
     # the runs started with (`--scenario-changed`; by default such a resume is refused).
     scenario_changed: bool = False
     checkpoint_seconds: float = 1.0
+    # What the runs record (`--record`: moves, rounds, summary; store.RECORD_LEVELS); None: moves
+    # for a new experiment, the recorded level on a resume.
+    record: str | None = None
     executor: str = LOCAL
     ray_address: str = ""
     cpus_per_run: float = 1.0
@@ -112,6 +115,7 @@ _TAKES: dict[str, tuple[tuple[type, ...], str]] = {
     "resume": ((bool,), "True or False"),
     "scenario_changed": ((bool,), "True or False"),
     "checkpoint_seconds": ((int, float), "a number of seconds"),
+    "record": ((str, type(None)), '"moves", "rounds", "summary" or None (a resume: the recorded level)'),
     "executor": ((str,), '"local" or "ray"'),
     "ray_address": ((str,), 'a Ray address such as "ray://head:10001" or "auto"'),
     "cpus_per_run": ((int, float), "a number of CPUs"),
@@ -170,6 +174,9 @@ def configure(options: ExperimentOptions) -> ExperimentConfig:
         resume=options.resume,
         add_runs=options.add_runs,
         checkpoint_seconds=options.checkpoint_seconds,
+        # The level the runs record, settled here so that a Ray worker is sent what a local run
+        # uses; a resume's differing --record is refused by the session, with the store in view.
+        record=options.record if options.record is not None else recorded_level(recorded) if options.resume else MOVES,
         scenario_file=str(Path(file).resolve()) if file else "",  # absolute: analysis names it from any directory
         executor=options.executor,
         ray_address=options.ray_address,

@@ -21,6 +21,7 @@ from .llm.specs import BackendOptions
 from .params import finite_float
 from .scenario_files import parse_overrides
 from .session import EXECUTORS, LOCAL
+from .store import RECORD_LEVELS
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser, *, scenario_help: str, resume: bool = True,
@@ -60,6 +61,11 @@ def add_experiment_arguments(parser: argparse.ArgumentParser, *, scenario_help: 
     if execution:
         parser.add_argument("--checkpoint-seconds", type=finite_float, default=1.0,
                             help="commit recorded rows and a resumable checkpoint at most this often (default 1)")
+        parser.add_argument("--record", choices=RECORD_LEVELS, default=None,
+                            help="what the runs record: moves (default: every encounter and decision), rounds (the "
+                                 "per-round tallies and every encounter of a sample of about 100 agents) or summary "
+                                 "(each run's summary); a resume continues at the recorded level; the play and the "
+                                 "checkpoints are the same at every level (docs/scale.md)")
         sweep = parser.add_argument_group("where the runs execute")
         sweep.add_argument("--executor", choices=EXECUTORS, default=LOCAL,
                            help="local (default): every run in this process; ray: each run a Ray task, on the cluster at "
@@ -133,7 +139,8 @@ def experiment_options(arguments: argparse.Namespace) -> ExperimentOptions:
                              out=arguments.out, llm=backend_options(arguments), **offered)
 
 
-_OPTIONAL = ("add_runs", "resume", "scenario_changed", "checkpoint_seconds", "executor", "ray_address", "cpus_per_run")
+_OPTIONAL = ("add_runs", "resume", "scenario_changed", "checkpoint_seconds", "record", "executor", "ray_address",
+             "cpus_per_run")
 
 
 def backend_options(arguments: argparse.Namespace) -> BackendOptions:

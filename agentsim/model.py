@@ -9,6 +9,7 @@ import numbers
 import random
 import secrets
 import weakref
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 import mesa
 
 from . import checkpoints, event_loop
+from .agents import PopulationAgent, population_state, restore_population, unpack
 from .blocking import run_blocking
 from .llm.base import LanguageModel
 from .records import EncounterRecord
@@ -26,7 +28,6 @@ from .scheduler import Pending, make_scheduler
 from .usage import RunUsage
 
 if TYPE_CHECKING:
-    from .agents import PopulationAgent
     from .parts import Readout
     from .scenario import Scenario
 
@@ -41,7 +42,59 @@ class BackendShare:
     count: int | None = None
 
 
-class PopulationModel(mesa.Model, Generic[St]):
+class AgentRegistry(mesa.Model):
+    """Mesa's `Model`, its registry of agents kept light. Mesa registers each agent in a dict and
+    in two AgentSets (all agents, and those of its type), each a WeakKeyDictionary: a weak
+    reference and a Python-level insertion per agent and set, about 400 bytes and a few
+    microseconds an agent, for sets nobody may ask for. Here an agent is appended to a list;
+    `agents` and `agents_by_type` are Mesa's AgentSets, made from it when first asked for (and
+    again after the population changed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._members: list[PopulationAgent] = []  # in the order made: the hard references
+        self._agent_set: mesa.agent.AgentSet | None = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def population(self) -> list[PopulationAgent]:
+        """The agents as a list, in the order they were made (a copy: index it at build time,
+        not in a hot loop). Unlike `agents`, it never makes Mesa's AgentSet."""
+        return list(self._members)
+
+    def register_agent(self, agent: Any) -> None:
+        self._members.append(agent)
+        self._agent_set = None
+
+    def deregister_agent(self, agent: Any) -> None:
+        self._members.remove(agent)
+        self._agent_set = None
+
+    def remove_all_agents(self) -> None:
+        for agent in list(self._members):
+            agent.remove()
+
+    @property
+    def agents(self) -> mesa.agent.AgentSet:
+        """Mesa's AgentSet of every agent, in the order they were made."""
+        if self._agent_set is None:
+            self._agent_set = mesa.agent.AgentSet(self._members, random=self.random)
+        return self._agent_set
+
+    @agents.setter
+    def agents(self, agents: Any) -> None:
+        raise AttributeError("model.agents is Mesa's: agentsim keeps the population there; use another attribute name")
+
+    @property
+    def agent_types(self) -> list[type]:
+        return list(dict.fromkeys(type(agent) for agent in self._members))
+
+    @property
+    def agents_by_type(self) -> dict[type, mesa.agent.AgentSet]:
+        return {kind: mesa.agent.AgentSet([agent for agent in self._members if type(agent) is kind], random=self.random)
+                for kind in self.agent_types}
+
+
+class PopulationModel(AgentRegistry, Generic[St]):
     """One run. Its agents are Mesa's `agents` (an AgentSet, in the order they were made).
     Time is counted in the sequence of encounters (`encounters_begun`: drawn, `completed`: resolved, in
     order) and in population rounds of N/2 encounters (`rounds_done`; encounter t is in round
@@ -110,12 +163,15 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.rounds_done = 0
         self.stop_reason: str | None = None
         self._on_resolved = on_resolved
+        # Policies agents share, by the id of their backend (`NamingGame.agent_policy`): a policy
+        # keeps nothing of an agent's, so a million agents on one backend hold one.
+        self.shared_policies: dict[int, Any] = {}
         self._default_backend: LanguageModel | None = None
         self._round_played = False  # `astep` played the round that the `step()` it calls books
         self._loop: asyncio.AbstractEventLoop | None = None  # `step()`'s, while encounters are in flight
         self._loop_finalizer: weakref.finalize[Any, Any] | None = None
         scenario.build_population(self)
-        self.round_size = max(1, len(self.agents) // 2)
+        self.round_size = max(1, len(self._members) // 2)
         # The run's own typed state (a month's stock, a generation's order), made by the rules.
         self.state: St = scenario.new_state(self)
         # What is measured (a `RunMetrics`), typed loosely: each family reads it as its own class.
@@ -127,12 +183,6 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.datacollector = mesa.DataCollector(model_reporters={"seed": "seed"} | {
             key: partial(_series_value, key) for key in self.readout.model_series(self)})
         self.datacollector.collect(self)  # step 0: the state before any round, as Mesa's models collect it
-
-    @property
-    def population(self) -> list[PopulationAgent]:
-        """The agents as a list, in the order they were made (a copy of `agents`: index it
-        at build time, not in a hot loop)."""
-        return list(self.agents)
 
     def backend_for(self, index: int) -> LanguageModel:
         """The backend agent `index` uses: shares are filled in order of the agents' indices;
@@ -239,7 +289,7 @@ class PopulationModel(mesa.Model, Generic[St]):
             "completed": self.completed,
             "rounds_done": self.rounds_done,
             "stop_reason": self.stop_reason,
-            "agents": [agent.state() for agent in self.agents],
+            "population": population_state(self._members),  # (before: "agents", one state per agent)
             "metrics": self.metrics,
             "usage": self.usage,
             "pending": self.scheduler.pending_state(),
@@ -261,8 +311,11 @@ class PopulationModel(mesa.Model, Generic[St]):
         self.completed = state["completed"]
         self.rounds_done = state["rounds_done"]
         self.stop_reason = state["stop_reason"]
-        for agent, agent_state in zip(self.agents, state["agents"], strict=True):
-            agent.restore(agent_state)
+        if "population" in state:
+            restore_population(self._members, state["population"])
+        else:  # a checkpoint written before agents were kept by column
+            for agent, agent_state in zip(self._members, state["agents"], strict=True):
+                agent.restore(agent_state)
         self.metrics = state["metrics"]
         self.usage = state["usage"]
         self.scheduler.population_changed()
@@ -290,8 +343,10 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
 
     if not isinstance(state, dict):
         refuse(f"state is {_kind(state)}, not a mapping")
-    missing = [key for key in ("random", "rng", *_COUNTERS, "stop_reason", "agents", "metrics", "usage", "pending")
+    missing = [key for key in ("random", "rng", *_COUNTERS, "stop_reason", "metrics", "usage", "pending")
                if key not in state]
+    if "population" not in state and "agents" not in state:
+        missing.insert(4, "population")
     if missing:
         refuse(f"state lacks {', '.join(missing)}")
     try:
@@ -312,7 +367,7 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
     pending = state["pending"]
     if not isinstance(pending, list):
         refuse(f"'pending' is {_kind(pending)}, not a list")
-    agents = len(model.agents)
+    agents = len(model.population)
     # Encounters drawn are completed, open, or (a run that stopped early) drawn ahead and
     # dropped: the scheduler draws at most two population rounds ahead.
     if not state["completed"] + len(pending) <= state["time"] <= state["completed"] + len(pending) + 4 * agents + 4:
@@ -331,12 +386,16 @@ def checked_state(model: PopulationModel[Any], state: Any) -> dict[str, Any]:
         refuse(f"'stop_reason' is {_kind(state['stop_reason'])}, not text")
     if "reach" in state and (type(state["reach"]) is not int or not 0 <= state["reach"] <= _MAX_COUNT):
         refuse(f"'reach' is {_kind(state['reach'])}, not a count")
-    fresh = [agent.state() for agent in model.agents]
-    if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
-        refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
-    for index, (value, template) in enumerate(zip(state["agents"], fresh, strict=True)):
-        _same_shape(value, template, f"agent {index}'s state", refuse)
-    _alike_memories(state["agents"], refuse)
+    if "population" in state:
+        _check_population(model, state["population"], refuse)
+    else:  # a checkpoint written before agents were kept by column
+        fresh = [agent.state() for agent in model.population]
+        if not isinstance(state["agents"], list) or len(state["agents"]) != len(fresh):
+            refuse(f"agents are {_kind(state['agents'])}, not the run's {len(fresh)}")
+        for index, (value, agent_template) in enumerate(zip(state["agents"], fresh, strict=True)):
+            _same_shape(value, agent_template, f"agent {index}'s state", refuse)
+        _alike_memories([agent.get("memory") if isinstance(agent, dict) else None for agent in state["agents"]],
+                        refuse)
     run_state = "state" if "state" in state else "extra"
     for key, template, what in (("metrics", model.metrics, "metrics"), ("usage", model.usage, "usage"),
                                 (run_state, model.state, "run state")):
@@ -361,6 +420,11 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
     if isinstance(template, dict):
         keys = {type(key) for key in template}
         items = [item for item in template.values() if item is not None]
+        if not keys:
+            return  # a fresh run's table is empty: nothing to hold its entries to
+        if (len(keys) == 1 and items and len({type(each) for each in items}) == 1
+                and _scalars_fit(value.keys(), next(iter(template))) and _scalars_fit(value.values(), items[0])):
+            return  # a large table of plain values (an agent's latest name by index): checked at C speed
         for key, item in value.items():
             if keys and type(key) not in keys and not (isinstance(key, (int, float)) and keys & {int, float}):
                 refuse(f"{where} has a key {_kind(key)}")
@@ -375,6 +439,8 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
             for index, (item, kind) in enumerate(zip(value, template, strict=True)):
                 _same_shape(item, kind, f"{where}[{index}]", refuse, depth + 1)
         elif items and len({type(each) for each in items}) == 1 and not isinstance(template, tuple):
+            if _scalars_fit(value, items[0]):
+                return  # a long run of plain values (a window of counts): checked at C speed
             for item in value:
                 _same_shape(item, items[0], f"{where} item", refuse, depth + 1)
         return
@@ -385,18 +451,87 @@ def _same_shape(value: Any, template: Any, where: str, refuse: Callable[[str], N
                 _same_shape(item, attributes[key], f"{where}.{key}", refuse, depth + 1)
 
 
-def _alike_memories(agents: list[Any], refuse: Callable[[str], NoReturn]) -> None:
+def _scalars_fit(values: Any, template: Any) -> bool:
+    """Whether every one of `values` passes `_same_shape` against `template`, a plain value
+    (text, a number, a truth value), judged from their types alone; False when that cannot
+    tell (then each is checked, and the first wrong one named)."""
+    kinds = set(map(type, values))
+    if type(template) in (str, bool):
+        return kinds <= {type(template)}
+    if type(template) in (int, float):
+        return kinds <= {int, float}
+    return False
+
+
+def _check_population(model: PopulationModel[Any], population: Any, refuse: Callable[[str], NoReturn]) -> None:
+    """The agents' columns (`agents.population_state`) fit the run: a column per agent of
+    whole numbers in range, memories within the game's bound, indices inside the table of
+    entries, the entries shaped alike, and what an agent's class adds shaped as a fresh one's."""
+    agents = model.population
+    count = len(agents)
+    columns = {"encounters", "memory_sizes", "memory", "entries", "extra"}
+    if not isinstance(population, dict) or not {"encounters", "memory_sizes", "memory", "entries"} <= set(population) \
+            or not set(population) <= columns:
+        refuse(f"population is {_kind(population)}, not the agents' columns")
+    encounters, sizes, memory = (_packed(population, key, refuse) for key in ("encounters", "memory_sizes", "memory"))
+    for key, column in (("encounters", encounters), ("memory_sizes", sizes)):
+        if len(column) != count:
+            refuse(f"population's {key} are {len(column)}, not one for each of the run's {count} agents")
+    for key, column in (("encounters", encounters), ("memory_sizes", sizes), ("memory", memory)):
+        if column and not 0 <= min(column) <= max(column) <= _MAX_COUNT:
+            refuse(f"population's {key} hold something other than counts from 0 to 2^53")
+    entries = population["entries"]
+    if not isinstance(entries, list):
+        refuse(f"population's entries are {_kind(entries)}, not a list")
+    if len(memory) != sum(sizes):
+        refuse(f"population's memory holds {len(memory)} entries, not the {sum(sizes)} its sizes add up to")
+    if memory and max(memory) >= len(entries):
+        refuse(f"population's memory points outside its {len(entries)} entries")
+    for index, (agent, size) in enumerate(zip(agents, sizes, strict=True)):
+        bound = getattr(agent.memory, "maxlen", None)
+        if bound is not None and size > bound:
+            refuse(f"agent {index}'s memory holds {size} entries, more than the game's {bound}")
+    _alike_memories([entries], refuse, lambda _: "a remembered encounter")
+    extra = population.get("extra")
+    if extra is None:
+        if any(type(agent).state is not PopulationAgent.state for agent in agents):
+            refuse("population lacks what the run's agents keep beside their memories")
+        return
+    if not isinstance(extra, list) or len(extra) != count:
+        refuse(f"population's extra is {_kind(extra)}, not one for each of the run's {count} agents")
+    for index, (value, agent) in enumerate(zip(extra, agents, strict=True)):
+        if type(agent).state is PopulationAgent.state:
+            if value is not None:
+                refuse(f"agent {index}'s state holds {_kind(value)} its class does not keep")
+            continue
+        template = {key: item for key, item in agent.state().items() if key not in ("memory", "encounters")}
+        if not isinstance(value, dict) or set(value) != set(template):
+            refuse(f"agent {index}'s state is {_kind(value)}, not {_kind(template)}")
+        _same_shape(value, template, f"agent {index}'s state", refuse)
+
+
+def _packed(population: dict[str, Any], key: str, refuse: Callable[[str], NoReturn]) -> array[int]:
+    column = population[key]
+    try:
+        if type(column) is bytes:
+            return unpack(column)
+    except ValueError:
+        pass
+    refuse(f"population's {key} are {_kind(column)}, not packed counts")
+
+
+def _alike_memories(memories: list[Any], refuse: Callable[[str], NoReturn],
+                    named: Callable[[int], str] = lambda index: f"agent {index}'s memory") -> None:
     """Every remembered encounter of every agent shaped alike (a fresh run remembers none, so
     the game's own entries are the measure): one tampered entry differs from the rest."""
     reference: Any = _NO_SHAPE
-    for index, agent in enumerate(agents):
-        memory = agent.get("memory") if isinstance(agent, dict) else None
+    for index, memory in enumerate(memories):
         for entry in memory if isinstance(memory, list) else ():
             shape = _shape(entry)
             if reference is _NO_SHAPE:
                 reference = shape
             elif not _compatible(shape, reference):
-                refuse(f"agent {index}'s memory holds {_kind(entry)}, unlike the other entries")
+                refuse(f"{named(index)} holds {_kind(entry)}, unlike the other entries")
 
 
 _NO_SHAPE = object()

@@ -59,6 +59,9 @@ class LLMPolicy(Generic[S]):
         # Server-side constrained decoding, where the backend offers it: one grammar, or one per
         # situation where a game asks for different things (agentsim.gamekit: a number, then a vote).
         self.grammar = grammar
+        # (bound once: one grammar for every call, or the function that gives each situation's)
+        self._grammar_of = grammar if callable(grammar) else None
+        self._fixed_grammar = None if callable(grammar) else grammar
         self.label = backend.name
         self.immediate = backend.immediate
         # The backend's health (llm/health.py), told of every decision: fallbacks trip its breaker.
@@ -68,11 +71,11 @@ class LLMPolicy(Generic[S]):
         self.forget = _cache_forget(backend)
 
     async def decide(self, agent: PopulationAgent, situation: S) -> Decision:
-        model, game = agent.model, self.codec
+        model, game, grammar_of = agent.model, self.codec, self._grammar_of
         usage = model.usage.by_backend.get(self.label) or model.usage.backend(self.label)
         request = Request(messages=game.messages(situation), sampling=self.sampling, seed=agent.next_call_seed(),
                           options=situation.options, replicate=model.replicate,
-                          grammar=self.grammar(situation) if callable(self.grammar) else self.grammar,
+                          grammar=self._fixed_grammar if grammar_of is None else grammar_of(situation),
                           situation=situation)
         context = game.encode(situation)
         calls: list[CallRecord] = []

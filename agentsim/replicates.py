@@ -19,7 +19,7 @@ from .progress import Progress, RunView, run_outcome
 from .scenario import Scenario
 from .secrets import redact
 from .session import ExperimentConfig, run_cell
-from .store import Recorder, Store
+from .store import MOVES, Recorder, Store, sampled_agents
 
 
 class RunSink(Protocol):
@@ -33,6 +33,14 @@ class RunSink(Protocol):
     def resumed(self, run: int) -> None: ...
 
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None: ...
+
+    def stage(self, recorder: Recorder) -> None:
+        """Take a run's buffered rows before their checkpoint, where the sink can keep them out
+        of memory until `commit` (the store's temporary tables); they count as written only with
+        the next `commit`. A sink that cannot leaves them in the recorder."""
+
+    def unstage(self, run: int) -> None:
+        """Drop what `stage` took of run `run` since its last `commit`."""
 
     def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None: ...
 
@@ -52,6 +60,12 @@ class StoreSink:
 
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
         self.store.commit(recorder, checkpoint, t)
+
+    def stage(self, recorder: Recorder) -> None:
+        self.store.stage(recorder)
+
+    def unstage(self, run: int) -> None:
+        self.store.staged.drop(run)
 
     def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None:
         self.store.set_status(run, status, stop_reason=stop_reason, summary=summary)
@@ -102,10 +116,11 @@ class Replicates:
         config, progress = self.config, self.progress
         run = replicate + 1
         scenario, seed, _variant = run_cell(self.scenario, self.variant_scenarios, config.seed, replicate)
-        recorder = Recorder(run)
+        recorder = Recorder(run, level=config.record or MOVES, spill=sink.stage)
         model = PopulationModel(scenario, seed=seed, replicate=replicate, run_id=run,
                                 backends=[BackendShare(self.backends[spec], count) for spec, count in self.shares],
                                 on_resolved=recorder.add)
+        recorder.sample = sampled_agents(len(model.population))
         if blob is not None:
             await model.scheduler.resume(model.restore(blob))
             sink.resumed(run)
@@ -149,6 +164,7 @@ class Replicates:
                 # Stopped for its fallbacks: the encounters since the last checkpoint (those
                 # that tripped the breaker) are not recorded; a resume asks them again.
                 recorder.clear()
+                sink.unstage(run)
             else:
                 sink.commit(recorder, blob, model.encounters_begun)
             status, reason = run_outcome(cause)
@@ -210,6 +226,7 @@ class Replicates:
             "retries": usage.retries,
             "errors": dict(usage.errors),
             "usage_by_backend": {label: backend.as_dict() for label, backend in model.usage.by_backend.items()},
+            "record": self.config.record,
             **self._variant(model),
             **(model.readout.run_summary(model) if readout else {}),
         }

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .analysis.recorded import RecordedExperiment
 from .errors import DamagedStoreError, UserError
 from .flat import RUN_COLUMNS, by_model_rows, counted_as_zero, flatten, run_table_rows
-from .store import DATABASE, Store
+from .store import DATABASE, MOVES, ROUNDS, SAMPLED_AGENTS, Store, recorded_level
 from .summaries import total_by_model
 from .tables import BY_MODEL_DTYPES, DECISION_DTYPES, MOVE_DTYPES, ROUND_DTYPES, RUN_DTYPES, typed
 
@@ -74,6 +74,26 @@ class Results:
         return self._recorded.store
 
     @property
+    def record(self) -> str:
+        """What the runs recorded (`--record`): "moves" (every encounter and decision), "rounds"
+        (per-round tallies and the encounters of a sample of agents) or "summary" (each run's
+        summary). Experiments recorded before the levels existed recorded moves."""
+        return recorded_level(self._recorded.experiment)
+
+    def _needs_moves(self, table: str, sample: bool) -> None:
+        """Refuse, in one line naming the level, a table of every move from runs that kept fewer."""
+        level = self.record
+        if level == MOVES or (sample and level == ROUNDS):
+            return
+        if level == ROUNDS:
+            raise UserError(f"{table} needs every move, and {self.directory} was recorded with --record {level}: its runs "
+                            f"keep the per-round tallies (rounds()) and the encounters of a sample of about "
+                            f"{SAMPLED_AGENTS} agents ({table.removesuffix(')')}sample=True)); rerun with --record moves "
+                            f"for every move")
+        raise UserError(f"{table} needs every move, and {self.directory} was recorded with --record {level}: its runs "
+                        f"keep their summaries only (runs()); rerun with --record moves (or rounds) for moves")
+
+    @property
     def experiment(self) -> dict[str, Any]:
         """What the experiment was: scenario, parameters, seed, backend, code version (the
         database's `experiment` table)."""
@@ -105,7 +125,7 @@ class Results:
         summarized = pd.Series([bool(row["summary"]) for row in recorded], index=frame.index, dtype=bool)
         return typed(frame, RUN_DTYPES, self._family_dtypes("summary_dtypes"), counted=summarized)
 
-    def moves(self, *, situations: bool = False) -> pd.DataFrame:
+    def moves(self, *, situations: bool = False, sample: bool = False) -> pd.DataFrame:
         """One row per decision, in sequence order: `run`, `t`, `round`, `outcome` (the
         encounter's: naming game 1 success, 0 failure), `agent`, `model`, `kind`, `action` (the
         choice as the game reads it: a name), `payoff`, `fallback` (no reply gave it: keep it
@@ -115,9 +135,14 @@ class Results:
         family's situation keeps none, and `situation`: the decoded situation itself, whatever
         its family (a layer game's `Ask`: its facts as `memory`; the commons' situation). A
         game on the layer adds `move` (the ask's name) and `step` (its place in the round), its
-        encounters' rows in the order asked."""
+        encounters' rows in the order asked.
+
+        Runs recorded with `--record rounds` keep the encounters of a sample of agents only:
+        `sample=True` reads those (every encounter a sampled agent took part in, whole); without
+        it, and at `--record summary`, asking refuses in one line naming the level."""
         import pandas as pd
 
+        self._needs_moves("moves()", sample)
         frame = pd.read_sql_query(
             f"SELECT m.run, m.t, e.round, e.outcome, m.agent, a.model, a.kind, m.action, m.payoff, m.fallback "
             f"FROM {_MOVES} m JOIN encounters e USING (run, t) JOIN agents a USING (run, agent) "
@@ -150,15 +175,16 @@ class Results:
             frame = frame.sort_values(["run", "t", "step", "agent"], kind="stable").reset_index(drop=True)
         return frame
 
-    def decisions(self, *, prompts: bool = False) -> pd.DataFrame:
+    def decisions(self, *, prompts: bool = False, sample: bool = False) -> pd.DataFrame:
         """Every row of the `decisions` table (a row per call; a bare row for a decision taken
         without a call) with the agent's `model` and `kind`. With `prompts`, each call's
         `prompt`, rebuilt exactly from its stored context (`Store.messages`) as the text of
         its messages ("[role] content" each), and `messages`, the same as the list of
         {"role", "content"} a chat API was sent, beside its `reply`: one query per call, so ask
-        for it on small experiments or filter first."""
+        for it on small experiments or filter first. `sample` as in `moves`."""
         import pandas as pd
 
+        self._needs_moves("decisions()", sample)
         frame = pd.read_sql_query(
             "SELECT d.*, a.model, a.kind FROM decisions d JOIN agents a USING (run, agent) "
             "ORDER BY d.run, d.t, d.agent, d.attempt", self.store.connection)

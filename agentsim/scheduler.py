@@ -78,7 +78,7 @@ class SequentialPairing:
     neighbour and a uniformly random neighbour of it. `max_in_flight` caps how many
     encounters are asked at once; it never changes which pairs meet."""
 
-    def __init__(self, max_in_flight: int, graph: nx.Graph | None = None) -> None:
+    def __init__(self, max_in_flight: int, graph: nx.Graph | list[list[int]] | None = None) -> None:
         self.max_in_flight = max_in_flight
         self.neighbours = _neighbour_lists(graph)
         if self.neighbours is not None and not any(self.neighbours):
@@ -101,7 +101,7 @@ class RoundPairing:
     """Synchronous rounds: a random perfect matching of the population (restricted to the
     graph's edges when there is one: a random maximal matching)."""
 
-    def __init__(self, graph: nx.Graph | None = None) -> None:
+    def __init__(self, graph: nx.Graph | list[list[int]] | None = None) -> None:
         self.neighbours = _neighbour_lists(graph)
 
     def groups(self, model: PopulationModel, count: int) -> list[tuple[int, ...]]:
@@ -157,7 +157,7 @@ class _Base:
 
     def __init__(self, model: PopulationModel) -> None:
         self.model = model
-        self.agents: list[PopulationAgent] = list(model.agents)  # by position: pairings draw positions
+        self.agents: list[PopulationAgent] = model.population  # by position: pairings draw positions
         self.open: dict[int, GameEncounter] = {}  # by t: drawn, not resolved (in t order)
         self.running: dict[int, asyncio.Task[None]] = {}  # by t: asked, answers not in yet
         # Every policy decides without suspending (rules, the in-process stand-in): encounters
@@ -166,7 +166,7 @@ class _Base:
 
     def population_changed(self) -> None:
         """Call after agents were added or replaced between rounds."""
-        self.agents = list(self.model.agents)
+        self.agents = self.model.population
 
     def pending(self) -> list[GameEncounter]:
         return [self.open[t] for t in sorted(self.open)]
@@ -470,7 +470,8 @@ class SequenceScheduler(_Base):
                 self.records[t] = record
 
 
-def _neighbour_lists(graph: nx.Graph | None) -> list[list[int]] | None:
-    if graph is None:
-        return None
+def _neighbour_lists(graph: nx.Graph | list[list[int]] | None) -> list[list[int]] | None:
+    """Each agent's neighbours, sorted: a graph's, or lists given as they are (`Topology.neighbour_lists`)."""
+    if graph is None or isinstance(graph, list):
+        return graph
     return [sorted(graph.neighbors(node)) for node in range(graph.number_of_nodes())]

@@ -39,9 +39,11 @@ def derive_seed(*parts: int) -> int:
 def continue_seed(state: int, first: int, second: int) -> int:
     """`derive_seed(*parts, first, second)` for `state = seed_state(*parts)`: an agent's call
     seeds share their leading parts, and one is derived for every decision."""
-    for part in (first, second):
-        state = ((state ^ (part & _MASK64)) * _STEP) & _MASK64
-    return _splitmix64(state) >> 1
+    state = ((state ^ (first & _MASK64)) * _STEP) & _MASK64
+    value = ((((state ^ (second & _MASK64)) * _STEP) & _MASK64) + 0x9E3779B97F4A7C15) & _MASK64  # splitmix64, inlined:
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64  # one is derived for every decision
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (value ^ (value >> 31)) >> 1
 
 
 def unit_uniforms(seed: int, count: int) -> list[float]:

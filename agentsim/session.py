@@ -35,14 +35,14 @@ from .model_fitness import refuse_unscorable
 from .progress import run_outcome
 from .scenario import Scenario
 from .secrets import redact, strip_credentials
-from .store import DATABASE, SAME_DRAWS_SINCE, Store
+from .store import DATABASE, MOVES, RECORD_LEVELS, SAME_DRAWS_SINCE, Store, recorded_level
 from .summaries import merge_by_model, sum_usage, total_by_model
 from .variants import variant_cell, variant_scenario
 from .version import __version__
 
 SUMMARY = "summary.json"
 MIN_SEED, MAX_SEED = 0, 2**63 - 1  # numpy's and Mesa's generators take seeds >= 0
-MAX_AGENTS = 100_000  # one run's population that fits a workstation's memory with its records
+MAX_AGENTS = 10_000_000  # one run's population that fits a workstation's memory (about 1 KB an agent: docs/scale.md)
 MAX_RUNS = 10_000
 RUNS_AT_ONCE = 256  # runs in memory at once (fewer for large populations: LIVE_AGENTS in all)
 LIVE_AGENTS = 1_000_000
@@ -115,11 +115,16 @@ class ExperimentConfig:
     # agents); a fraction for runs that mostly wait on a model server, so that more of them
     # share a worker node's cores and keep the servers busy.
     cpus_per_run: float = 1.0
+    # What the runs record (store.RECORD_LEVELS: moves, rounds, summary); None: moves for a new
+    # experiment, the recorded level on a resume.
+    record: str | None = None
     # With `resume`: continue with the scenario file as it is now although its content differs
     # from the file's the runs started with (`--scenario-changed`; its digest is then recorded anew).
     scenario_changed: bool = False
 
     def __post_init__(self) -> None:
+        if self.record is not None and self.record not in RECORD_LEVELS:
+            raise ParameterError(f"--record must be one of {', '.join(RECORD_LEVELS)} (got {self.record!r})")
         if isinstance(self.runs, bool) or not isinstance(self.runs, int) or not 1 <= self.runs <= MAX_RUNS:
             raise ParameterError(f"--runs must be between 1 and {MAX_RUNS} (got {self.runs}); run more as "
                                  f"separate experiments with --seed")
@@ -170,6 +175,9 @@ def _holds_results(store: Store) -> bool:
     first round) leave a directory that a fresh start may take over."""
     if any(row["status"] == "done" for row in store.runs()):
         return True
+    if recorded_level(store.experiment()) != MOVES and next(iter(store.rows(
+            "SELECT 1 FROM checkpoints WHERE t > 0 LIMIT 1")), None) is not None:
+        return True  # (--record rounds or summary: a run's progress may be in its checkpoint alone)
     return any(next(iter(store.rows(f"SELECT 1 FROM {table} LIMIT 1")), None) is not None
                for table in ("encounters", "decisions", "rounds"))
 
@@ -299,6 +307,8 @@ class Session:
                 self.budget.restore(recorded.get("budget_spent") or {})
         else:
             self.store = Store(config.out)
+        if self.config.record is None:
+            self.config = dataclasses.replace(self.config, record=MOVES)
         if not config.resume:  # a directory left by an experiment that recorded no run: start afresh
             with contextlib.suppress(Exception):
                 self.store.connection.execute("DELETE FROM experiment WHERE key = 'budget_spent'")
@@ -320,10 +330,20 @@ class Session:
             "population": [[spec, count] for spec, count in self.shares],
             "llm_options": _describe_options(self.config.llm),
             "prices": self.prices(),
+            "record": self.config.record,
         })
         if self.estimate is not None and not self.store.experiment().get("estimate"):
             self.store.set_experiment({"estimate": self.estimate})
         self.estimate = self.store.experiment().get("estimate") or self.estimate
+
+    def _resolve_record(self, recorded: str) -> None:
+        """A resume records what its runs recorded so far (`--record` may only repeat it): a
+        run is one level from its first encounter to its last."""
+        given = self.config.record
+        if given is not None and given != recorded:
+            raise ParameterError(f"{self.config.out} records its runs at --record {recorded} and a resume continues at "
+                                 f"that level; drop --record {given}, or start afresh with --out NEW_DIR")
+        self.config = dataclasses.replace(self.config, record=recorded)
 
     def _check_resumable(self, identity: dict[str, Any]) -> dict[str, Any]:
         """Everything a resume relies on, on the store opened read-only, before anything under
@@ -349,6 +369,7 @@ class Session:
                         f"the recorded ones (python -m agentsim --resume --out {config.out}), or drop --resume and "
                         f"use --out NEW_DIR")
             check_scenario_digest(recorded, config.scenario_file, out=config.out, changed=config.scenario_changed)
+            self._resolve_record(recorded_level(recorded))
             self._check_templates(recorded.get("prompt_templates") or {}, store)
             self._check_code_version(recorded)
             store.verify_checkpoints()
@@ -411,7 +432,8 @@ class Session:
                                         f"{redact(str(error))[:200]}); {_NOTHING_CHANGED}") from None
             finally:
                 model.close()
-            if encounters.get(run, 0) != model.completed:
+            held = encounters.get(run, 0)
+            if held != model.completed if self.config.record == MOVES else held > model.completed:
                 raise DamagedStoreError(f"{store.path}: the checkpoint of run {run} says {model.completed} encounters were "
                                         f"completed and the store holds {encounters.get(run, 0)}; {_NOTHING_CHANGED}")
             if marks.get(run) != model.encounters_begun:
@@ -524,7 +546,9 @@ class Session:
     def write_summary(self, stopped_by: BaseException | None) -> None:
         """summary.json, runs.csv and by_model.csv, from what the store holds."""
         experiment = self.store.experiment()
-        by_model = self.store.by_model()
+        # Each model's choices are counted from the recorded decisions: all of them at --record
+        # moves; at rounds and summary the store keeps a sample or none, which is no count of a model's.
+        by_model = self.store.by_model() if self.config.record in (None, MOVES) else {}
         runs: list[dict[str, Any]] = [row["summary"] | {"status": row["status"]} for row in self.store.runs() if row["summary"]]
         for run in runs:
             counted = by_model.get(run.get("run", 0), {})
@@ -539,6 +563,7 @@ class Session:
             "seed": experiment.get("seed"),
             "params": experiment.get("params"),
             "code_version": experiment.get("code_version"),
+            "record": self.config.record or MOVES,
             "runs": runs,
         }
         if document["stand_in"]:

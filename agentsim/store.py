@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +92,32 @@ CREATE TABLE IF NOT EXISTS checkpoints (run INTEGER PRIMARY KEY, t INTEGER, stat
 COMMIT;
 """.replace("{views}", "".join(view + ";\n" for view in VIEWS))
 
+# What a run records (`--record`, the experiment's `record`): every encounter and decision
+# (`moves`, the default); the per-round tallies and the encounters of a sample of agents
+# (`rounds`); or only each run's summary (`summary`). Checkpoints are the same at every level.
+MOVES, ROUNDS, SUMMARY = "moves", "rounds", "summary"
+RECORD_LEVELS = (MOVES, ROUNDS, SUMMARY)
+# `rounds` records every encounter in which an agent of the sample takes part, whole (both
+# players' moves and calls): the agents whose index is a multiple of ceil(N / SAMPLED_AGENTS),
+# about this many (every agent of a population this small or smaller).
+SAMPLED_AGENTS = 100
+# Encounters a run buffers (with their decisions: about three rows each, a megabyte or two)
+# before they are staged in the database's temporary tables (`Store.stage`): a run of a million
+# agents holds a bounded buffer, whatever its checkpoints cost.
+STAGE_ROWS = 5_000
+
+
+def recorded_level(experiment: dict[str, Any]) -> str:
+    """The recording level an experiment's runs used (its `record`; moves before levels existed)."""
+    level = experiment.get("record")
+    return level if level in RECORD_LEVELS else MOVES
+
+
+def sampled_agents(population: int) -> range:
+    """The agents `--record rounds` follows in a population of `population` (see SAMPLED_AGENTS)."""
+    return range(0, population, max(1, -(-population // SAMPLED_AGENTS)))
+
+
 @dataclass
 class Recorder:
     """Buffers one run's rows until the next checkpoint commits them.
@@ -100,7 +126,10 @@ class Recorder:
     with no error and no probabilities (`answered`), a committed agent's is a bare move
     (`bare`), and the rest carry every column (`decisions`). The shorter shapes leave their
     NULL columns out, because binding a None costs the sqlite3 module an adapter lookup that
-    fails with an exception: two of them per row were a tenth of writing the row."""
+    fails with an exception: two of them per row were a tenth of writing the row.
+
+    `level` is what it records (RECORD_LEVELS): at `rounds`, only the encounters of agents in
+    `sample` (`sampled_agents`), at `summary` no encounter and no round."""
 
     run: int
     encounters: list[tuple[Any, ...]] = field(default_factory=list)
@@ -108,16 +137,39 @@ class Recorder:
     answered: list[tuple[Any, ...]] = field(default_factory=list)
     bare: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: list[tuple[Any, ...]] = field(default_factory=list)
+    level: str = MOVES
+    sample: range | None = None
+    # Where rows go once STAGE_ROWS encounters are buffered (the sink's `stage`), if anywhere.
+    spill: Callable[[Recorder], None] | None = field(default=None, repr=False, compare=False)
+    spill_at: int = field(default=STAGE_ROWS, repr=False, compare=False)
 
     def add(self, record: EncounterRecord) -> None:
+        if self.level != MOVES:
+            sample = self.sample
+            if self.level == SUMMARY or sample is None or not any(move.agent in sample for move in record.moves):
+                return
         run, t = self.run, record.t
         self.encounters.append((run, t, record.round, record.outcome))
-        calls = record.calls
+        calls, moves = record.calls, record.moves
+        count = len(moves)
+        if len(calls) == count and (count == 1 or (count == 2 and moves[0].agent != moves[1].agent)
+                                    or len({move.agent for move in moves}) == count):
+            # the usual: one call per move, of agents asked once, in order, answered at once
+            answered = self.answered
+            for call, move in zip(calls, moves):
+                if call.agent != move.agent or call.attempt or call.error is not None or call.probabilities:
+                    break
+            else:
+                for call, move in zip(calls, moves):
+                    answered.append((run, t, move.agent, 0, move.action, move.payoff, call.action, call.context,
+                                     call.reply, call.prompt_tokens, call.completion_tokens, call.latency_us))
+                self._spill_if_full()
+                return
         # An agent a game asks again in the same encounter (a layer game's later move) has its
         # decisions one after another, each starting with a first attempt (0): each move takes
         # the next, and its rows continue the agent's count of attempts in the encounter.
         recorded: dict[int, int] = {}  # the rows each agent has so far in this encounter
-        for move in record.moves:
+        for move in moves:
             agent = move.agent
             own = [call for call in calls if call.agent == agent] if calls else calls
             offset = recorded.get(agent, 0)
@@ -140,13 +192,25 @@ class Recorder:
                                        call.prompt_tokens, call.completion_tokens, call.latency_us, call.error,
                                        json.dumps(dict(call.probabilities)) if call.probabilities else None,
                                        1 if final and call.fallback else None, 1 if call.sampled_locally else None))
+        self._spill_if_full()
+
+    def _spill_if_full(self) -> None:
+        if len(self.encounters) >= self.spill_at and self.spill is not None:
+            self.spill_at = len(self.encounters) + STAGE_ROWS  # (a sink that keeps them: again that many later)
+            self.spill(self)
 
     def add_round(self, round_: int, stats: dict[str, Any]) -> None:
-        self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
+        if self.level != SUMMARY:
+            self.rounds.append((self.run, round_, json.dumps(stats, separators=(",", ":"))))
+
+    def __len__(self) -> int:
+        """Rows buffered."""
+        return len(self.encounters) + len(self.decisions) + len(self.answered) + len(self.bare) + len(self.rounds)
 
     def clear(self) -> None:
         for rows in (self.encounters, self.decisions, self.answered, self.bare, self.rounds):
             rows.clear()
+        self.spill_at = STAGE_ROWS
 
 
 def _next_decision(own: list[CallRecord], offset: int) -> list[CallRecord]:
@@ -155,6 +219,40 @@ def _next_decision(own: list[CallRecord], offset: int) -> list[CallRecord]:
     rest = own[offset:]
     end = next((index for index, call in enumerate(rest) if index and call.attempt == 0), len(rest))
     return rest[:end]
+
+
+class StagedRows:
+    """Runs' rows set aside before their checkpoint, in temporary tables beside the database (a
+    file of SQLite's own, not the database, and in memory no more than its page cache), until
+    the commit that writes the checkpoint copies them in (`Store.commit`)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.runs: set[int] = set()  # runs with rows set aside
+
+    def add(self, recorder: Recorder) -> None:
+        if not self.runs:
+            self.connection.execute("PRAGMA temp.cache_size=-8192")  # 8 MiB; the rest spills to the temporary file
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_{table} AS SELECT * FROM main.{table} "
+                                        f"WHERE 0")
+        self.runs.add(recorder.run)
+        _insert(self.connection, recorder, "temp")
+
+    def copy(self, run: int) -> None:
+        """Run `run`'s rows set aside, into the database, in the order they came (in the caller's transaction)."""
+        if run in self.runs:
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"INSERT INTO main.{table} SELECT * FROM temp.staged_{table} WHERE run = ? "
+                                        f"ORDER BY rowid", (run,))
+
+    def drop(self, run: int) -> None:
+        """Forget run `run`'s rows set aside (copied now, or dropped with the run's buffer: a run
+        stopped for its fallbacks records nothing since its last checkpoint)."""
+        if run in self.runs:
+            for table in ("encounters", "decisions", "rounds"):
+                self.connection.execute(f"DELETE FROM temp.staged_{table} WHERE run = ?", (run,))
+            self.runs.discard(run)
 
 
 class Store:
@@ -186,10 +284,11 @@ class Store:
                 existing = looked.has_tables
         self.directory.mkdir(parents=True, exist_ok=True)
         self.connection = sqlite3.connect(self.path, isolation_level=None)
+        self.staged = StagedRows(self.connection)  # rows set aside by `stage` until their checkpoint
         try:
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
-            self.connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: b-tree inserts stay in memory
+            self.connection.execute("PRAGMA cache_size=-16384")  # 16 MiB: b-tree inserts stay in memory
             if self.connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
                 self.connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.connection.executescript(_SCHEMA)
@@ -340,18 +439,22 @@ class Store:
             )
 
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
-        """Write a run's buffered rows together with the checkpoint they lead to."""
+        """Write a run's buffered rows (and those `stage` set aside) together with the
+        checkpoint they lead to."""
         with self._transaction():
             connection = self.connection
-            connection.executemany("INSERT INTO encounters VALUES (?, ?, ?, ?)", recorder.encounters)
-            connection.executemany("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.decisions)
-            connection.executemany(
-                "INSERT INTO decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
-                " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
-            connection.executemany("INSERT INTO decisions (run, t, agent, attempt, action, payoff) VALUES (?, ?, ?, ?, ?, ?)",
-                                   recorder.bare)
-            connection.executemany("INSERT INTO rounds VALUES (?, ?, ?)", recorder.rounds)
+            self.staged.copy(recorder.run)
+            _insert(connection, recorder, "main")
             connection.execute("INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?)", (recorder.run, t, checkpoint))
+        self.staged.drop(recorder.run)
+        recorder.clear()
+
+    def stage(self, recorder: Recorder) -> None:
+        """Set a run's buffered rows aside until `commit` writes them with their checkpoint
+        (`StagedRows`): a run of a million agents, whose checkpoints are written seconds apart,
+        holds a bounded buffer. Rows reach the database only with their checkpoint, as ever."""
+        with self._transaction():
+            self.staged.add(recorder)
         recorder.clear()
 
     def checkpoint(self, run: int) -> bytes | None:
@@ -438,6 +541,20 @@ class _Transaction:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _insert(connection: sqlite3.Connection, recorder: Recorder, schema: str) -> None:
+    """A recorder's rows into the database's tables (`schema` "main") or the staged ones ("temp")."""
+    prefix = "main." if schema == "main" else "temp.staged_"
+    connection.executemany(f"INSERT INTO {prefix}encounters VALUES (?, ?, ?, ?)", recorder.encounters)
+    connection.executemany(f"INSERT INTO {prefix}decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           recorder.decisions)
+    connection.executemany(
+        f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff, parsed, context, reply, prompt_tokens,"
+        " completion_tokens, latency_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", recorder.answered)
+    connection.executemany(f"INSERT INTO {prefix}decisions (run, t, agent, attempt, action, payoff) "
+                           f"VALUES (?, ?, ?, ?, ?, ?)", recorder.bare)
+    connection.executemany(f"INSERT INTO {prefix}rounds VALUES (?, ?, ?)", recorder.rounds)
 
 
 def _opened_to_read(directory: Path | str, *, reader: bool) -> Store:

@@ -84,6 +84,23 @@ class Topology:
         return graph
 
 
+    def neighbour_lists(self, size: int, seed: int) -> list[list[int]]:
+        """Each node's neighbours, sorted: what the scheduler draws partners from. The ring and
+        the lattice are the graphs `build` makes, written down directly (no graph of a million
+        nodes on the way: a tenth of the memory and of the time); the others from `build`."""
+        self.check(size)
+        if self.kind == "ring":
+            half = self.degree // 2
+            return [sorted({(node + step) % size for step in range(-half, half + 1) if step}) for node in range(size)]
+        if self.kind == "lattice":
+            rows, columns = lattice_shape(size)
+            return [sorted({((row + down) % rows) * columns + (column + right) % columns
+                            for down, right in ((-1, 0), (1, 0), (0, -1), (0, 1))} - {row * columns + column})
+                    for row in range(rows) for column in range(columns)]
+        graph = self.build(size, seed)
+        return [sorted(graph.neighbors(node)) for node in range(graph.number_of_nodes())]
+
+
 def lattice_shape(size: int) -> tuple[int, int]:
     """The most nearly square rows × columns factorisation of size."""
     rows = math.isqrt(size)
@@ -109,3 +126,24 @@ def read_graph(path: str) -> nx.Graph:
     except (TypeError, ValueError):
         order = sorted(graph.nodes, key=str)
     return nx.relabel_nodes(graph, {node: index for index, node in enumerate(order)})
+
+
+def neighbourhood(neighbours: list[list[int]], limit: int, start: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
+    """What a page can draw of a graph too large to draw whole: up to `limit` agents around
+    agent `start`, breadth first along `neighbours` (each agent's neighbours, sorted), and the
+    edges among them, each once (a < b). A ring shows a stretch of it, a lattice a patch, a
+    small world its shortcuts; agents are in the order reached, so the same graph gives the
+    same sample. Costs `limit` agents' lists, whatever the population's size."""
+    chosen = {start: None}
+    frontier = [start]
+    while frontier and len(chosen) < limit:
+        reached = []
+        for node in frontier:
+            for other in neighbours[node]:
+                if other not in chosen and len(chosen) < limit:
+                    chosen[other] = None
+                    reached.append(other)
+        frontier = reached
+    nodes = list(chosen)
+    edges = [(node, other) for node in nodes for other in neighbours[node] if node < other and other in chosen]
+    return nodes, edges

@@ -433,7 +433,8 @@ function experimentBlock(experiment) {
   const colourOf = namePalette(experiment.names);
   section.append(el("div", {class: "meta"}, "backend ", el("b", {class: standIn ? "standin" : null}, experiment.backend ?? "–"),
                     standIn ? el("span", {class: "standin"}, " (built-in stand-in rules, not an LLM)") : null,
-                    ` · seed ${experiment.seed ?? "–"} · ${experiment.planned} run${experiment.planned === 1 ? "" : "s"} · `,
+                    ` · seed ${experiment.seed ?? "–"} · ${experiment.planned} run${experiment.planned === 1 ? "" : "s"} · `
+                    + `record ${experiment.record ?? "moves"} · `,
                     recording ? el("b", {class: experiment.recording ? "status-running" : "status-not-running"}, recording) : null,
                     recording ? " · " : null, `${num(sum("calls"))} calls, ${num(sum("fallbacks"))} fallbacks, $${sum("cost_usd").toFixed(4)}`));
   if (experiment.damaged) section.append(el("p", {class: "notice bad"}, experiment.damaged));

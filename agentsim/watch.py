@@ -51,7 +51,7 @@ from .analysis.transcript import call_text, calls
 from .llm.providers import all_on_the_stand_in
 from .scenario_files import load_scenario
 from .sqlite_reading import open_read_only
-from .store import DATABASE
+from .store import DATABASE, recorded_level
 from .views import Views, combine, compare, store_round, thinned
 
 PAGE = "watch.html"
@@ -231,6 +231,7 @@ class Followed:
             "where": self.where, "scenario": experiment.get("scenario"), "backend": experiment.get("backend"),
             "stand_in": all_on_the_stand_in(str(experiment.get("backend") or "")),
             "seed": experiment.get("seed"), "planned": planned if isinstance(planned, int) else len(rows),
+            "record": recorded_level(experiment),
             "recording": recording, "unresolved": self.unresolved, "loaded_from": self.loaded_from,
             "damaged": f"unreadable experiment values: {', '.join(damaged_keys)}" if damaged_keys else None,
             "names": _names(everything), "unit": next((views.unit for _, _, views, _ in everything), "round"),

@@ -179,3 +179,34 @@ def test_the_critical_mass_search_asks_far_less_and_finds_the_same_flips(
         drawn_low, drawn_high = proportion_interval(drawn_flips, drawn_runs)
         assert plain_low <= drawn_flips / drawn_runs <= plain_high or drawn_low <= plain_flips / plain_runs <= drawn_high, \
             f"flips against {key[0]} with {key[1]} committed: {plain[key]}, then {drawn[key]}"
+
+
+def test_identical_prompts_in_flight_ask_the_model_once(tmp_path: Path) -> None:
+    """With --sample-locally, a prompt asked again while its distribution is on its way waits
+    for it (at the start of a run in consensus, every encounter in flight asks one prompt):
+    one call, and every answer the seeded draw the plain path gives."""
+
+    class Slow(Scripted):
+        async def complete(self, request: Request) -> Completion:
+            await asyncio.sleep(0.01)
+            return await super().complete(request)
+
+    def answers(sample_locally: bool, together: bool) -> tuple[list[str], int]:
+        inner = Slow({"Q": 0.4, "M": 0.6})
+        store = ResponseStore(tmp_path / f"cache-{sample_locally}-{together}.db")
+        model = ChoiceDistributionModel(inner, store, provider="p", endpoint="e", model="m", sample_locally=sample_locally)
+
+        async def ask() -> list[Completion]:
+            if together:
+                return list(await asyncio.gather(*(model.complete(_request(seed)) for seed in range(64))))
+            return [await model.complete(_request(seed)) for seed in range(64)]
+
+        texts = [answer.text for answer in asyncio.run(ask())]
+        store.close()
+        return texts, inner.calls
+
+    in_flight, calls = answers(sample_locally=True, together=True)
+    one_by_one, _ = answers(sample_locally=True, together=False)
+    assert calls == 1 and in_flight == one_by_one
+    _, plain_calls = answers(sample_locally=False, together=True)
+    assert plain_calls == 64  # without --sample-locally every call is the model's own

@@ -289,14 +289,14 @@ def test_transcript_prints_a_rounds_calls_in_the_order_they_were_made(tmp_path: 
 
 def test_the_centipede_game_resumes_after_kill_9_to_the_same_moves(tmp_path: Path) -> None:
     path = str(_file(tmp_path, CENTIPEDE, "centipede.py"))
-    settings = [path, "--set", "agents=32", "--set", "max_rounds=150", "--runs", "2", "--seed", "5",
+    settings = [path, "--set", "agents=16", "--set", "max_rounds=60", "--runs", "2", "--seed", "5",
                 "--checkpoint-seconds", "0", "--no-live"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
     process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while recorded_rounds(killed / "agentsim.db") < 30:
+    while recorded_rounds(killed / "agentsim.db") < 15:
         assert process.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline
         time.sleep(0.02)

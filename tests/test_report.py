@@ -24,7 +24,9 @@ SCENARIOS = sorted((ROOT / "scenarios").glob("*.py"))
 SHORT = {"individual_bias.py": {"max_rounds": "20"}, "strategies.py": {"max_rounds": "20"},
          "critical_mass.py": {"max_rounds": "8", "agents": "12"}, "critical_mass_search.py": {"max_rounds": "8", "agents": "12"},
          "theory_minimal_naming.py": {"max_rounds": "10"}, "theory_committed_minority.py": {"max_rounds": "5"},
-         "theory_best_response.py": {"max_rounds": "8"}, "network_topology.py": {"max_rounds": "8"}}
+         "theory_best_response.py": {"max_rounds": "8"}, "network_topology.py": {"max_rounds": "8"},
+         "finite_size.py": {"agents": "200", "max_rounds": "20"},
+         "finite_size_model.py": {"agents": "40", "max_rounds": "12"}}
 # What each scenario file's output must at least show.
 EXPECTED = {
     "mixed_models.py": {"fig1a_success_rate", "fig1b_name_competition", "usage_by_model"},

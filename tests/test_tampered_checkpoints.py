@@ -6,6 +6,7 @@ nothing is used or written before the whole checkpoint is checked."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import shutil
@@ -103,16 +104,22 @@ def _mutations(state: dict[str, Any]) -> Iterator[tuple[str, Mutation]]:
     yield "rng: a negative state", lambda state: state["rng"]["state"].__setitem__("state", -1)
     yield "rounds_done -3, completed 10**18", lambda state: state.update(rounds_done=-3, completed=10**18)
     yield "completed one more", lambda state: state.update(completed=state["completed"] + 1, time=state["time"] + 1)
-    agent = state["agents"][0]
-    for key, value in agent.items():
-        yield f"agent 0 {key}: another type", lambda state, key=key, value=value: state["agents"][0].__setitem__(
+    population = state["population"]  # the agents by column (agentsim/agents.py: population_state)
+    for key, value in population.items():
+        yield f"population {key}: another type", lambda state, key=key, value=value: state["population"].__setitem__(
             key, _other(value))
-        yield f"agent 0 {key}: missing", lambda state, key=key: state["agents"][0].pop(key)
-    memory = next(agent["memory"] for agent in state["agents"] if agent["memory"])
+        yield f"population {key}: missing", lambda state, key=key: state["population"].pop(key)
+    for key in ("encounters", "memory_sizes", "memory"):
+        packed = base64.b64decode(population[key]["v"])
+        for what, changed in (("one short", packed[:-packed[0]]), ("a byte more", packed + b"\x00"),
+                              ("an unknown width", b"\x03" + packed[1:]),
+                              ("a huge count", b"\x08" + (2**62).to_bytes(8, "little") * ((len(packed) - 1) // packed[0]))):
+            yield f"population {key}: {what}", lambda state, key=key, changed=changed: state["population"][key].__setitem__(
+                "v", base64.b64encode(changed).decode())
     for what, entry in (("text", "x"), ("numbers", {"$": "t", "v": [1, 2, 3]}),
-                        ("too short", {"$": "t", "v": memory[0]["v"][:-1]})):
-        yield f"a remembered encounter: {what}", lambda state, entry=entry: next(
-            agent for agent in state["agents"] if agent["memory"])["memory"].__setitem__(0, entry)
+                        ("too short", {"$": "t", "v": population["entries"][0]["v"][:-1]})):
+        yield f"a remembered encounter: {what}", lambda state, entry=entry: state["population"]["entries"].append(entry)
+    yield "population: an entry fewer than the memory points to", lambda state: state["population"]["entries"].pop()
     for name in ("metrics", "usage"):
         for key, value in state[name]["v"].items():
             if value is not None:

@@ -39,7 +39,7 @@ from ..gamekit.game import Game
 from ..games import discover
 from ..scenario import Scenario, scenario_class
 from ..scenario_files import load_scenario
-from ..store import DATABASE, Store
+from ..store import DATABASE, Store, recorded_level
 
 ANALYSIS_DIR = "analysis"  # measurement outputs (JSON) that report sections read
 
@@ -162,6 +162,11 @@ class RecordedExperiment:
     @property
     def backend(self) -> str:
         return str(self.experiment.get("backend", ""))
+
+    @property
+    def record(self) -> str:
+        """What its runs recorded (`--record`: moves, rounds or summary; store.RECORD_LEVELS)."""
+        return recorded_level(self.experiment)
 
     @cached_property
     def runs(self) -> list[dict[str, Any]]:

@@ -75,9 +75,15 @@ class StreamSink:
     def commit(self, recorder: Recorder, checkpoint: bytes, t: int) -> None:
         rows = dataclasses.replace(recorder, encounters=list(recorder.encounters), decisions=list(recorder.decisions),
                                    answered=list(recorder.answered), bare=list(recorder.bare),
-                                   rounds=list(recorder.rounds))
+                                   rounds=list(recorder.rounds), spill=None)
         recorder.clear()
         self.queue.put_nowait(Committed(rows, checkpoint, t, self.progress.views.get(recorder.run)))
+
+    def stage(self, recorder: Recorder) -> None:
+        """The rows stay in the recorder: they travel to the driver with their checkpoint."""
+
+    def unstage(self, run: int) -> None:
+        """Nothing was taken."""
 
     def finish(self, run: int, status: str, *, stop_reason: str | None, summary: dict[str, Any]) -> None:
         self.queue.put_nowait(Finished(run, status, stop_reason, summary, self.progress.views.get(run)))

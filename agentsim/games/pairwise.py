@@ -128,14 +128,18 @@ class PairwiseGame(Scenario[P, S, None]):
         params = self.params
         graph = None
         if params.topology != "complete" or params.pairing == "network":
-            graph = params.graph_topology().build(len(model.agents), model.random.getrandbits(32))
+            graph = params.graph_topology().neighbour_lists(len(model.population), model.random.getrandbits(32))
         if params.pairing == "rounds":
             return RoundPairing(graph)
         return SequentialPairing(params.max_in_flight, graph)
 
     async def play(self, model: PopulationModel, encounter: Encounter) -> tuple[Decision, Decision]:
-        first, second = await ask_together(encounter.agents, encounter.views)
-        return first, second
+        first, second = encounter.agents
+        if first.policy.immediate and second.policy.immediate:  # `ask_together`'s own shortcut, inlined: the hot path
+            views = encounter.views
+            return await first.astep(views[0]), await second.astep(views[1])
+        first_decision, second_decision = await ask_together(encounter.agents, encounter.views)
+        return first_decision, second_decision
 
 
 def name_codes(names: tuple[str, ...]) -> dict[str, str]:

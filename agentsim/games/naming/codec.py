@@ -8,6 +8,7 @@ show it), its extra template fields (`prompt_fields`) and its name pool.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ from ...llm.base import Message, Request
 from ..pairwise import name_codes
 from .answers import AnswerReader
 from .fitness import probe_requests
-from .situation import Memory, NamingSituation
+from .situation import NamingSituation
 
 if TYPE_CHECKING:
     from .game import NamingGame
@@ -39,22 +40,48 @@ class NamingCodec(Codec[NamingSituation]):
         return encode, {code: name for name, code in encode.items()}
 
     def messages(self, situation: NamingSituation) -> tuple[Message, ...]:
-        game = self.game
-        params, memory, template = game.params, situation.memory, game.template
-        system = template.render(
-            "system", **self._option_fields(situation.options), history=self._history_block(memory), round=len(memory) + 1,
-            score=sum(payoff for *_, payoff in memory), success_payoff=f"{params.success_payoff:+d}",
-            failure_payoff=f"{params.failure_payoff:+d}", **game.prompt_fields())
+        system, entry, history, constant, user, both = self._rendering
+        memory, options = situation.memory, situation.options
+        try:
+            if memory:
+                entries = "\n".join([entry(round=number, own=own, partner=partner, payoff=payoff)
+                                      for number, (own, partner, payoff) in enumerate(memory, start=1)])
+                block = history(entries=entries) + "\n"
+            else:
+                block = ""
+            text = system(**constant, options=f"[{', '.join(options)}]", history=block, round=len(memory) + 1,
+                          score=sum([payoff for *_, payoff in memory]),
+                          **({"options_text": self._spoken(options)} if both else {}))
+        except (KeyError, IndexError):  # a field nobody fills in: `render` says which, in the template's words
+            return self._checked_messages(situation)
+        return (Message("system", text), user)
+
+    def _checked_messages(self, situation: NamingSituation) -> tuple[Message, ...]:
+        """`messages` through `PromptTemplate.render`, which names a field the template uses and
+        nobody fills in (the same text otherwise)."""
+        template, memory = self.game.template, situation.memory
+        block = ""
+        if memory:
+            entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
+                                for number, (own, partner, payoff) in enumerate(memory, start=1))
+            block = template.render("history", entries=entries) + "\n"
+        system = template.render("system", **self._rendering[3], **self._option_fields(situation.options),
+                                 history=block, round=len(memory) + 1, score=sum(payoff for *_, payoff in memory))
         return (Message("system", system), Message("user", template.sections["user"]))
 
-    def _history_block(self, memory: tuple[Memory, ...]) -> str:
-        """The history block: one entry per memory, numbered from the oldest; empty without one."""
-        if not memory:
-            return ""
-        template = self.game.template
-        entries = "\n".join(template.render("entry", round=number, own=own, partner=partner, payoff=payoff)
-                            for number, (own, partner, payoff) in enumerate(memory, start=1))
-        return template.render("history", entries=entries) + "\n"
+    @cached_property
+    def _rendering(self) -> tuple[Callable[..., str], Callable[..., str], Callable[..., str], dict[str, object], Message,
+                                  bool]:
+        """What every prompt of the experiment shares, bound once: the sections' `format`, the
+        fields fixed for the whole experiment (the payoffs as the prompt words them, the game's
+        `prompt_fields`), the user turn, and whether the template words the options both ways."""
+        game = self.game
+        template, params = game.template, game.params
+        constant = {"success_payoff": f"{params.success_payoff:+d}", "failure_payoff": f"{params.failure_payoff:+d}",
+                    **game.prompt_fields()}
+        return (template.sections["system"].format, template.sections["entry"].format,
+                template.sections["history"].format, constant, Message("user", template.sections["user"]),
+                "options_text" in template.fields("system"))
 
     def readable_probes(self, count: int, seed: int) -> list[tuple[Request, NamingSituation]]:
         return list(probe_requests(self.game, count, seed))
@@ -82,16 +109,19 @@ class NamingCodec(Codec[NamingSituation]):
     @staticmethod
     def _option_fields(options: tuple[str, ...]) -> dict[str, object]:
         """The option list as a template may word it: `[A, B, C]` or `A, B and C`."""
-        spoken = f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
-        return {"options": f"[{', '.join(options)}]", "options_text": spoken}
+        return {"options": f"[{', '.join(options)}]", "options_text": NamingCodec._spoken(options)}
+
+    @staticmethod
+    def _spoken(options: tuple[str, ...]) -> str:
+        return f"{', '.join(options[:-1])} and {options[-1]}" if len(options) > 1 else options[0]
 
     # --- the store: a prompt in about twenty bytes ----------------------------------------
     def encode(self, situation: NamingSituation) -> str:
         """The option order then (own, partner) per memory entry, one character per name;
         payoffs follow from the game's `payoff`."""
         code = self._codes[0]
-        return ("".join(code[name] for name in situation.options)
-                + "".join(code[own] + code[partner] for own, partner, _ in situation.memory))
+        return "".join(map(code.__getitem__, situation.options)) + "".join(
+            [code[own] + code[partner] for own, partner, _ in situation.memory])
 
     def decode(self, context: str) -> NamingSituation:
         names, payoff = self.game.names, self.game.payoff

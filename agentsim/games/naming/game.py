@@ -38,6 +38,7 @@ from .situation import NamingSituation
 from .standin import NamingStandIn, NamingStandInSettings
 
 DRAWN_POOL_SIZE = 10  # W when neither names nor pool_size is given
+_MAX_SHARED_ENTRIES = 100_000  # distinct memory entries a game shares between its agents
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,8 +155,9 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
         if count:
             committed = CommittedPolicy(self.committed_name())
             if params.committed_mode == "replace":
+                agents = model.population  # (indexing the AgentSet itself copies it every time)
                 for index in sorted(model.random.sample(range(params.agents), count)):
-                    model.agents[index].policy = committed
+                    agents[index].policy = committed
             majority = self.majority_name()
             if majority is not None:
                 self.fill_consensus(model, majority)
@@ -167,9 +169,14 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
 
     def agent_policy(self, model: PopulationModel, index: int) -> Policy:
         """How uncommitted agent `index` decides: its backend's model (a theory baseline
-        returns a rule policy here)."""
-        return LLMPolicy(model.backend_for(index), self.sampling(), self.codec, max_reasks=self.params.max_reasks,
-                         grammar=self.grammar())
+        returns a rule policy here). Agents on one backend share one policy (it keeps nothing
+        of an agent's): a population of a million holds one."""
+        backend = model.backend_for(index)
+        policy = model.shared_policies.get(id(backend))
+        if policy is None:
+            policy = model.shared_policies[id(backend)] = LLMPolicy(
+                backend, self.sampling(), self.codec, max_reasks=self.params.max_reasks, grammar=self.grammar())
+        return policy
 
     def grammar(self) -> Grammar | None:
         """The answer-first format cut after the answer, `{'value': NAME;`, one reply per name
@@ -192,7 +199,7 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every memory holds H successful plays of `name`: a population in consensus."""
         entry = (name, name, self.payoff(name, name))
-        for agent in model.agents:
+        for agent in model.population:
             agent.memory.extend([entry] * self.params.memory_length)
 
     def draw(self, model: PopulationModel, encounter: Encounter) -> tuple[tuple[str, ...] | None, ...]:
@@ -229,7 +236,15 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
         return params.success_payoff if own is not None and own == partner else params.failure_payoff
 
     def remember(self, agent: PopulationAgent, own: str | None, partner: str | None, payoff: int) -> None:
-        agent.memory.append((own, partner, payoff))
+        entry = (own, partner, payoff)
+        # One object per distinct entry, however many agents remember it (there are about
+        # W^2 of them): a million agents' memories are references, not a million tuples.
+        entries = self._memory_entries
+        agent.memory.append(entries.setdefault(entry, entry) if len(entries) < _MAX_SHARED_ENTRIES else entry)
+
+    @cached_property
+    def _memory_entries(self) -> dict[tuple[str | None, str | None, int], tuple[str | None, str | None, int]]:
+        return {}
 
     def prompt_fields(self) -> dict[str, object]:
         """Extra fields a custom template uses, fixed for the whole experiment."""
@@ -242,8 +257,9 @@ class NamingGame(PairwiseGame[NamingParams, NamingSituation]):
     def convention_settings(self, model: PopulationModel) -> dict[str, Any]:
         """The windows and thresholds of the convention metrics, for subclasses that measure more."""
         params = self.params
-        size = len(model.agents)
-        committed = frozenset(agent.index for agent in model.agents if agent.committed)
+        agents = model.population
+        size = len(agents)
+        committed = frozenset(agent.index for agent in agents if agent.committed)
         return {
             "population": size,
             "committed": committed,

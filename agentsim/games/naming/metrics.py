@@ -64,7 +64,7 @@ class MovingSum:
     def checkpoint_problem(self) -> str | None:
         """What a checkpoint's MovingSum breaks (agentsim/checkpoints.py), or None."""
         if not (isinstance(self.size, int) and self.size >= 1 and isinstance(self.values, list)
-                and len(self.values) == self.size and all(isinstance(value, int) for value in self.values)):
+                and len(self.values) == self.size and all(issubclass(kind, int) for kind in set(map(type, self.values)))):
             return f"with {_shown(self.values)} for a window of {self.size!r}"
         if not (0 <= self.position < self.size and 0 <= self.count <= self.size and 1 <= self.short <= self.size):
             return f"with position {self.position}, count {self.count} and short {self.short} outside its window"
@@ -163,8 +163,9 @@ class ConventionMetrics:
         if not (isinstance(self.population, int) and self.population >= 1 and isinstance(self.window_size, int)
                 and self.window_size >= 1 and 0 < self.threshold <= 1):
             return f"with population {self.population!r}, window {self.window_size!r}, threshold {self.threshold!r}"
-        if not all(isinstance(agent, int) and 0 <= agent < self.population
-                   for agent in (*self.committed, *self.current)):
+        agents = [*self.committed, *self.current]
+        if not (all(issubclass(kind, int) for kind in set(map(type, agents)))
+                and (not agents or (min(agents) >= 0 and max(agents) < self.population))):
             return "with an agent outside the population"
         if any(window.size != self.window_size for window in (self.uncommitted, self.uncommitted_alternative)):
             return f"with windows of another size than {self.window_size}"

@@ -104,7 +104,7 @@ class NetworkNamingGame(NamingGame):
 
     def pairing(self, model: PopulationModel) -> Pairing:
         params = self.params
-        size = len(model.agents)
+        size = len(model.population)
         topology = family_topology(self.topology_of(model), size, mean_degree=params.mean_degree, rewiring=params.rewiring)
         graph = connected_graph(topology, size, model.random.getrandbits(32))
         model.graph = graph  # for summaries; rebuilt identically on resume
@@ -120,7 +120,7 @@ class NetworkNamingGame(NamingGame):
 
     def _agreed(self, model: PopulationModel) -> bool:
         metrics: NetworkMetrics = model.metrics
-        everyone_spoke = len(metrics.current) == len(model.agents)
+        everyone_spoke = len(metrics.current) == metrics.population
         return everyone_spoke and metrics.agreement >= self.params.agreement_threshold
 
     def stop_reason(self, model: PopulationModel) -> str | None:

@@ -25,8 +25,11 @@ from the request's seed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 from ...llm.base import Request
 from ...params import StandInSettings
@@ -69,7 +72,7 @@ class NamingStandIn:
         if isinstance(situation, NamingSituation):
             key = self.templates[0][1]
             options: Sequence[str] = situation.options
-            memory: list[tuple[str | None, str | None]] = [(own, partner) for own, partner, _ in situation.memory]
+            memory: Sequence[tuple[Any, ...]] = situation.memory  # (own, partner, payoff): the first two are read
         elif situation is None:
             read = self.read(request)
             if read is None:
@@ -101,7 +104,7 @@ class NamingStandIn:
                 return key, read_options(fields), [(own, partner) for own, partner in memory]
         return None
 
-    def choose(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]], noise_die: float,
+    def choose(self, options: Sequence[str], memory: Sequence[tuple[Any, ...]], noise_die: float,
                seed: int) -> tuple[str, str]:
         """Steps 2-4 of the rule; `seed` gives the die of a draw from the prior."""
         if noise_die < self.noise or not memory:
@@ -111,17 +114,14 @@ class NamingStandIn:
             return self.prior(options, seed), reason
         return name, reason
 
-    def follow(self, options: Sequence[str], memory: Sequence[tuple[str | None, str | None]]) -> tuple[str | None, str]:
+    def follow(self, options: Sequence[str], memory: Sequence[tuple[Any, ...]]) -> tuple[str | None, str]:
         """Steps 3-4 of the rule for a non-empty memory: the name it dictates, or None when
         the memory dictates nothing (then the prior decides)."""
         own, partner = memory[-1][0], memory[-1][1]
         if own == partner and own in options:
             return own, "it worked last round"
-        counts: dict[str, int] = {}
-        for entry in memory:
-            seen = entry[1]
-            if seen is not None and seen in options:
-                counts[seen] = counts.get(seen, 0) + 1
+        counts = {seen: count for seen, count in Counter(map(itemgetter(1), memory)).items()  # (counted in C)
+                  if seen is not None and seen in options}
         if not counts:
             return None, "nothing in memory to follow"
         most = max(counts.values())

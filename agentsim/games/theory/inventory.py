@@ -154,22 +154,23 @@ class MinimalNamingGame(NamingGame):
             return
         committed = CommittedPolicy(self.committed_name())
         if params.committed_mode == "replace":
+            agents = model.population  # (indexing the AgentSet itself copies it every time)
             for index in sorted(model.random.sample(range(params.agents), count)):
-                model.agents[index].policy = committed
+                agents[index].policy = committed
         else:
             for _ in range(count):
                 PopulationAgent(model, committed, memory_length=None)
         majority = self.majority_name()
         if majority is not None:
             self.fill_consensus(model, majority)
-        for agent in model.agents:
+        for agent in model.population:
             if agent.committed:
                 agent.memory.clear()
                 agent.memory.append(self.committed_name())
 
     def fill_consensus(self, model: PopulationModel, name: str) -> None:
         """Every inventory holds just `name`."""
-        for agent in model.agents:
+        for agent in model.population:
             agent.memory.clear()
             agent.memory.append(name)
 
@@ -220,7 +221,7 @@ class MinimalNamingGame(NamingGame):
                                [Move(speaker.index, word, self.payoff(word, heard))], decisions[0].calls)
 
     def new_metrics(self, model: PopulationModel) -> InventoryMetrics:
-        return InventoryMetrics(inventories={agent.index: list(agent.memory) for agent in model.agents},
+        return InventoryMetrics(inventories={agent.index: list(agent.memory) for agent in model.population},
                                 **self.convention_settings(model))
 
     def stop_reason(self, model: PopulationModel) -> str | None:
