@@ -433,14 +433,14 @@ def test_a_mixed_population_over_http_replays_from_the_cache(tmp_path: Path, mon
 def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Path) -> None:
     """The public goods game killed with SIGKILL part-way, then `--resume`d: every recorded row
     (moves, calls, round lines, run summaries; wall-clock columns aside) as the uninterrupted run's."""
-    settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=32", "--set", "max_rounds=100", "--runs", "2",
+    settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=16", "--set", "max_rounds=50", "--runs", "2",
                 "--seed", "4", "--checkpoint-seconds", "0", "--no-live"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
     process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while recorded_rounds(killed / "agentsim.db") < 30:
+    while recorded_rounds(killed / "agentsim.db") < 15:
         assert process.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline
         time.sleep(0.02)

@@ -26,6 +26,8 @@ from ..errors import UserError
 from ..flags import add_experiment_arguments, experiment_options
 from ..games import Family, discover, on_register
 from .subcommands import (
+    IMPORT_PREFIX,
+    IMPORT_STOPPED,
     SUBCOMMAND_HELP,
     SUBCOMMANDS,
     CommandParser,
@@ -40,7 +42,6 @@ __all__ = ["IMPORT_PREFIX", "SUBCOMMANDS", "SUBCOMMAND_HELP", "estimate_command"
            "watch"]
 
 # `import KIND ...` runs the subcommand `import-KIND`, which the family that reads KIND declares.
-IMPORT_PREFIX = "import-"
 
 
 @command("report", "figures (PNG + CSV) and one HTML report for a results directory")
@@ -91,7 +92,7 @@ def transcript(argv: list[str]) -> int:
 
 
 @command("import", "another project's published runs read into a results directory (import KIND SOURCE --out DIR)",
-         stopped="nothing was imported: an import leaves --out as it was until it is whole")
+         stopped=IMPORT_STOPPED)
 def import_runs(argv: list[str]) -> int:
     """One verb for every reader of published runs: a family declares `import-KIND` and
     `import KIND` finds it, so a new reader needs no edit here. A reader accepts plain data

@@ -61,6 +61,12 @@ def _deferred(name: str, module: str) -> Callable[[list[str]], int]:
     return main
 
 
+IMPORT_PREFIX = "import-"  # `import KIND` runs the subcommand `import-KIND` a family registers
+# An import is staged beside --out and moved into place whole (agentsim/staging.py): a signal
+# anywhere in it, in the reader a family registers included, leaves --out as it was.
+IMPORT_STOPPED = "nothing was imported: an import leaves --out as it was until it is whole"
+
+
 def command(name: str, summary: str | None = None, *, stopped: str | None = None,
             stops_on_signal: bool = False) -> Callable[[Callable[[list[str]], int]], Callable[[list[str]], int]]:
     """Register the decorated function as the subcommand `name` (a later one replaces it);
@@ -68,6 +74,9 @@ def command(name: str, summary: str | None = None, *, stopped: str | None = None
     that stops it leaves, for its one line (by default: nothing recorded changed);
     `stops_on_signal`: a command a signal ends as it should (a server: `watch`), whose own exit
     code stands once it has taken the signal itself."""
+    if stopped is None and name.startswith(IMPORT_PREFIX):
+        stopped = IMPORT_STOPPED
+
     def decorate(function: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
         def main(argv: list[str]) -> int:
             signals = len(interrupts.received)
