@@ -20,6 +20,7 @@ The Python API installs nothing here: a notebook or a script keeps its own handl
 from __future__ import annotations
 
 import signal
+import sys
 
 TYPE_CHECKING = False  # (typing, asyncio and contextlib cost imports: this module is the first one imported)
 if TYPE_CHECKING:
@@ -51,7 +52,17 @@ def install() -> None:
     for number in SIGNALS:
         if signal.getsignal(number) is not signal.SIG_IGN:
             signal.signal(number, _on_signal)
+    sys.unraisablehook = _unraisable
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A signal whose `Interrupt` was raised where Python cannot pass it on (a weakref's
+    callback, a `__del__`, a garbage collection) is not printed as "Exception ignored in ...":
+    it is in `received`, and the command answers it in its one line when it next looks."""
+    if isinstance(unraisable.exc_value, Interrupt):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def by() -> str:

@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -176,3 +177,26 @@ def test_a_signal_while_the_scenario_file_loads_is_not_the_files_fault(tmp_path:
     assert process.returncode == CODES[how], stderr
     assert stderr.strip().splitlines() == [f"{WORDS[how]}; it stopped before any run started; no run was recorded or "
                                            f"changed"], stderr
+
+
+def test_a_signal_raised_where_python_cannot_pass_it_on_prints_nothing() -> None:
+    """A SIGTERM that landed in a WeakKeyDictionary's callback printed "Exception ignored in"
+    and a traceback before the command's one line (`report`, once in a few hundred signals)."""
+    program = textwrap.dedent("""
+        import weakref
+        from agentsim import interrupts
+        interrupts.install()
+
+        class Held:
+            pass
+
+        def callback(_reference):
+            raise interrupts.Interrupt(15)
+
+        held = Held()
+        reference = weakref.ref(held, callback)
+        del held
+        print("went on")
+        """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "went on\n", "")
