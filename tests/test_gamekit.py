@@ -13,20 +13,16 @@ import io
 import json
 import random
 import re
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, dump
+from helpers import ROOT
 from rich.console import Console
 from servers import ScriptedServer
-from test_resume import recorded_rounds
+from test_resume import killed_and_resumed_as_whole
 
 import agentsim
 from agentsim import checkpoints
@@ -435,22 +431,7 @@ def test_kill_9_then_resume_records_what_an_uninterrupted_run_does(tmp_path: Pat
     (moves, calls, round lines, run summaries; wall-clock columns aside) as the uninterrupted run's."""
     settings = [str(ROOT / "scenarios" / "public_goods.py"), "--set", "agents=16", "--set", "max_rounds=50", "--runs", "2",
                 "--seed", "4", "--checkpoint-seconds", "0", "--no-live"]
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
-    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while recorded_rounds(killed / "agentsim.db") < 15:
-        assert process.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-    partial = dump(killed / "agentsim.db")
-    assert 0 < len(partial["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
-    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+    killed_and_resumed_as_whole(settings, tmp_path, after_rounds=15)
 
 
 def test_the_live_view_shows_the_mean_choice_the_shares_and_the_payoff() -> None:

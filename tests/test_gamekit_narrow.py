@@ -14,17 +14,13 @@ from __future__ import annotations
 import io
 import json
 import re
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, cli, cli_in_process, dump
-from test_resume import recorded_rounds
+from helpers import ROOT, cli, cli_in_process
+from test_resume import killed_and_resumed_as_whole
 
 import agentsim
 from agentsim.analysis.transcript import write_transcript
@@ -291,21 +287,7 @@ def test_the_centipede_game_resumes_after_kill_9_to_the_same_moves(tmp_path: Pat
     path = str(_file(tmp_path, CENTIPEDE, "centipede.py"))
     settings = [path, "--set", "agents=16", "--set", "max_rounds=60", "--runs", "2", "--seed", "5",
                 "--checkpoint-seconds", "0", "--no-live"]
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
-    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while recorded_rounds(killed / "agentsim.db") < 15:
-        assert process.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-    assert 0 < len(dump(killed / "agentsim.db")["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
-    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+    killed_and_resumed_as_whole(settings, tmp_path, after_rounds=15)
 
 
 SITTING_OUT = '''

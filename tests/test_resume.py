@@ -43,6 +43,26 @@ def recorded_rounds(database: Path) -> int:
         return 0
 
 
+def killed_and_resumed_as_whole(settings: list[str], tmp_path: Path, *, after_rounds: int) -> None:
+    """`python -m agentsim SETTINGS` run whole, and again killed with SIGKILL once `after_rounds`
+    round lines are recorded, then `--resume`d: the two stores hold the same rows (`dump`)."""
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert cli(*settings, "--out", str(whole), timeout=300).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "agentsim", *settings, "--out", str(killed)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while recorded_rounds(killed / "agentsim.db") < after_rounds:
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert 0 < len(dump(killed / "agentsim.db")["rounds"]) < len(dump(whole / "agentsim.db")["rounds"])
+    result = cli(*settings, "--out", str(killed), "--resume", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert dump(killed / "agentsim.db") == dump(whole / "agentsim.db")
+
+
 def interrupt_midway(out: Path, pairing: str, how: signal.Signals) -> subprocess.CompletedProcess[str] | int:
     process = subprocess.Popen([sys.executable, "-m", "agentsim", SCENARIO, "--out", str(out), *settings(pairing)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
