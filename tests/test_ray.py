@@ -87,6 +87,7 @@ def test_a_grid_runs_on_ray_as_in_process(local_ray: Any, tmp_path: Path) -> Non
     assert [run["variant"] for run in summary(tmp_path / "ray")["runs"]] == [0, 1, 0, 1]
 
 
+@pytest.mark.timeout(360)  # 15-30 s on two free cores; a worker restarted on a loaded host takes minutes
 def test_a_killed_worker_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path, standin_server: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGKILL the worker of run 1 after its first commit (of eight rounds, each at least
