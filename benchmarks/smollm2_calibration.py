@@ -1,5 +1,5 @@
 """The constrained harvest's stored distribution against SmolLM2's own answers over many seeds
-(GovSim on the laptop model; tests/test_smollm2_commons.py is the 30-seed check).
+(GovSim on the laptop model; tests/test_smollm2_commons.py is the 20-seed check).
 
     python benchmarks/smollm2_calibration.py [--seeds 1000] [--stock 80] [--temperature 0.7] [--diagnose DRAWS]
 

@@ -114,12 +114,12 @@ def test_the_distribution_does_not_depend_on_the_reply_it_was_scored_after(smoll
     assert after_q == pytest.approx(after_m, abs=1e-6)
 
 
-def test_stored_distributions_match_the_answers_at_three_states_over_30_seeds(smollm2: LlamaCppModel) -> None:
-    """Calibration: at each state the answered count of Q over 30 seeds against the stored
+def test_stored_distributions_match_the_answers_at_three_states_over_20_seeds(smollm2: LlamaCppModel) -> None:
+    """Calibration: at each state the answered count of Q over 20 seeds against the stored
     P(Q), by an exact binomial test at level 1%/3 per state: a calibrated backend fails this
     with probability at most 1%. The seeds are fixed, so the outcome is too."""
     game = NamingGame(names=("Q", "M"), constrained_decoding=True, temperature=0.7).for_experiment(0)
-    check = ModelCheck(backend="local:smollm2", calibration_states=3, calibration_seeds=30, concurrency=1)
+    check = ModelCheck(backend="local:smollm2", calibration_states=3, calibration_seeds=20, concurrency=1)
     results = asyncio.run(calibrate(smollm2, game, check))
     assert results is not None and len(results) == 3 and {entry["memory"] for entry in results} != {"(empty)"}
     for entry in results:
