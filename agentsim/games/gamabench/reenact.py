@@ -51,7 +51,7 @@ from .base import GamaGame
 from .checkout import Checkout
 from .exact import CONVERSATION, STRUCTURE, gemini_turns, system_of
 from .exact_reading import RunnerAnswer
-from .importer import MAX_FILE_BYTES
+from .importer import MAX_FILE_BYTES, parse_json
 from .rules import PARAMETERS
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "gamabench"
@@ -147,10 +147,7 @@ def _raw(source: Path, file: str, base: str, game: str, condition: str) -> RawRu
                         f"file again (its conversations): put the raw_results/ directory back there, or import it again")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise UserError(f"'{path}' is larger than {MAX_FILE_BYTES >> 20} MiB, not a GAMA-Bench run")
-    try:
-        document = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"'{path}' is not JSON ({error}); it changed since it was imported") from None
+    document = parse_json(path.read_bytes(), str(path))  # the importer's bounded reading: depth, NaN
     if not isinstance(document, dict) or not isinstance(document.get("round_records"), list):
         raise UserError(f"'{path}' is not a GAMA-Bench run; it changed since it was imported")
     return RawRun(file=file, game=game or base, base=base, condition=condition, document=document)
